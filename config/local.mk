@@ -1,0 +1,1 @@
+# config/local.mk: sources and tests of config/.

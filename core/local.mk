@@ -1,0 +1,1 @@
+# core/local.mk: sources and tests of core/.

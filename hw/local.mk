@@ -1,0 +1,1 @@
+# hw/local.mk: sources and tests of hw/.

@@ -1,0 +1,1 @@
+# plots/local.mk: sources and tests of plots/.

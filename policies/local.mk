@@ -1,0 +1,1 @@
+# policies/local.mk: sources and tests of policies/.

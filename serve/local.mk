@@ -1,0 +1,1 @@
+# serve/local.mk: sources and tests of serve/.

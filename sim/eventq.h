@@ -1,0 +1,36 @@
+/* eventq.h: the simulator's pending events, a binary min-heap ordered by
+ * (time in ns, insertion sequence) so that ties fire in the order they
+ * were scheduled and every run is deterministic. */
+#ifndef EMA_EVENTQ_H
+#define EMA_EVENTQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef void (*ema_event_fn)(void *arg, int64_t now_ns);
+
+struct ema_event {
+	int64_t time_ns;
+	uint64_t seq;
+	ema_event_fn fn;
+	void *arg;
+};
+
+struct ema_eventq {
+	struct ema_event *heap;
+	size_t n;
+	size_t cap;
+	uint64_t next_seq;
+};
+
+int ema_eventq_init(struct ema_eventq *q, size_t initial_cap);
+void ema_eventq_destroy(struct ema_eventq *q);
+/* Returns 0, or EMA_ERR_NOMEM. */
+int ema_eventq_push(struct ema_eventq *q, int64_t time_ns, ema_event_fn fn, void *arg);
+/* Removes the earliest event into *ev; returns 0, or 1 when empty. */
+int ema_eventq_pop(struct ema_eventq *q, struct ema_event *ev);
+static inline size_t ema_eventq_size(const struct ema_eventq *q) { return q->n; }
+/* Earliest time, or INT64_MAX when empty. */
+int64_t ema_eventq_peek_time(const struct ema_eventq *q);
+
+#endif

@@ -1,0 +1,1 @@
+# sim/local.mk: sources and tests of sim/.

@@ -1,0 +1,1 @@
+# src/local.mk: sources and tests of src/.

@@ -1,0 +1,1 @@
+# tests/local.mk: sources and tests of tests/.

@@ -1,0 +1,1 @@
+# traces/local.mk: sources and tests of traces/.

@@ -1,0 +1,50 @@
+/* workload.h: one tenant's request stream, read from a trace (Azure,
+ * Vidur, BurstGPT, Mooncake, length-only) or generated (Poisson or gamma
+ * arrivals; fixed, uniform, lognormal or empirical lengths), always from an
+ * explicit seed so that every policy sees exactly the same requests. */
+#ifndef EMA_WORKLOAD_H
+#define EMA_WORKLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "ema_error.h"
+
+struct ema_request_spec {
+	int64_t arrival_ns;         /* from the start of the run */
+	int32_t prompt_tokens;      /* >= 1 */
+	int32_t output_tokens;      /* >= 1 */
+};
+
+struct ema_workload {
+	struct ema_request_spec *reqs;  /* sorted by arrival, ties in file order */
+	size_t n;
+	size_t cap;
+};
+
+/* Reads a trace file as it is (no window, no scaling). fmt AUTO detects
+ * the format from the header line / first record. Errors:
+ * "path:line: what was expected", EMA_ERR_INPUT. An empty trace is an error. */
+int ema_trace_read(const char *path, enum ema_trace_format fmt,
+		   struct ema_workload *out, struct ema_error *err);
+
+/* Builds a tenant's stream from its configuration: reads or generates,
+ * applies the window and rate scaling, caps max_requests, and shifts the
+ * first kept arrival of a trace window to start_s = 0 of the run.
+ * seed is the stream's seed (the caller derives it from run seed and tenant). */
+int ema_workload_build(const struct ema_workload_cfg *cfg, uint64_t seed,
+		       struct ema_workload *out, struct ema_error *err);
+
+void ema_workload_free(struct ema_workload *w);
+
+/* Format names for configs and messages: "auto", "azure", "vidur",
+ * "burstgpt", "mooncake", "lengths". Returns -1 for an unknown name. */
+int ema_trace_format_parse(const char *name);
+const char *ema_trace_format_name(enum ema_trace_format fmt);
+
+/* Stream seed from (run seed, tenant index, stream name): a stable mix
+ * (splitmix64 over an FNV-1a hash of the name), never 0. */
+uint64_t ema_seed_derive(uint64_t run_seed, int index, const char *stream);
+
+#endif
