@@ -1,1 +1,32 @@
-# plots/local.mk: sources and tests of plots/.
+# plots/local.mk: the figures of a run. The gnuplot scripts are compiled
+# into ema (tools/embed.sh), so a run writes them beside its CSV files and
+# renders them without an installed copy.
+PLOTS_GP = plots/throughput.gp plots/latency_cdf.gp plots/memory.gp
+
+libema_a_SOURCES += plots/plots.c plots/plots.h
+nodist_libema_a_SOURCES += plots/plots_gp.c
+BUILT_SOURCES += plots/plots_gp.c
+CLEANFILES += plots/plots_gp.c
+EXTRA_DIST += $(PLOTS_GP) \
+	tests/data/plots/summary.csv \
+	tests/data/plots/requests.csv \
+	tests/data/plots/timeline.csv
+
+# Sources are named through $(srcdir) so that VPATH builds (distcheck)
+# read the scripts from the source tree and write the C file in the build
+# tree.
+plots/plots_gp.c: $(PLOTS_GP) $(top_srcdir)/tools/embed.sh
+	$(AM_V_GEN)$(MKDIR_P) plots && \
+	$(SHELL) $(top_srcdir)/tools/embed.sh ema_plots_scripts \
+		$(srcdir)/plots/throughput.gp $(srcdir)/plots/latency_cdf.gp \
+		$(srcdir)/plots/memory.gp > $@.tmp && mv $@.tmp $@
+
+if HAVE_CUNIT
+check_PROGRAMS += tests/test_plots
+TESTS += tests/test_plots
+tests_test_plots_SOURCES = tests/test_plots.c
+tests_test_plots_CFLAGS = $(TEST_CFLAGS)
+# plots/ is not on the shared include path (AM_CPPFLAGS) yet.
+tests_test_plots_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plots
+tests_test_plots_LDADD = $(TEST_LIBS)
+endif

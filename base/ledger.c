@@ -1,0 +1,242 @@
+/* ledger.c: page bookkeeping with O(1) alloc and free (a stack of free
+ * page numbers per GPU) and a full recount for the invariant check. */
+#include "ledger.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ema_build.h"
+
+#ifdef EMA_DEBUG
+static const bool ledger_debug = true;
+#else
+static const bool ledger_debug = false;
+#endif
+
+int ema_ledger_init(struct ema_ledger *l, int n_gpus, const int32_t *capacity,
+		    uint64_t page_bytes, int n_tenants, const int *tenant_gpu,
+		    struct ema_error *err)
+{
+	memset(l, 0, sizeof *l);
+	if (n_gpus < 1 || n_gpus > EMA_MAX_GPUS)
+		return ema_error_set(err, EMA_ERR_INPUT, "ledger: %d GPUs (expected 1..%d)",
+				     n_gpus, EMA_MAX_GPUS);
+	if (n_tenants < 0 || n_tenants > n_gpus)
+		return ema_error_set(err, EMA_ERR_INPUT, "ledger: %d tenants on %d GPUs",
+				     n_tenants, n_gpus);
+	if (page_bytes == 0)
+		return ema_error_set(err, EMA_ERR_INPUT, "ledger: page size 0");
+	l->n_gpus = n_gpus;
+	l->n_tenants = n_tenants;
+	l->page_bytes = page_bytes;
+	for (int g = 0; g < n_gpus; g++) {
+		struct ema_ledger_gpu *gp = &l->gpu[g];
+
+		if (capacity[g] < 0)
+			return ema_error_set(err, EMA_ERR_INPUT, "ledger: GPU %d has %d pages",
+					     g, capacity[g]);
+		gp->capacity = capacity[g];
+		gp->home_tenant = EMA_NO_TENANT;
+		gp->pages = calloc((size_t)capacity[g] + 1, sizeof *gp->pages);
+		gp->free_stack = malloc(((size_t)capacity[g] + 1) * sizeof *gp->free_stack);
+		if (gp->pages == NULL || gp->free_stack == NULL) {
+			ema_ledger_destroy(l);
+			return ema_error_set(err, EMA_ERR_NOMEM, "ledger: out of memory");
+		}
+		/* Stack top is page 0, so pages are handed out lowest first:
+		 * deterministic, and contiguous runs for the hw backend. */
+		for (int32_t i = 0; i < capacity[g]; i++) {
+			gp->free_stack[i] = capacity[g] - 1 - i;
+			gp->pages[i].holder = EMA_NO_TENANT;
+		}
+		gp->n_free = capacity[g];
+		gp->count[EMA_PAGE_FREE] = capacity[g];
+	}
+	for (int t = 0; t < n_tenants; t++) {
+		int g = tenant_gpu[t];
+
+		if (g < 0 || g >= n_gpus || l->gpu[g].home_tenant != EMA_NO_TENANT) {
+			ema_ledger_destroy(l);
+			return ema_error_set(err, EMA_ERR_INPUT,
+					     "ledger: tenant %d on GPU %d (expected a distinct GPU in 0..%d)",
+					     t, g, n_gpus - 1);
+		}
+		l->tenant_gpu[t] = g;
+		l->gpu[g].home_tenant = t;
+	}
+	return EMA_OK;
+}
+
+void ema_ledger_destroy(struct ema_ledger *l)
+{
+	for (int g = 0; g < EMA_MAX_GPUS; g++) {
+		free(l->gpu[g].pages);
+		free(l->gpu[g].free_stack);
+		l->gpu[g].pages = NULL;
+		l->gpu[g].free_stack = NULL;
+	}
+}
+
+int ema_ledger_reserve_weights(struct ema_ledger *l, int gpu, int32_t n,
+			       struct ema_error *err)
+{
+	struct ema_ledger_gpu *gp = &l->gpu[gpu];
+
+	if (gp->n_free != gp->capacity)
+		return ema_error_set(err, EMA_ERR_INTERNAL,
+				     "ledger: weights of GPU %d reserved after pages were used", gpu);
+	if (n < 0 || n > gp->capacity)
+		return ema_error_set(err, EMA_ERR_INPUT,
+				     "ledger: %d weight pages do not fit GPU %d's %d pages",
+				     n, gpu, gp->capacity);
+	/* Weights take pages [0, n): the stack holds capacity-1 .. 0 with 0
+	 * on top, so popping n pages hands out exactly those. */
+	for (int32_t i = 0; i < n; i++) {
+		int32_t p = gp->free_stack[--gp->n_free];
+
+		gp->pages[p].state = EMA_PAGE_WEIGHTS;
+		gp->pages[p].holder = (int8_t)gp->home_tenant;
+	}
+	gp->count[EMA_PAGE_FREE] -= n;
+	gp->count[EMA_PAGE_WEIGHTS] += n;
+	return EMA_OK;
+}
+
+int32_t ema_ledger_alloc(struct ema_ledger *l, int gpu, int holder,
+			 enum ema_page_state state)
+{
+	struct ema_ledger_gpu *gp = &l->gpu[gpu];
+	int32_t p;
+
+	if (gp->n_free == 0)
+		return EMA_ERR_NOSPACE;
+	p = gp->free_stack[--gp->n_free];
+	gp->pages[p].state = (int8_t)state;
+	gp->pages[p].holder = (int8_t)holder;
+	gp->count[EMA_PAGE_FREE]--;
+	gp->count[state]++;
+	if (holder != gp->home_tenant) {
+		gp->lent++;
+		l->borrowed[holder][gpu]++;
+	}
+	l->ops++;
+	if (ledger_debug && ema_ledger_check(l, NULL) != EMA_OK)
+		abort(); /* debug builds only: stop at the operation that broke it */
+	return p;
+}
+
+void ema_ledger_free(struct ema_ledger *l, int gpu, int32_t page)
+{
+	struct ema_ledger_gpu *gp = &l->gpu[gpu];
+	struct ema_page *pg = &gp->pages[page];
+
+	if (pg->state == EMA_PAGE_FREE || pg->state == EMA_PAGE_WEIGHTS) {
+		if (ledger_debug)
+			abort();
+		return; /* double free: ignored in release builds, caught by check */
+	}
+	if (pg->holder != gp->home_tenant) {
+		gp->lent--;
+		l->borrowed[pg->holder][gpu]--;
+	}
+	gp->count[pg->state]--;
+	gp->count[EMA_PAGE_FREE]++;
+	pg->state = EMA_PAGE_FREE;
+	pg->holder = EMA_NO_TENANT;
+	gp->free_stack[gp->n_free++] = page;
+	l->ops++;
+	if (ledger_debug && ema_ledger_check(l, NULL) != EMA_OK)
+		abort();
+}
+
+int32_t ema_ledger_borrowed_pages(const struct ema_ledger *l, int tenant)
+{
+	int32_t n = 0;
+
+	for (int g = 0; g < l->n_gpus; g++)
+		n += l->borrowed[tenant][g];
+	return n;
+}
+
+int ema_ledger_check(const struct ema_ledger *l, struct ema_error *err)
+{
+	int32_t borrowed[EMA_MAX_TENANTS][EMA_MAX_GPUS];
+
+	memset(borrowed, 0, sizeof borrowed);
+	for (int g = 0; g < l->n_gpus; g++) {
+		const struct ema_ledger_gpu *gp = &l->gpu[g];
+		int32_t count[EMA_PAGE_STATES] = {0};
+		int32_t lent = 0, used = 0;
+
+		for (int32_t p = 0; p < gp->capacity; p++) {
+			const struct ema_page *pg = &gp->pages[p];
+
+			if (pg->state < 0 || pg->state >= EMA_PAGE_STATES)
+				return ema_error_set(err, EMA_ERR_INTERNAL,
+						     "ledger: GPU %d page %d has state %d", g, p, pg->state);
+			count[pg->state]++;
+			if (pg->state == EMA_PAGE_FREE) {
+				if (pg->holder != EMA_NO_TENANT)
+					return ema_error_set(err, EMA_ERR_INTERNAL,
+							     "ledger: GPU %d page %d is free but held by %d",
+							     g, p, pg->holder);
+				continue;
+			}
+			if (pg->state == EMA_PAGE_WEIGHTS)
+				continue;
+			if (pg->holder < 0 || pg->holder >= l->n_tenants)
+				return ema_error_set(err, EMA_ERR_INTERNAL,
+						     "ledger: GPU %d page %d has holder %d", g, p, pg->holder);
+			if (pg->holder == gp->home_tenant) {
+				used++;
+			} else {
+				lent++;
+				borrowed[pg->holder][g]++;
+			}
+		}
+		for (int s = 0; s < EMA_PAGE_STATES; s++)
+			if (count[s] != gp->count[s])
+				return ema_error_set(err, EMA_ERR_INTERNAL,
+						     "ledger: GPU %d counts %d pages in state %d, recount %d",
+						     g, gp->count[s], s, count[s]);
+		if (lent != gp->lent)
+			return ema_error_set(err, EMA_ERR_INTERNAL,
+					     "ledger: GPU %d counts %d lent pages, recount %d", g, gp->lent, lent);
+		if (count[EMA_PAGE_FREE] != gp->n_free)
+			return ema_error_set(err, EMA_ERR_INTERNAL,
+					     "ledger: GPU %d has %d free pages on its stack, recount %d",
+					     g, gp->n_free, count[EMA_PAGE_FREE]);
+		if (count[EMA_PAGE_WEIGHTS] + used + count[EMA_PAGE_FREE] + lent != gp->capacity)
+			return ema_error_set(err, EMA_ERR_INTERNAL,
+					     "ledger: GPU %d: weights %d + used %d + free %d + lent %d != capacity %d",
+					     g, count[EMA_PAGE_WEIGHTS], used, count[EMA_PAGE_FREE], lent,
+					     gp->capacity);
+		/* every free page is on the stack exactly once */
+		{
+			char *seen = calloc((size_t)gp->capacity + 1, 1);
+
+			if (seen == NULL)
+				return ema_error_set(err, EMA_ERR_NOMEM, "ledger: out of memory");
+			for (int32_t i = 0; i < gp->n_free; i++) {
+				int32_t p = gp->free_stack[i];
+
+				if (p < 0 || p >= gp->capacity || seen[p] ||
+				    gp->pages[p].state != EMA_PAGE_FREE) {
+					free(seen);
+					return ema_error_set(err, EMA_ERR_INTERNAL,
+							     "ledger: GPU %d free stack entry %d (page %d) is wrong",
+							     g, i, p);
+				}
+				seen[p] = 1;
+			}
+			free(seen);
+		}
+	}
+	for (int t = 0; t < l->n_tenants; t++)
+		for (int g = 0; g < l->n_gpus; g++)
+			if (borrowed[t][g] != l->borrowed[t][g])
+				return ema_error_set(err, EMA_ERR_INTERNAL,
+						     "ledger: tenant %d counts %d pages borrowed on GPU %d, recount %d",
+						     t, l->borrowed[t][g], g, borrowed[t][g]);
+	return EMA_OK;
+}

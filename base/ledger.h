@@ -1,0 +1,96 @@
+/* ledger.h: the page ledger of the policy core. Every GPU's memory is a
+ * pool of equal pages; each page has a home (the GPU it physically lives
+ * on), a holder (the tenant using it, or none) and a state. The ledger is
+ * the single source of truth for "who uses whose memory": borrowing is a
+ * page whose holder is not its home GPU's tenant. Invariant, per GPU:
+ *     weights + used + free + lent = capacity
+ * where used = pages held by the GPU's own tenant and lent = pages held by
+ * another tenant; no page is lost or counted twice. */
+#ifndef EMA_LEDGER_H
+#define EMA_LEDGER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "ema_error.h"
+
+enum ema_page_state {
+	EMA_PAGE_FREE = 0,
+	EMA_PAGE_WEIGHTS,   /* model weights of the home tenant */
+	EMA_PAGE_KV,        /* KV cache of the holder */
+	EMA_PAGE_STAGING,   /* prefetch staging area of the holder */
+	EMA_PAGE_STATES
+};
+
+#define EMA_NO_TENANT (-1)
+
+struct ema_page {
+	int8_t state;
+	int8_t holder;      /* tenant index, or EMA_NO_TENANT when free */
+};
+
+struct ema_ledger_gpu {
+	int32_t capacity;   /* pages */
+	int32_t n_free;
+	int32_t *free_stack;/* free page numbers; top = next to hand out */
+	struct ema_page *pages;
+	int home_tenant;    /* tenant whose weights live here, or EMA_NO_TENANT */
+	int32_t count[EMA_PAGE_STATES]; /* pages by state, any holder */
+	int32_t lent;       /* KV/staging pages held by another tenant */
+};
+
+struct ema_ledger {
+	int n_gpus;
+	int n_tenants;
+	uint64_t page_bytes;
+	struct ema_ledger_gpu gpu[EMA_MAX_GPUS];
+	/* borrowed[t][g]: pages tenant t holds on GPU g != its home */
+	int32_t borrowed[EMA_MAX_TENANTS][EMA_MAX_GPUS];
+	int tenant_gpu[EMA_MAX_TENANTS];
+	uint64_t ops;       /* alloc + free calls, for debug checks */
+};
+
+/* capacity[g] pages per GPU; tenant_gpu[t] = home GPU of tenant t. */
+int ema_ledger_init(struct ema_ledger *l, int n_gpus, const int32_t *capacity,
+		    uint64_t page_bytes, int n_tenants, const int *tenant_gpu,
+		    struct ema_error *err);
+void ema_ledger_destroy(struct ema_ledger *l);
+
+/* Marks n pages of the GPU as its tenant's weights (done once, first). */
+int ema_ledger_reserve_weights(struct ema_ledger *l, int gpu, int32_t n,
+			       struct ema_error *err);
+
+/* Takes a free page of `gpu` for `holder` in `state` (KV or STAGING).
+ * Returns the page number, or EMA_ERR_NOSPACE when the GPU has none. */
+int32_t ema_ledger_alloc(struct ema_ledger *l, int gpu, int holder,
+			 enum ema_page_state state);
+/* Returns a page to its GPU's free pool. */
+void ema_ledger_free(struct ema_ledger *l, int gpu, int32_t page);
+
+static inline int32_t ema_ledger_free_pages(const struct ema_ledger *l, int gpu)
+{
+	return l->gpu[gpu].n_free;
+}
+static inline int32_t ema_ledger_lent_pages(const struct ema_ledger *l, int gpu)
+{
+	return l->gpu[gpu].lent;
+}
+/* Pages of the GPU used by its own tenant (KV and staging). */
+static inline int32_t ema_ledger_used_pages(const struct ema_ledger *l, int gpu)
+{
+	const struct ema_ledger_gpu *g = &l->gpu[gpu];
+	return g->count[EMA_PAGE_KV] + g->count[EMA_PAGE_STAGING] - g->lent;
+}
+int32_t ema_ledger_borrowed_pages(const struct ema_ledger *l, int tenant);
+static inline const struct ema_page *ema_ledger_page(const struct ema_ledger *l, int gpu,
+						     int32_t page)
+{
+	return &l->gpu[gpu].pages[page];
+}
+
+/* Recounts every page and checks the invariants; EMA_ERR_INTERNAL with a
+ * description of the first violation. */
+int ema_ledger_check(const struct ema_ledger *l, struct ema_error *err);
+
+#endif

@@ -1,0 +1,484 @@
+/* config.c: the scenario a run follows: its key table, built-in defaults,
+ * loading (file or embedded default, then --set overrides in order, then
+ * cross-field checks and resolution of hardware and model) and the writer
+ * of the effective configuration that reproduces a run exactly. */
+#include "config_internal.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CF(f) offsetof(struct ema_config, f)
+#define SV(f) offsetof(struct ema_serving_cfg, f)
+#define PO(f) offsetof(struct ema_policy_cfg, f)
+#define TN(f) offsetof(struct ema_tenant_cfg, f)
+#define WL(f) offsetof(struct ema_workload_cfg, f)
+#define LN(f) offsetof(struct ema_length_cfg, f)
+#define SZ(t, f) sizeof(((struct t *)0)->f)
+#define OPEN EMA_CFG_MIN_OPEN
+#define SEED_MAX 9007199254740992.0 /* 2^53: JSON numbers are doubles */
+#define END { NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }
+
+/* Order follows the enums in config.h: the index is the value. */
+static const char *const source_names[] = { "synthetic", "trace", "lengths", NULL };
+static const char *const format_names[] = {
+	"auto", "azure", "vidur", "burstgpt", "mooncake", "lengths", NULL
+};
+static const char *const arrival_names[] = { "poisson", "gamma", NULL };
+static const char *const length_names[] = {
+	"fixed", "uniform", "lognormal", "empirical", NULL
+};
+static const char *const reclaim_names[] = { "auto", "move", "host", "drop", NULL };
+static const char *const copy_names[] = { "gather", "batch", "per_page", NULL };
+
+static const struct ema_config_key length_keys[] = {
+	{ "kind", EMA_CFG_ENUM, LN(kind), 0, 0, 0, 0, 0, length_names, NULL, NULL },
+	{ "mean", EMA_CFG_DBL, LN(mean), 0, 0, 0, 1e7, OPEN, NULL, NULL, NULL },
+	{ "cv", EMA_CFG_DBL, LN(cv), 0, 0, 0, 100, 0, NULL, NULL, NULL },
+	{ "min", EMA_CFG_INT, LN(min), 0, 0, 1, 1 << 24, 0, NULL, NULL, NULL },
+	{ "max", EMA_CFG_INT, LN(max), 0, 0, 1, 1 << 24, 0, NULL, NULL, NULL },
+	END
+};
+
+static const struct ema_config_key workload_keys[] = {
+	{ "source", EMA_CFG_ENUM, WL(source), 0, 0, 0, 0, 0, source_names, NULL, NULL },
+	{ "trace", EMA_CFG_PATH, WL(trace), SZ(ema_workload_cfg, trace), 0, 0, 0, 0, NULL, NULL, NULL },
+	{ "format", EMA_CFG_ENUM, WL(format), 0, 0, 0, 0, 0, format_names, NULL, NULL },
+	{ "start_s", EMA_CFG_DBL, WL(start_s), 0, 0, 0, 1e9, 0, NULL, NULL, NULL },
+	{ "duration_s", EMA_CFG_DBL, WL(duration_s), 0, 0, 0, 1e9, 0, NULL, NULL, NULL },
+	{ "rate_scale", EMA_CFG_DBL, WL(rate_scale), 0, 0, 0, 1e6, OPEN, NULL, NULL, NULL },
+	{ "arrival", EMA_CFG_ENUM, WL(arrival), 0, 0, 0, 0, 0, arrival_names, NULL, NULL },
+	{ "rate_rps", EMA_CFG_DBL, WL(rate_rps), 0, 0, 0, 1e6, 0, NULL, NULL, NULL },
+	{ "cv", EMA_CFG_DBL, WL(cv), 0, 0, 0, 100, 0, NULL, NULL, NULL },
+	{ "prompt", EMA_CFG_OBJ, WL(prompt), 0, 0, 0, 0, 0, NULL, length_keys, NULL },
+	{ "output", EMA_CFG_OBJ, WL(output), 0, 0, 0, 0, 0, NULL, length_keys, NULL },
+	{ "max_requests", EMA_CFG_INT, WL(max_requests), 0, 0, 0, INT_MAX, 0, NULL, NULL, NULL },
+	{ "seed", EMA_CFG_U64, WL(seed), 0, 0, 0, SEED_MAX, 0, NULL, NULL, NULL },
+	END
+};
+
+static const struct ema_config_key tenant_keys[] = {
+	{ "name", EMA_CFG_STR, TN(name), SZ(ema_tenant_cfg, name), 0, 0, 0, EMA_CFG_NONEMPTY, NULL, NULL, NULL },
+	{ "gpu", EMA_CFG_INT, TN(gpu), 0, 0, 0, EMA_MAX_GPUS - 1, 0, NULL, NULL, NULL },
+	{ "workload", EMA_CFG_OBJ, TN(workload), 0, 0, 0, 0, 0, NULL, workload_keys, NULL },
+	END
+};
+
+static const struct ema_config_key serving_keys[] = {
+	{ "block_tokens", EMA_CFG_INT, SV(block_tokens), 0, 0, 1, 4096, 0, NULL, NULL, NULL },
+	{ "max_batch", EMA_CFG_INT, SV(max_batch), 0, 0, 1, 65536, 0, NULL, NULL, NULL },
+	{ "max_batch_tokens", EMA_CFG_INT, SV(max_batch_tokens), 0, 0, 1, 1 << 20, 0, NULL, NULL, NULL },
+	{ "chunked_prefill", EMA_CFG_BOOL, SV(chunked_prefill), 0, 0, 0, 0, 0, NULL, NULL, NULL },
+	{ "watermark", EMA_CFG_DBL, SV(watermark), 0, 0, 0, 0.5, 0, NULL, NULL, NULL },
+	{ "layer_groups", EMA_CFG_INT, SV(layer_groups), 0, 0, 1, 1024, 0, NULL, NULL, NULL },
+	END
+};
+
+static const struct ema_config_key policy_keys[] = {
+	{ "ideal_factor", EMA_CFG_DBL, PO(ideal_factor), 0, 0, 1, 64, 0, NULL, NULL, NULL },
+	{ "lender_floor", EMA_CFG_DBL, PO(lender_floor), 0, 0, 0, 1, 0, NULL, NULL, NULL },
+	{ "lender_reserve", EMA_CFG_DBL, PO(lender_reserve), 0, 0, 0, 1, 0, NULL, NULL, NULL },
+	{ "max_remote_share", EMA_CFG_DBL, PO(max_remote_share), 0, 0, 0, 1, 0, NULL, NULL, NULL },
+	{ "prefetch_depth", EMA_CFG_INT, PO(prefetch_depth), 0, 0, 0, 1024, 0, NULL, NULL, NULL },
+	{ "headroom", EMA_CFG_DBL, PO(headroom), 0, 0, 0, 1, 0, NULL, NULL, NULL },
+	{ "reclaim_mode", EMA_CFG_CHOICE, PO(reclaim_mode), SZ(ema_policy_cfg, reclaim_mode), 0, 0, 0, 0, reclaim_names, NULL, NULL },
+	{ "host_gib", EMA_CFG_DBL, PO(host_gib), 0, 0, 0, 1e6, 0, NULL, NULL, NULL },
+	{ "copy_method", EMA_CFG_CHOICE, PO(copy_method), SZ(ema_policy_cfg, copy_method), 0, 0, 0, 0, copy_names, NULL, NULL },
+	END
+};
+
+static void tenant_init(void *elem, int index)
+{
+	struct ema_tenant_cfg *t = elem;
+	struct ema_workload_cfg *w = &t->workload;
+
+	memset(t, 0, sizeof *t);
+	snprintf(t->name, sizeof t->name, "t%d", index);
+	t->gpu = index;
+	w->source = EMA_WL_SYNTHETIC;
+	w->format = EMA_TRACE_AUTO;
+	w->rate_scale = 1.0;
+	w->arrival = EMA_ARR_POISSON;
+	w->rate_rps = 1.0;
+	w->cv = 1.0;
+	w->prompt = (struct ema_length_cfg){ EMA_LEN_LOGNORMAL, 1024, 1.0, 1, 8192 };
+	w->output = (struct ema_length_cfg){ EMA_LEN_LOGNORMAL, 256, 1.0, 1, 2048 };
+}
+
+const struct ema_config_key ema_config_top_keys[] = {
+	{ "name", EMA_CFG_STR, CF(name), SZ(ema_config, name), 0, 0, 0, EMA_CFG_NONEMPTY, NULL, NULL, NULL },
+	{ "seed", EMA_CFG_U64, CF(seed), 0, 0, 0, SEED_MAX, 0, NULL, NULL, NULL },
+	{ "hardware", EMA_CFG_HW, CF(hardware), SZ(ema_config, hardware), CF(hw), 0, 0, 0, NULL, NULL, NULL },
+	{ "model", EMA_CFG_MODEL, CF(model_name), SZ(ema_config, model_name), CF(model), 0, 0, 0, NULL, NULL, NULL },
+	{ "page_mib", EMA_CFG_DBL, CF(page_mib), 0, 0, 0.0625, 1024, EMA_CFG_POW2, NULL, NULL, NULL },
+	{ "gpu_mem_cap_gib", EMA_CFG_DBL, CF(gpu_mem_cap_gib), 0, 0, 0, 1e5, 0, NULL, NULL, NULL },
+	{ "horizon_s", EMA_CFG_DBL, CF(horizon_s), 0, 0, 0, 1e9, 0, NULL, NULL, NULL },
+	{ "policies", EMA_CFG_STRLIST, CF(policies), EMA_NAME_MAX, CF(n_policies), 1, EMA_MAX_POLICIES, 0, NULL, NULL, NULL },
+	{ "serving", EMA_CFG_OBJ, CF(serving), 0, 0, 0, 0, 0, NULL, serving_keys, NULL },
+	{ "policy", EMA_CFG_OBJ, CF(policy), 0, 0, 0, 0, 0, NULL, policy_keys, NULL },
+	{ "tenants", EMA_CFG_ARRAY, CF(tenants), sizeof(struct ema_tenant_cfg), CF(n_tenants), 0, EMA_MAX_TENANTS, 0, NULL, tenant_keys, tenant_init },
+	END
+};
+
+static int config_defaults(struct ema_config *c, struct ema_error *err)
+{
+	int rc;
+
+	memset(c, 0, sizeof *c);
+	snprintf(c->name, sizeof c->name, "default");
+	c->seed = 1;
+	snprintf(c->hardware, sizeof c->hardware, "h200x2");
+	snprintf(c->model_name, sizeof c->model_name, "llama-3-8b");
+	c->page_mib = 2;
+	c->n_policies = 2;
+	snprintf(c->policies[0], sizeof c->policies[0], "static");
+	snprintf(c->policies[1], sizeof c->policies[1], "ideal");
+	c->serving = (struct ema_serving_cfg){
+		.block_tokens = 16, .max_batch = 256, .max_batch_tokens = 8192,
+		.chunked_prefill = false, .watermark = 0.01, .layer_groups = 4,
+	};
+	c->policy = (struct ema_policy_cfg){
+		.ideal_factor = 2, .lender_floor = 0.25, .lender_reserve = 0.05,
+		.max_remote_share = 0.5, .prefetch_depth = 2, .headroom = 0.05,
+		.reclaim_mode = "auto", .host_gib = 64, .copy_method = "gather",
+	};
+	rc = ema_hw_profile_load(&c->hw, c->hardware, err);
+	if (rc == 0)
+		rc = ema_model_load(&c->model, c->model_name, err);
+	if (rc < 0)
+		return ema_error_set(err, EMA_ERR_INTERNAL,
+				     "embedded default profile or model is broken: %s",
+				     err ? err->msg : "");
+	return EMA_OK;
+}
+
+/* Where a value came from: the last --set that wrote it (or an ancestor or
+ * descendant of it), else the file. */
+struct origin {
+	const struct ema_config_src *file;
+	const char *const *overrides;
+	int n;
+	const char *cwd;
+};
+
+static bool path_related(const char *key, size_t klen, const char *path)
+{
+	size_t plen = strlen(path);
+	size_t n = klen < plen ? klen : plen;
+
+	if (memcmp(key, path, n) != 0)
+		return false;
+	return klen == plen || (klen < plen && path[klen] == '.') ||
+	       (plen < klen && key[plen] == '.');
+}
+
+static int origin_of(const struct origin *o, const char *path)
+{
+	for (int i = o->n - 1; i >= 0; i--) {
+		const char *eq = strchr(o->overrides[i], '=');
+
+		if (eq != NULL && path_related(o->overrides[i],
+					       (size_t)(eq - o->overrides[i]), path))
+			return i;
+	}
+	return -1;
+}
+
+static int vfail(const struct origin *o, const char *path, bool with_path,
+		 struct ema_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+/* The source to blame for path: a --set (filled into tmp) or the file. */
+static const struct ema_config_src *src_for(const struct origin *o,
+					    const char *path,
+					    struct ema_config_src *tmp,
+					    char *key, size_t key_size)
+{
+	int i = origin_of(o, path);
+	const char *arg;
+
+	if (i < 0)
+		return o->file;
+	arg = o->overrides[i];
+	snprintf(key, key_size, "%.*s", (int)(strchr(arg, '=') - arg), arg);
+	*tmp = (struct ema_config_src){ "--set", NULL, 0, arg, key, o->cwd };
+	return tmp;
+}
+
+static int vfail(const struct origin *o, const char *path, bool with_path,
+		 struct ema_error *err, const char *fmt, ...)
+{
+	char msg[EMA_ERROR_MSG_MAX], key[512];
+	struct ema_config_src tmp;
+	const struct ema_config_src *s = src_for(o, path, &tmp, key, sizeof key);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return ema_config_fail(s, path, with_path, err, "%s", msg);
+}
+
+/* locate() for keys relative to tenants.INDEX ("" = the tenant itself). */
+static const char *locate(const struct origin *o, const char *const *paths);
+
+static const char *locate_t(const struct origin *o, char *buf, size_t size,
+			    int tenant, const char *const *keys)
+{
+	char paths[6][128];
+	const char *list[7];
+	int n = 0;
+
+	for (; keys[n] != NULL && n < 6; n++) {
+		snprintf(paths[n], sizeof paths[n], "tenants.%d%s%s", tenant,
+			 *keys[n] ? "." : "", keys[n]);
+		list[n] = paths[n];
+	}
+	list[n] = NULL;
+	snprintf(buf, size, "%s", locate(o, list));
+	return buf;
+}
+
+static int check_length(const struct origin *o, const struct ema_length_cfg *l,
+			int tenant, const char *which, struct ema_error *err)
+{
+	char p[512], fmin[128], fmax[128];
+	const char *fmts[] = { fmin, fmax, NULL };
+
+	snprintf(fmin, sizeof fmin, "workload.%s.min", which);
+	snprintf(fmax, sizeof fmax, "workload.%s.max", which);
+	if (l->min > l->max)
+		return vfail(o, locate_t(o, p, sizeof p, tenant, fmts), false, err,
+			     "expected %s min <= max, got min %d and max %d",
+			     which, l->min, l->max);
+	return EMA_OK;
+}
+
+static int check_tenant(const struct origin *o, const struct ema_config *c,
+			int i, struct ema_error *err)
+{
+	const struct ema_tenant_cfg *t = &c->tenants[i];
+	const struct ema_workload_cfg *w = &t->workload;
+	char p[512];
+	int rc;
+
+	if (t->gpu >= c->hw.n_gpus) {
+		snprintf(p, sizeof p, "tenants.%d.gpu", i);
+		return vfail(o, p, true, err,
+			     "GPU %d is outside hardware %s; expected 0..%d",
+			     t->gpu, c->hw.name, c->hw.n_gpus - 1);
+	}
+	for (int j = 0; j < i; j++) {
+		if (c->tenants[j].gpu == t->gpu) {
+			snprintf(p, sizeof p, "tenants.%d.gpu", i);
+			return vfail(o, p, true, err,
+				     "GPU %d already serves tenant %s; expected one tenant per GPU",
+				     t->gpu, c->tenants[j].name);
+		}
+		if (strcmp(c->tenants[j].name, t->name) == 0) {
+			snprintf(p, sizeof p, "tenants.%d.name", i);
+			return vfail(o, p, true, err,
+				     "tenant name \"%s\" is taken by tenants.%d; expected unique names",
+				     t->name, j);
+		}
+	}
+	if (w->source != EMA_WL_SYNTHETIC && w->trace[0] == '\0') {
+		static const char *const f[] = {
+			"workload.trace", "workload.source", NULL
+		};
+
+		return vfail(o, locate_t(o, p, sizeof p, i, f), false, err,
+			     "a %s workload needs a file in tenants.%d.workload.trace",
+			     source_names[w->source], i);
+	}
+	if (w->source != EMA_WL_TRACE && w->rate_rps <= 0) {
+		static const char *const f[] = {
+			"workload.rate_rps", "workload.source", NULL
+		};
+
+		return vfail(o, locate_t(o, p, sizeof p, i, f), false, err,
+			     "generated arrivals need tenants.%d.workload.rate_rps > 0",
+			     i);
+	}
+	if (w->source == EMA_WL_SYNTHETIC && w->duration_s <= 0 &&
+	    w->max_requests <= 0) {
+		static const char *const f[] = {
+			"workload.duration_s", "workload.max_requests",
+			"workload.source", "", NULL
+		};
+
+		return vfail(o, locate_t(o, p, sizeof p, i, f), false, err,
+			     "a synthetic workload needs tenants.%d.workload.duration_s > 0 (or max_requests > 0)",
+			     i);
+	}
+	if (w->arrival == EMA_ARR_GAMMA && w->cv <= 0) {
+		static const char *const f[] = {
+			"workload.cv", "workload.arrival", NULL
+		};
+
+		return vfail(o, locate_t(o, p, sizeof p, i, f), false, err,
+			     "gamma arrivals need tenants.%d.workload.cv > 0", i);
+	}
+	rc = check_length(o, &w->prompt, i, "prompt", err);
+	if (rc < 0)
+		return rc;
+	return check_length(o, &w->output, i, "output", err);
+}
+
+/* The key to blame for a question that several keys decide: one a --set
+ * changed, else the first one the file holds. */
+static const char *locate(const struct origin *o, const char *const *paths)
+{
+	for (int i = 0; paths[i] != NULL; i++)
+		if (origin_of(o, paths[i]) >= 0)
+			return paths[i];
+	for (int i = 0; paths[i] != NULL; i++)
+		if (ema_config_json_line(o->file->text, o->file->len, paths[i]) > 0)
+			return paths[i];
+	return paths[0];
+}
+
+static int validate(struct ema_config *c, const struct origin *o,
+		    struct ema_error *err)
+{
+	static const char *const fit_keys[] = {
+		"model", "gpu_mem_cap_gib", "hardware", NULL
+	};
+	double usable_gib;
+	uint64_t weights;
+	int rc;
+
+	char key[512];
+	struct ema_config_src tmp;
+
+	/* --set may have changed single fields of a resolved profile */
+	rc = ema_config_check_hw(&c->hw, src_for(o, "hardware", &tmp, key, sizeof key),
+				 "hardware", err);
+	if (rc == 0)
+		rc = ema_config_check_model(&c->model,
+					    src_for(o, "model", &tmp, key, sizeof key),
+					    "model", err);
+	if (rc < 0)
+		return rc;
+	if (c->gpu_mem_cap_gib > c->hw.gpu_mem_gib)
+		return vfail(o, "gpu_mem_cap_gib", true, err,
+			     "expected at most the %g GiB of a GPU of %s (0 = all of it), got %g",
+			     c->hw.gpu_mem_gib, c->hw.name, c->gpu_mem_cap_gib);
+	if (c->model.tensor_parallel > c->hw.n_gpus)
+		return vfail(o, "model", true, err,
+			     "tensor_parallel %d exceeds the %d GPUs of %s",
+			     c->model.tensor_parallel, c->hw.n_gpus, c->hw.name);
+	if (c->n_tenants == 0)
+		return vfail(o, "tenants", false, err,
+			     "expected at least one tenant in \"tenants\"");
+	for (int i = 0; i < c->n_tenants; i++) {
+		rc = check_tenant(o, c, i, err);
+		if (rc < 0)
+			return rc;
+	}
+	usable_gib = c->gpu_mem_cap_gib > 0 ? c->gpu_mem_cap_gib : c->hw.gpu_mem_gib;
+	weights = ema_model_weight_bytes(&c->model);
+	if ((double)weights >= usable_gib * 1073741824.0)
+		return vfail(o, locate(o, fit_keys), false, err,
+			     "model %s needs %.1f GB of weights per GPU, more than the %.1f GiB a GPU has",
+			     c->model.name, (double)weights / 1e9, usable_gib);
+	/* a group is at least one layer */
+	if (c->serving.layer_groups > c->model.layers)
+		c->serving.layer_groups = c->model.layers;
+	return EMA_OK;
+}
+
+/* Folder of the config file as an absolute path, so that trace paths stay
+ * valid when the effective configuration is reloaded from elsewhere. */
+static void file_dir(char *out, size_t size, const char *path, const char *cwd)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[EMA_PATH_MAX];
+
+	if (slash == NULL) {
+		snprintf(out, size, "%s", cwd);
+		return;
+	}
+	snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+	if (dir[0] == '\0')
+		snprintf(dir, sizeof dir, "/");
+	if (ema_config_join_path(out, size, cwd, dir) < 0)
+		snprintf(out, size, "%s", dir);
+}
+
+static void base_name(char *out, size_t size, const char *path)
+{
+	const char *b = strrchr(path, '/');
+	size_t n;
+
+	b = b ? b + 1 : path;
+	n = strlen(b);
+	if (n > 5 && strcmp(b + n - 5, ".json") == 0)
+		n -= 5;
+	snprintf(out, size, "%.*s", (int)n, b);
+}
+
+int ema_config_load(struct ema_config *cfg, const char *path,
+		    const char *const *overrides, int n_overrides,
+		    struct ema_error *err)
+{
+	char cwd[EMA_PATH_MAX], dir[EMA_PATH_MAX];
+	struct ema_config_src src;
+	struct origin o;
+	char *owned = NULL;
+	const char *text;
+	size_t len;
+	cJSON *root = NULL;
+	int rc;
+
+	if (cfg == NULL || (n_overrides > 0 && overrides == NULL))
+		return ema_error_set(err, EMA_ERR_INTERNAL, "ema_config_load: bad arguments");
+	rc = config_defaults(cfg, err);
+	if (rc < 0)
+		return rc;
+	if (getcwd(cwd, sizeof cwd) == NULL)
+		cwd[0] = '\0';
+	if (path == NULL) {
+		text = ema_config_default_json;
+		len = strlen(text);
+		snprintf(cfg->source_file, sizeof cfg->source_file, "(default)");
+		snprintf(dir, sizeof dir, "%s", cwd);
+	} else {
+		if (strlen(path) >= sizeof cfg->source_file)
+			return ema_error_at(err, path, 0, "expected a path shorter than %d bytes",
+					    EMA_PATH_MAX);
+		rc = ema_config_read_file(path, &owned, &len, err);
+		if (rc < 0)
+			return rc;
+		text = owned;
+		snprintf(cfg->source_file, sizeof cfg->source_file, "%s", path);
+		file_dir(dir, sizeof dir, path, cwd);
+		base_name(cfg->name, sizeof cfg->name, path);
+		if (cfg->name[0] == '\0')
+			snprintf(cfg->name, sizeof cfg->name, "default");
+	}
+	src = (struct ema_config_src){ cfg->source_file, text, len, NULL, NULL, dir };
+	o = (struct origin){ &src, overrides, n_overrides, cwd };
+	rc = ema_config_parse_text(cfg->source_file, text, len, &root, err);
+	if (rc == 0)
+		rc = ema_config_parse_object(ema_config_top_keys, cfg, root, "", &src, err);
+	for (int i = 0; rc == 0 && i < n_overrides; i++)
+		rc = ema_config_apply_set(ema_config_top_keys, cfg, overrides[i], cwd, err);
+	if (rc == 0)
+		rc = validate(cfg, &o, err);
+	cJSON_Delete(root);
+	free(owned);
+	return rc;
+}
+
+int ema_config_write_json(const struct ema_config *cfg, FILE *out,
+			  struct ema_error *err)
+{
+	ema_config_write_object(out, ema_config_top_keys, cfg, 0);
+	fputc('\n', out);
+	if (ferror(out))
+		return ema_error_set(err, EMA_ERR_IO, "cannot write the configuration");
+	return EMA_OK;
+}

@@ -1,0 +1,306 @@
+/* profile.c: hardware profiles and model descriptions: their key tables,
+ * loading by embedded name or by file path, checks, the JSON writer that
+ * `ema calibrate` output goes through, and the sizes derived from a model. */
+#include "config_internal.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HW(f) offsetof(struct ema_hw_profile, f)
+#define MD(f) offsetof(struct ema_model, f)
+#define SZ(t, f) sizeof(((struct t *)0)->f)
+#define REQ EMA_CFG_REQUIRED
+#define POS (EMA_CFG_REQUIRED | EMA_CFG_MIN_OPEN)
+
+static const char *const topology_names[] = { "direct", "switch", NULL };
+
+const struct ema_config_key ema_config_hw_keys[] = {
+	{ "name", EMA_CFG_STR, HW(name), SZ(ema_hw_profile, name), 0, 0, 0, REQ | EMA_CFG_NONEMPTY, NULL, NULL, NULL },
+	{ "source", EMA_CFG_STR, HW(source), SZ(ema_hw_profile, source), 0, 0, 0, REQ | EMA_CFG_NONEMPTY, NULL, NULL, NULL },
+	{ "date", EMA_CFG_STR, HW(date), SZ(ema_hw_profile, date), 0, 0, 0, 0, NULL, NULL, NULL },
+	{ "description", EMA_CFG_STR, HW(description), SZ(ema_hw_profile, description), 0, 0, 0, 0, NULL, NULL, NULL },
+	{ "gpu_name", EMA_CFG_STR, HW(gpu_name), SZ(ema_hw_profile, gpu_name), 0, 0, 0, 0, NULL, NULL, NULL },
+	{ "n_gpus", EMA_CFG_INT, HW(n_gpus), 0, 0, 1, EMA_MAX_GPUS, REQ, NULL, NULL, NULL },
+	{ "gpu_mem_gib", EMA_CFG_DBL, HW(gpu_mem_gib), 0, 0, 0, 1e5, POS, NULL, NULL, NULL },
+	{ "hbm_read_gbps", EMA_CFG_DBL, HW(hbm_read_gbps), 0, 0, 0, 1e6, POS, NULL, NULL, NULL },
+	{ "hbm_efficiency", EMA_CFG_DBL, HW(hbm_efficiency), 0, 0, 0, 1, POS, NULL, NULL, NULL },
+	{ "peak_tflops", EMA_CFG_DBL, HW(peak_tflops), 0, 0, 0, 1e6, POS, NULL, NULL, NULL },
+	{ "flops_efficiency", EMA_CFG_DBL, HW(flops_efficiency), 0, 0, 0, 1, POS, NULL, NULL, NULL },
+	{ "iter_overhead_us", EMA_CFG_DBL, HW(iter_overhead_us), 0, 0, 0, 1e6, REQ, NULL, NULL, NULL },
+	{ "topology", EMA_CFG_CHOICE, HW(topology), SZ(ema_hw_profile, topology), 0, 0, 0, REQ, topology_names, NULL, NULL },
+	{ "link_gbps", EMA_CFG_DBL, HW(link_gbps), 0, 0, 0, 1e6, POS, NULL, NULL, NULL },
+	{ "host_link_gbps", EMA_CFG_DBL, HW(host_link_gbps), 0, 0, 0, 1e6, POS, NULL, NULL, NULL },
+	{ "copy_engines", EMA_CFG_INT, HW(copy_engines), 0, 0, 1, 64, REQ, NULL, NULL, NULL },
+	{ "copy_fixed_us", EMA_CFG_DBL, HW(copy_fixed_us), 0, 0, 0, 1e6, REQ, NULL, NULL, NULL },
+	{ "copy_call_us", EMA_CFG_DBL, HW(copy_call_us), 0, 0, 0, 1e6, REQ, NULL, NULL, NULL },
+	{ "batch_page_us", EMA_CFG_DBL, HW(batch_page_us), 0, 0, 0, 1e6, REQ, NULL, NULL, NULL },
+	{ "gather_gbps", EMA_CFG_DBL, HW(gather_gbps), 0, 0, 0, 1e6, POS, NULL, NULL, NULL },
+	{ "copy_curve", EMA_CFG_CURVE, HW(copy_curve), 0, HW(n_copy_curve), 1, EMA_CURVE_MAX, REQ, NULL, NULL, NULL },
+	{ "remote_read_gbps", EMA_CFG_DBL, HW(remote_read_gbps), 0, 0, 0, 1e6, POS, NULL, NULL, NULL },
+	{ "interference_lender", EMA_CFG_DBL, HW(interference_lender), 0, 0, 0, 100, REQ, NULL, NULL, NULL },
+	{ "interference_borrower", EMA_CFG_DBL, HW(interference_borrower), 0, 0, 0, 100, REQ, NULL, NULL, NULL },
+	{ "interference_compute", EMA_CFG_DBL, HW(interference_compute), 0, 0, 0, 1, REQ, NULL, NULL, NULL },
+	{ "map_us_per_page", EMA_CFG_DBL, HW(map_us_per_page), 0, 0, 0, 1e6, REQ, NULL, NULL, NULL },
+	{ "unmap_us_per_page", EMA_CFG_DBL, HW(unmap_us_per_page), 0, 0, 0, 1e6, REQ, NULL, NULL, NULL },
+	{ "malloc_2mib_us", EMA_CFG_DBL, HW(malloc_2mib_us), 0, 0, 0, 1e6, REQ, NULL, NULL, NULL },
+	{ NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }
+};
+
+const struct ema_config_key ema_config_model_keys[] = {
+	{ "name", EMA_CFG_STR, MD(name), SZ(ema_model, name), 0, 0, 0, REQ | EMA_CFG_NONEMPTY, NULL, NULL, NULL },
+	{ "layers", EMA_CFG_INT, MD(layers), 0, 0, 1, 1024, REQ, NULL, NULL, NULL },
+	{ "heads", EMA_CFG_INT, MD(heads), 0, 0, 1, 1024, REQ, NULL, NULL, NULL },
+	{ "kv_heads", EMA_CFG_INT, MD(kv_heads), 0, 0, 1, 1024, REQ, NULL, NULL, NULL },
+	{ "head_dim", EMA_CFG_INT, MD(head_dim), 0, 0, 1, 4096, REQ, NULL, NULL, NULL },
+	{ "hidden", EMA_CFG_INT, MD(hidden), 0, 0, 1, 1 << 20, REQ, NULL, NULL, NULL },
+	{ "ffn", EMA_CFG_INT, MD(ffn), 0, 0, 1, 1 << 22, REQ, NULL, NULL, NULL },
+	{ "params_b", EMA_CFG_DBL, MD(params_b), 0, 0, 0, 1e5, POS, NULL, NULL, NULL },
+	{ "bytes_per_param", EMA_CFG_INT, MD(bytes_per_param), 0, 0, 1, 8, 0, NULL, NULL, NULL },
+	{ "tensor_parallel", EMA_CFG_INT, MD(tensor_parallel), 0, 0, 1, EMA_MAX_GPUS, 0, NULL, NULL, NULL },
+	{ NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }
+};
+
+/* `ema list` order; each has profiles/hardware/NAME.json or
+ * profiles/models/NAME.json embedded (tests check both ways). */
+static const char *const hw_names[] = {
+	"h200x2", "h200x8", "h100x8", "a100x4_40gb", "a100x8_80gb", NULL
+};
+static const char *const model_names[] = {
+	"llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b",
+	"llama-3-70b", "opt-13b", "opt-30b", NULL
+};
+
+int ema_hw_profile_names(const char *const **names)
+{
+	*names = hw_names;
+	return (int)(sizeof hw_names / sizeof hw_names[0]) - 1;
+}
+
+int ema_model_names(const char *const **names)
+{
+	*names = model_names;
+	return (int)(sizeof model_names / sizeof model_names[0]) - 1;
+}
+
+void ema_config_model_defaults(struct ema_model *m)
+{
+	memset(m, 0, sizeof *m);
+	m->bytes_per_param = 2;
+	m->tensor_parallel = 1;
+}
+
+uint64_t ema_model_weight_bytes(const struct ema_model *m)
+{
+	int tp = m->tensor_parallel > 0 ? m->tensor_parallel : 1;
+
+	return (uint64_t)llround(m->params_b * 1e9 * m->bytes_per_param / tp);
+}
+
+uint64_t ema_model_kv_bytes_per_token(const struct ema_model *m)
+{
+	uint64_t tp = m->tensor_parallel > 0 ? (uint64_t)m->tensor_parallel : 1;
+
+	/* K and V, for every layer and KV head; heads split across TP ranks */
+	return 2 * (uint64_t)m->layers * (uint64_t)m->kv_heads *
+	       (uint64_t)m->head_dim * (uint64_t)m->bytes_per_param / tp;
+}
+
+double ema_curve_gbps(const struct ema_curve_point *c, int n, double bytes)
+{
+	if (n <= 0)
+		return 0.0;
+	if (bytes <= c[0].bytes)
+		return c[0].gbps;
+	if (bytes >= c[n - 1].bytes)
+		return c[n - 1].gbps;
+	for (int i = 0; i + 1 < n; i++) {
+		if (bytes <= c[i + 1].bytes) {
+			/* sizes span decades: interpolate in log(bytes) */
+			double t = (log(bytes) - log(c[i].bytes)) /
+				   (log(c[i + 1].bytes) - log(c[i].bytes));
+
+			return c[i].gbps + t * (c[i + 1].gbps - c[i].gbps);
+		}
+	}
+	return c[n - 1].gbps;
+}
+
+int ema_config_check_hw(const struct ema_hw_profile *hw,
+			const struct ema_config_src *src, const char *path,
+			struct ema_error *err)
+{
+	char p[512];
+
+	/* an SM gather kernel reads through the same link as the copies */
+	if (hw->gather_gbps > 2 * hw->link_gbps) {
+		snprintf(p, sizeof p, "%s%sgather_gbps", path, *path ? "." : "");
+		return ema_config_fail(src, p, true, err,
+				       "expected at most twice link_gbps (%g), got %g",
+				       hw->link_gbps, hw->gather_gbps);
+	}
+	return EMA_OK;
+}
+
+int ema_config_check_model(const struct ema_model *m,
+			   const struct ema_config_src *src, const char *path,
+			   struct ema_error *err)
+{
+	char p[512];
+
+	snprintf(p, sizeof p, "%s%skv_heads", path, *path ? "." : "");
+	if (m->kv_heads > m->heads || m->heads % m->kv_heads != 0)
+		return ema_config_fail(src, p, true, err,
+				       "expected a divisor of heads (%d), got %d",
+				       m->heads, m->kv_heads);
+	if (m->kv_heads % m->tensor_parallel != 0) {
+		snprintf(p, sizeof p, "%s%stensor_parallel", path, *path ? "." : "");
+		return ema_config_fail(src, p, true, err,
+				       "expected a divisor of kv_heads (%d), got %d",
+				       m->kv_heads, m->tensor_parallel);
+	}
+	return EMA_OK;
+}
+
+/* Parses one profile or model text into out (already holding defaults). */
+static int load_text(const char *file, const char *text, size_t len,
+		     const struct ema_config_key *tbl, void *out, bool hw,
+		     struct ema_error *err)
+{
+	struct ema_config_src src = { file, text, len, NULL, NULL, NULL };
+	cJSON *root = NULL;
+	int rc;
+
+	rc = ema_config_parse_text(file, text, len, &root, err);
+	if (rc < 0)
+		return rc;
+	rc = ema_config_parse_object(tbl, out, root, "", &src, err);
+	if (rc == 0)
+		rc = hw ? ema_config_check_hw(out, &src, "", err)
+			: ema_config_check_model(out, &src, "", err);
+	cJSON_Delete(root);
+	return rc;
+}
+
+/* Loads from a file path or from an embedded table; the caller reports
+ * unknown names. Returns 1 when name is neither a path nor embedded. */
+static int load_any(const char *name_or_path, bool hw, void *out,
+		    struct ema_error *err)
+{
+	const struct ema_config_key *tbl = hw ? ema_config_hw_keys : ema_config_model_keys;
+	char fname[EMA_PATH_MAX];
+	char *text;
+	size_t len;
+	int rc;
+
+	if (hw)
+		memset(out, 0, sizeof(struct ema_hw_profile));
+	else
+		ema_config_model_defaults(out);
+	if (ema_config_is_path(name_or_path)) {
+		rc = ema_config_read_file(name_or_path, &text, &len, err);
+		if (rc < 0)
+			return rc;
+		rc = load_text(name_or_path, text, len, tbl, out, hw, err);
+		free(text);
+		return rc;
+	}
+	{
+		const struct ema_embedded *e;
+
+		snprintf(fname, sizeof fname, "%s.json", name_or_path);
+		e = ema_embedded_find(hw ? ema_config_hw_files : ema_config_model_files,
+				      fname);
+		if (e == NULL)
+			return 1;
+		snprintf(fname, sizeof fname, "profiles/%s/%s.json",
+			 hw ? "hardware" : "models", name_or_path);
+		return load_text(fname, e->data, e->len, tbl, out, hw, err);
+	}
+}
+
+static void names_list(char *buf, size_t size, const char *const *names)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; names[i] != NULL && n < size; i++)
+		n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? ", " : "",
+				      names[i]);
+}
+
+int ema_hw_profile_load(struct ema_hw_profile *hw, const char *name_or_path,
+			struct ema_error *err)
+{
+	char names[512];
+	int rc = load_any(name_or_path, true, hw, err);
+
+	if (rc <= 0)
+		return rc;
+	names_list(names, sizeof names, hw_names);
+	return ema_error_set(err, EMA_ERR_INPUT,
+			     "unknown hardware profile \"%s\"; expected one of: %s, or a path to a .json file",
+			     name_or_path, names);
+}
+
+int ema_model_load(struct ema_model *m, const char *name, struct ema_error *err)
+{
+	char names[512];
+	int rc = load_any(name, false, m, err);
+
+	if (rc <= 0)
+		return rc;
+	names_list(names, sizeof names, model_names);
+	return ema_error_set(err, EMA_ERR_INPUT,
+			     "unknown model \"%s\"; expected one of: %s, or a path to a .json file",
+			     name, names);
+}
+
+/* A config names hardware or a model: unknown names and unreadable files
+ * are the config's error, at its line; bad content is the file's. */
+static int resolve(void *out, bool hw, const char *value,
+		   const struct ema_config_src *src, const char *path,
+		   struct ema_error *err)
+{
+	char names[512];
+	int rc;
+
+	if (ema_config_is_path(value)) {
+		FILE *f = fopen(value, "rb");
+
+		if (f == NULL)
+			return ema_config_fail(src, path, true, err,
+					       "cannot open \"%s\"; expected a readable %s file",
+					       value, hw ? "hardware profile" : "model");
+		fclose(f);
+	}
+	rc = load_any(value, hw, out, err);
+	if (rc <= 0)
+		return rc;
+	names_list(names, sizeof names, hw ? hw_names : model_names);
+	return ema_config_fail(src, path, true, err,
+			       "unknown %s \"%s\"; expected one of: %s, or a path to a .json file",
+			       hw ? "hardware profile" : "model", value, names);
+}
+
+int ema_config_resolve_hw(struct ema_hw_profile *hw, const char *value,
+			  const struct ema_config_src *src, const char *path,
+			  struct ema_error *err)
+{
+	return resolve(hw, true, value, src, path, err);
+}
+
+int ema_config_resolve_model(struct ema_model *m, const char *value,
+			     const struct ema_config_src *src, const char *path,
+			     struct ema_error *err)
+{
+	return resolve(m, false, value, src, path, err);
+}
+
+int ema_hw_profile_write_json(const struct ema_hw_profile *hw, FILE *out)
+{
+	ema_config_write_object(out, ema_config_hw_keys, hw, 0);
+	fputc('\n', out);
+	return ferror(out) ? EMA_ERR_IO : EMA_OK;
+}

@@ -1,1 +1,0 @@
-# core/local.mk: sources and tests of core/.

@@ -1,0 +1,1039 @@
+/* calibrate.c: `ema calibrate`, which measures the GPUs of this machine
+ * with the backend's own kernels and copy paths (CUDA events, median of N
+ * after warm-up), prints them against the H200x2 reference of
+ * CALIBRATION.md, and writes a hardware profile (JSON) and the raw
+ * measurements (tidy CSV) that the simulator can then use. */
+#include "hw.h"
+#include "hw_cuda.h"
+#include "hw_kernels.h"
+
+#include "config.h"
+
+#include <gsl/gsl_fit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CAL_GIB (1024.0 * 1024.0 * 1024.0)
+#define CAL_MIB (1024ull * 1024ull)
+#define CAL_BUF (2048ull * CAL_MIB)     /* device buffer per GPU */
+#define CAL_HOST (256ull * CAL_MIB)     /* pinned host buffer */
+#define CAL_MAX_REPS 64
+#define CAL_MAX_SEGS 65536
+
+enum cal_kind {
+	CAL_MEMCPY, CAL_PER_PAGE, CAL_BATCH, CAL_GATHER, CAL_READ, CAL_GEMM, CAL_GEMM8K
+};
+
+/* One operation to time: what cal_issue launches on stream s. */
+struct cal_op {
+	enum cal_kind kind;
+	int dev;                    /* device whose stream and events time it */
+	cudaStream_t s;
+	void *dst;
+	const void *src;
+	size_t bytes;
+	int n;                      /* pages, segments or GEMM columns */
+	int repeat;
+	void **dsts;
+	const void **srcs;
+	size_t *sizes;
+	struct ema_hwk_seg *dsegs;  /* on dev */
+	uint64_t chunks;
+};
+
+struct cal {
+	FILE *csv;
+	bool quick;
+	int reps;
+	int n_gpus;
+	struct cudaDeviceProp prop;
+	char *buf[2];
+	char *host;
+	cudaStream_t s[2], bg[2];
+	cudaEvent_t e0[2], e1[2];
+	uint64_t *sink[2];
+	struct ema_hwk_seg *hseg;
+	struct ema_hwk_seg *dseg[2];
+	void *ga, *gb, *gc;
+	struct ema_hw_blas blas;
+	bool have_blas;
+	cublasHandle_t blas_h;
+	/* scratch arrays for per-page and batch copies */
+	void **dsts;
+	const void **srcs;
+	size_t *sizes;
+};
+
+/* The reference figures of CALIBRATION.md (H200x2, 2026-11-30). */
+struct cal_row {
+	const char *what;
+	const char *unit;
+	double ref;                 /* 0: no reference */
+	double got;
+};
+
+static int cal_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double cal_median(double *v, int n)
+{
+	if (n <= 0)
+		return 0.0;
+	qsort(v, (size_t)n, sizeof *v, cal_cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int cal_issue(struct cal *c, const struct cal_op *o)
+{
+	int reps = o->repeat > 0 ? o->repeat : 1;
+
+	for (int r = 0; r < reps; r++) {
+		cudaError_t e = cudaSuccess;
+
+		switch (o->kind) {
+		case CAL_MEMCPY:
+			e = cudaMemcpyAsync(o->dst, o->src, o->bytes, cudaMemcpyDefault, o->s);
+			break;
+		case CAL_PER_PAGE:
+			for (int i = 0; i < o->n && e == cudaSuccess; i++)
+				e = cudaMemcpyAsync(o->dsts[i], o->srcs[i], o->sizes[i],
+						    cudaMemcpyDefault, o->s);
+			break;
+		case CAL_BATCH: {
+			struct cudaMemcpyAttributes attr;
+			size_t idx = 0;
+
+			memset(&attr, 0, sizeof attr);
+			attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+			attr.srcLocHint.type = cudaMemLocationTypeDevice;
+			attr.dstLocHint.type = cudaMemLocationTypeDevice;
+			e = cudaMemcpyBatchAsync((void *const *)o->dsts,
+						 (const void *const *)o->srcs, o->sizes,
+						 (size_t)o->n, &attr, &idx, 1, o->s);
+			break;
+		}
+		case CAL_GATHER:
+			e = (cudaError_t)ema_hwk_gather(o->dsegs, o->n, o->chunks,
+							2 * c->prop.multiProcessorCount, o->s);
+			break;
+		case CAL_READ:
+			e = (cudaError_t)ema_hwk_read(o->dsegs, o->n, o->chunks,
+						      8 * c->prop.multiProcessorCount,
+						      c->sink[o->dev], o->s);
+			break;
+		case CAL_GEMM:
+			for (int left = o->n; left > 0 && e == cudaSuccess; left -= EMA_HW_GEMM_COLS) {
+				int cols = left > EMA_HW_GEMM_COLS ? EMA_HW_GEMM_COLS : left;
+
+				e = (cudaError_t)ema_hw_gemm(c->have_blas ? &c->blas : NULL,
+							     c->blas_h, cols, c->ga, c->gb,
+							     c->gc, o->s);
+			}
+			break;
+		case CAL_GEMM8K: {
+			const float alpha = 1.0f, beta = 0.0f;
+
+			if (c->have_blas)
+				e = c->blas.gemm(c->blas_h, CUBLAS_OP_N, CUBLAS_OP_N, 8192, 8192,
+						 8192, &alpha, c->ga, CUDA_R_16BF, 8192, c->gb,
+						 CUDA_R_16BF, 8192, &beta, c->gc, CUDA_R_16BF,
+						 8192, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) ==
+				    CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown;
+			else
+				e = (cudaError_t)ema_hwk_gemm_fallback(8192, 8192, 8192, c->ga,
+								       c->gb, c->gc, o->s);
+			break;
+		}
+		}
+		if (e != cudaSuccess)
+			return (int)e;
+	}
+	return 0;
+}
+
+static void cal_csv(struct cal *c, const char *test, const char *variant, int src,
+		    int dst, uint64_t bytes, uint64_t page, int rep, double us)
+{
+	if (c->csv == NULL)
+		return;
+	fprintf(c->csv, "%s,%s,%d,%d,%llu,%llu,%d,%.3f,%.3f\n", test, variant, src, dst,
+		(unsigned long long)bytes, (unsigned long long)page, rep, us,
+		us > 0 ? (double)bytes / (us * 1e3) : 0.0);
+}
+
+/* Times o with events on its device: warm-up, then reps runs; returns the
+ * median in us and writes each run to the CSV. */
+static int cal_time(struct cal *c, const struct cal_op *o, int reps, const char *test,
+		    const char *variant, int src, int dst, uint64_t bytes, uint64_t page,
+		    double *med_us, struct ema_error *err)
+{
+	double t[CAL_MAX_REPS];
+	int d = o->dev;
+
+	if (reps > CAL_MAX_REPS)
+		reps = CAL_MAX_REPS;
+	EMA_HW_TRY(err, cudaSetDevice(d));
+	for (int r = -2; r < reps; r++) {
+		float ms = 0.0f;
+		int e;
+
+		EMA_HW_TRY(err, cudaEventRecord(c->e0[d], o->s));
+		e = cal_issue(c, o);
+		if (e != 0)
+			return ema_error_set(err, EMA_ERR_DEVICE, "%s/%s: %s", test, variant,
+					     cudaGetErrorString((cudaError_t)e));
+		EMA_HW_TRY(err, cudaEventRecord(c->e1[d], o->s));
+		EMA_HW_TRY(err, cudaEventSynchronize(c->e1[d]));
+		EMA_HW_TRY(err, cudaEventElapsedTime(&ms, c->e0[d], c->e1[d]));
+		if (r >= 0) {
+			t[r] = ms * 1e3;
+			cal_csv(c, test, variant, src, dst, bytes, page, r, t[r]);
+		}
+	}
+	*med_us = cal_median(t, reps);
+	return 0;
+}
+
+/* Host-clock timing for calls that are synchronous by nature. */
+static double cal_host_us(int64_t t0)
+{
+	return (double)(ema_hw_clock_ns() - t0) / 1e3;
+}
+
+static int cal_setup(struct cal *c, struct ema_error *err)
+{
+	char why[256];
+
+	EMA_HW_TRY(err, cudaGetDeviceProperties(&c->prop, 0));
+	for (int d = 0; d < c->n_gpus && d < 2; d++) {
+		EMA_HW_TRY(err, cudaSetDevice(d));
+		EMA_HW_TRY(err, cudaMalloc((void **)&c->buf[d], CAL_BUF));
+		EMA_HW_TRY(err, cudaMemset(c->buf[d], 0x5a + d, CAL_BUF));
+		EMA_HW_TRY(err, cudaStreamCreateWithFlags(&c->s[d], cudaStreamNonBlocking));
+		EMA_HW_TRY(err, cudaStreamCreateWithFlags(&c->bg[d], cudaStreamNonBlocking));
+		EMA_HW_TRY(err, cudaEventCreate(&c->e0[d]));
+		EMA_HW_TRY(err, cudaEventCreate(&c->e1[d]));
+		EMA_HW_TRY(err, cudaMalloc((void **)&c->sink[d], 64));
+		EMA_HW_TRY(err, cudaMalloc((void **)&c->dseg[d], CAL_MAX_SEGS * sizeof *c->dseg[d]));
+	}
+	for (int i = 0; i < c->n_gpus && i < 2; i++)
+		for (int j = 0; j < c->n_gpus && j < 2; j++) {
+			cudaError_t e;
+
+			if (i == j)
+				continue;
+			EMA_HW_TRY(err, cudaSetDevice(i));
+			e = cudaDeviceEnablePeerAccess(j, 0);
+			if (e == cudaErrorPeerAccessAlreadyEnabled)
+				cudaGetLastError();
+			else
+				EMA_HW_TRY(err, e);
+		}
+	EMA_HW_TRY(err, cudaSetDevice(0));
+	EMA_HW_TRY(err, cudaMallocHost((void **)&c->host, CAL_HOST));
+	memset(c->host, 0x33, CAL_HOST);
+	EMA_HW_TRY(err, cudaMallocHost((void **)&c->hseg, CAL_MAX_SEGS * sizeof *c->hseg));
+	EMA_HW_TRY(err, cudaMalloc(&c->ga, 8192ull * 8192 * 2));
+	EMA_HW_TRY(err, cudaMalloc(&c->gb, 8192ull * 8192 * 2));
+	EMA_HW_TRY(err, cudaMalloc(&c->gc, 8192ull * 8192 * 2));
+	EMA_HW_TRY(err, (cudaError_t)ema_hwk_fill_bf16(c->ga, 8192ull * 8192, 1, c->s[0]));
+	EMA_HW_TRY(err, (cudaError_t)ema_hwk_fill_bf16(c->gb, 8192ull * 8192, 2, c->s[0]));
+	c->have_blas = ema_hw_blas_load(&c->blas, why, sizeof why);
+	if (c->have_blas) {
+		if (c->blas.create(&c->blas_h) != CUBLAS_STATUS_SUCCESS ||
+		    c->blas.set_stream(c->blas_h, c->s[0]) != CUBLAS_STATUS_SUCCESS)
+			return ema_error_set(err, EMA_ERR_DEVICE, "cuBLAS handle could not be made");
+	} else {
+		fprintf(stderr, "calibrate: %s; GEMMs use the slow fallback kernel\n", why);
+	}
+	c->dsts = calloc(CAL_MAX_SEGS, sizeof *c->dsts);
+	c->srcs = calloc(CAL_MAX_SEGS, sizeof *c->srcs);
+	c->sizes = calloc(CAL_MAX_SEGS, sizeof *c->sizes);
+	if (c->dsts == NULL || c->srcs == NULL || c->sizes == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	EMA_HW_TRY(err, cudaDeviceSynchronize());
+	return 0;
+}
+
+static void cal_teardown(struct cal *c)
+{
+	for (int d = 0; d < 2; d++) {
+		if (c->buf[d] == NULL)
+			continue;
+		cudaSetDevice(d);
+		cudaDeviceSynchronize();
+		cudaFree(c->buf[d]);
+		cudaFree(c->sink[d]);
+		cudaFree(c->dseg[d]);
+		cudaStreamDestroy(c->s[d]);
+		cudaStreamDestroy(c->bg[d]);
+		cudaEventDestroy(c->e0[d]);
+		cudaEventDestroy(c->e1[d]);
+	}
+	cudaSetDevice(0);
+	if (c->have_blas) {
+		c->blas.destroy(c->blas_h);
+		ema_hw_blas_unload(&c->blas);
+	}
+	cudaFreeHost(c->host);
+	cudaFreeHost(c->hseg);
+	cudaFree(c->ga);
+	cudaFree(c->gb);
+	cudaFree(c->gc);
+	free(c->dsts);
+	free(c->srcs);
+	free(c->sizes);
+}
+
+/* Uploads n segments to device d's descriptor buffer. */
+static int cal_upload(struct cal *c, int d, int n, uint64_t *chunks, struct ema_error *err)
+{
+	*chunks = ema_hwk_prefix(c->hseg, n);
+	EMA_HW_TRY(err, cudaSetDevice(d));
+	EMA_HW_TRY(err, cudaMemcpy(c->dseg[d], c->hseg, (size_t)n * sizeof *c->hseg,
+				   cudaMemcpyHostToDevice));
+	return 0;
+}
+
+/* A read op of total bytes over base[0, span), in pieces of piece bytes. */
+static int cal_read_op(struct cal *c, struct cal_op *o, int d, const char *base,
+		       uint64_t span, uint64_t total, uint64_t piece, struct ema_error *err)
+{
+	int n = 0;
+	uint64_t at = 0;
+	int rc;
+
+	for (uint64_t done = 0; done < total && n < CAL_MAX_SEGS; done += piece, n++) {
+		if (at + piece > span)
+			at = 0;
+		c->hseg[n].src = (uint64_t)(uintptr_t)(base + at);
+		c->hseg[n].dst = 0;
+		c->hseg[n].bytes = piece;
+		/* scattered: stride past the piece so blocks are not adjacent */
+		at += piece * 2 <= span ? piece * 2 : piece;
+	}
+	memset(o, 0, sizeof *o);
+	rc = cal_upload(c, d, n, &o->chunks, err);
+	if (rc != 0)
+		return rc;
+	o->kind = CAL_READ;
+	o->dev = d;
+	o->s = c->s[d];
+	o->dsegs = c->dseg[d];
+	o->n = n;
+	o->repeat = 1;
+	return 0;
+}
+
+struct cal_result {
+	double copy_gbps[3][16];    /* peer 0->1, peer 1->0, local */
+	double copy_us[3][16];
+	uint64_t sizes[16];
+	int n_sizes;
+	double fixed_us, fit_gbps;
+	double bidir_gbps;
+	double page_gbps[3][5];     /* per_page, batch, gather by page size */
+	double page_call_us[3][5];
+	double hbm_gbps, scattered_gbps[4], remote_gbps;
+	double h2d_gbps, d2h_gbps;
+	double lender_ce, lender_sm, borrower, gemm_slow;
+	double malloc_us[3], free_us[3];
+	double vmm_us[5];
+	double decode_gbps, decode_fixed_us;
+	double gemm8k_tflops, prefill_tflops, prefill_fixed_us;
+};
+
+static const uint64_t cal_pages[5] = {
+	16 * 1024, 64 * 1024, 256 * 1024, 2 * CAL_MIB, 16 * CAL_MIB
+};
+
+static int cal_copies(struct cal *c, struct cal_result *res, struct ema_error *err)
+{
+	static const uint64_t all[] = {
+		4096, 16384, 65536, 262144, 1 << 20, 4 << 20, 16 << 20, 64 << 20,
+		256 << 20, 1024 << 20
+	};
+	static const uint64_t quick[] = { 4096, 65536, 1 << 20, 16 << 20, 256 << 20, 1024 << 20 };
+	const uint64_t *sz = c->quick ? quick : all;
+	int n = c->quick ? 6 : 10;
+	struct cal_op o;
+	double x[16], y[16], w[16], c0, c1, cov00, cov01, cov11, chisq;
+	int rc;
+
+	res->n_sizes = n;
+	for (int i = 0; i < n; i++) {
+		uint64_t b = sz[i];
+		int reps = b >= (256u << 20) ? (c->quick ? 5 : 10) : c->reps;
+
+		res->sizes[i] = b;
+		memset(&o, 0, sizeof o);
+		o.kind = CAL_MEMCPY;
+		o.bytes = b;
+		if (c->n_gpus >= 2) {
+			/* peer copies issued by the destination, as pulls */
+			o.dev = 1;
+			o.s = c->s[1];
+			o.dst = c->buf[1];
+			o.src = c->buf[0] + CAL_BUF / 2;
+			rc = cal_time(c, &o, reps, "copy", "peer", 0, 1, b, 0, &res->copy_us[0][i], err);
+			if (rc != 0)
+				return rc;
+			o.dev = 0;
+			o.s = c->s[0];
+			o.dst = c->buf[0];
+			o.src = c->buf[1] + CAL_BUF / 2;
+			rc = cal_time(c, &o, reps, "copy", "peer", 1, 0, b, 0, &res->copy_us[1][i], err);
+			if (rc != 0)
+				return rc;
+		}
+		o.dev = 0;
+		o.s = c->s[0];
+		o.dst = c->buf[0];
+		o.src = c->buf[0] + CAL_BUF / 2;
+		rc = cal_time(c, &o, reps, "copy", "local", 0, 0, b, 0, &res->copy_us[2][i], err);
+		if (rc != 0)
+			return rc;
+		for (int k = 0; k < 3; k++)
+			res->copy_gbps[k][i] = res->copy_us[k][i] > 0 ?
+				(double)b / (res->copy_us[k][i] * 1e3) : 0.0;
+	}
+	/* time = fixed + bytes / bandwidth, weighted by 1/t^2 so that small
+	 * copies (which carry the fixed cost) count as much as large ones */
+	if (c->n_gpus >= 2) {
+		for (int i = 0; i < n; i++) {
+			x[i] = (double)sz[i];
+			y[i] = res->copy_us[0][i];
+			w[i] = 1.0 / (y[i] * y[i]);
+		}
+		gsl_fit_wlinear(x, 1, w, 1, y, 1, (size_t)n, &c0, &c1, &cov00, &cov01, &cov11,
+				&chisq);
+		res->fixed_us = c0;
+		res->fit_gbps = c1 > 0 ? 1.0 / (c1 * 1e3) : 0.0;
+	}
+
+	/* pinned host link, 256 MiB each way */
+	memset(&o, 0, sizeof o);
+	o.kind = CAL_MEMCPY;
+	o.dev = 0;
+	o.s = c->s[0];
+	o.bytes = CAL_HOST;
+	o.dst = c->buf[0];
+	o.src = c->host;
+	rc = cal_time(c, &o, c->quick ? 5 : 10, "host", "h2d", EMA_HOST, 0, CAL_HOST, 0,
+		      &y[0], err);
+	if (rc != 0)
+		return rc;
+	res->h2d_gbps = (double)CAL_HOST / (y[0] * 1e3);
+	o.dst = c->host;
+	o.src = c->buf[0];
+	rc = cal_time(c, &o, c->quick ? 5 : 10, "host", "d2h", 0, EMA_HOST, CAL_HOST, 0,
+		      &y[0], err);
+	if (rc != 0)
+		return rc;
+	res->d2h_gbps = (double)CAL_HOST / (y[0] * 1e3);
+
+	/* bidirectional: 1 GiB each way at once, timed on GPU 0 */
+	if (c->n_gpus >= 2) {
+		double t[CAL_MAX_REPS];
+		int reps = c->quick ? 3 : 8;
+
+		for (int r = -1; r < reps; r++) {
+			float ms;
+
+			EMA_HW_TRY(err, cudaSetDevice(0));
+			EMA_HW_TRY(err, cudaEventRecord(c->e0[0], c->s[0]));
+			EMA_HW_TRY(err, cudaSetDevice(1));
+			EMA_HW_TRY(err, cudaStreamWaitEvent(c->s[1], c->e0[0], 0));
+			EMA_HW_TRY(err, cudaMemcpyAsync(c->buf[1], c->buf[0] + CAL_BUF / 2,
+							CAL_BUF / 2, cudaMemcpyDefault, c->s[1]));
+			EMA_HW_TRY(err, cudaEventRecord(c->e1[1], c->s[1]));
+			EMA_HW_TRY(err, cudaSetDevice(0));
+			EMA_HW_TRY(err, cudaMemcpyAsync(c->buf[0], c->buf[1] + CAL_BUF / 2,
+							CAL_BUF / 2, cudaMemcpyDefault, c->s[0]));
+			EMA_HW_TRY(err, cudaStreamWaitEvent(c->s[0], c->e1[1], 0));
+			EMA_HW_TRY(err, cudaEventRecord(c->e1[0], c->s[0]));
+			EMA_HW_TRY(err, cudaEventSynchronize(c->e1[0]));
+			EMA_HW_TRY(err, cudaEventElapsedTime(&ms, c->e0[0], c->e1[0]));
+			if (r >= 0) {
+				t[r] = ms * 1e3;
+				cal_csv(c, "bidir", "peer", 0, 1, CAL_BUF, 0, r, t[r]);
+			}
+		}
+		res->bidir_gbps = (double)CAL_BUF / (cal_median(t, reps) * 1e3);
+	}
+	return 0;
+}
+
+/* Scattered pages pulled from GPU 1 into GPU 0 by each method. */
+static int cal_page_methods(struct cal *c, struct cal_result *res, struct ema_error *err)
+{
+	static const char *const names[3] = { "per_page", "batch", "gather" };
+	uint64_t total = c->quick ? 256 * CAL_MIB : 1024 * CAL_MIB;
+	int rc;
+
+	if (c->n_gpus < 2)
+		return 0;
+	for (int pi = 0; pi < 5; pi++) {
+		uint64_t pb = cal_pages[pi];
+		int n = (int)(total / pb);
+		int slots = (int)((CAL_BUF / 2) / pb);
+		struct cal_op o;
+		uint64_t chunks;
+
+		if (n > 8192)
+			n = 8192;
+		/* pages scattered over the buffers: a fixed permutation-like
+		 * stride so runs are never contiguous */
+		for (int i = 0; i < n; i++) {
+			int si = (int)(((int64_t)i * 7919 + 13) % slots);
+			int di = (int)(((int64_t)i * 104729 + 7) % slots);
+
+			if (slots < 2 * n) {
+				si = (2 * i) % slots;
+				di = (2 * i + 1) % slots;
+			}
+			c->srcs[i] = c->buf[1] + (uint64_t)si * pb;
+			c->dsts[i] = c->buf[0] + (uint64_t)di * pb;
+			c->sizes[i] = pb;
+			c->hseg[i].src = (uint64_t)(uintptr_t)c->srcs[i];
+			c->hseg[i].dst = (uint64_t)(uintptr_t)c->dsts[i];
+			c->hseg[i].bytes = pb;
+		}
+		rc = cal_upload(c, 0, n, &chunks, err);
+		if (rc != 0)
+			return rc;
+		for (int m = 0; m < 3; m++) {
+			double us;
+
+			memset(&o, 0, sizeof o);
+			o.kind = m == 0 ? CAL_PER_PAGE : m == 1 ? CAL_BATCH : CAL_GATHER;
+			o.dev = 0;
+			o.s = c->s[0];
+			o.n = n;
+			o.dsts = c->dsts;
+			o.srcs = c->srcs;
+			o.sizes = c->sizes;
+			o.dsegs = c->dseg[0];
+			o.chunks = chunks;
+			rc = cal_time(c, &o, c->quick ? 3 : 8, "pages", names[m], 1, 0,
+				      (uint64_t)n * pb, pb, &us, err);
+			if (rc != 0)
+				return rc;
+			res->page_gbps[m][pi] = (double)n * (double)pb / (us * 1e3);
+			res->page_call_us[m][pi] = us / n;
+		}
+	}
+	return 0;
+}
+
+static int cal_reads(struct cal *c, struct cal_result *res, struct ema_error *err)
+{
+	static const uint64_t pieces[4] = { 16 * 1024, 64 * 1024, 256 * 1024, 2 * CAL_MIB };
+	struct cal_op o;
+	double us;
+	int rc;
+
+	rc = cal_read_op(c, &o, 0, c->buf[0], CAL_BUF, 1024 * CAL_MIB, 1024 * CAL_MIB, err);
+	if (rc == 0)
+		rc = cal_time(c, &o, c->reps, "read", "local", 0, 0, 1024 * CAL_MIB, 0, &us, err);
+	if (rc != 0)
+		return rc;
+	res->hbm_gbps = 1024.0 * CAL_MIB / (us * 1e3);
+	for (int i = 0; i < 4; i++) {
+		rc = cal_read_op(c, &o, 0, c->buf[0], CAL_BUF, 1024 * CAL_MIB, pieces[i], err);
+		if (rc == 0)
+			rc = cal_time(c, &o, c->reps, "read", "scattered", 0, 0, 1024 * CAL_MIB,
+				      pieces[i], &us, err);
+		if (rc != 0)
+			return rc;
+		res->scattered_gbps[i] = 1024.0 * CAL_MIB / (us * 1e3);
+	}
+	if (c->n_gpus >= 2) {
+		rc = cal_read_op(c, &o, 0, c->buf[1], CAL_BUF, 1024 * CAL_MIB, 1024 * CAL_MIB, err);
+		if (rc == 0)
+			rc = cal_time(c, &o, c->quick ? 3 : 8, "read", "remote", 1, 0,
+				      1024 * CAL_MIB, 0, &us, err);
+		if (rc != 0)
+			return rc;
+		res->remote_gbps = 1024.0 * CAL_MIB / (us * 1e3);
+	}
+	return 0;
+}
+
+/* Times target alone and while bg runs on another stream; returns the
+ * slowdown (with / alone - 1). bg is issued first, enough times to
+ * outlast the target. */
+static int cal_interfere(struct cal *c, const struct cal_op *target, const struct cal_op *bg,
+			 double bg_us, const char *variant, double *slow, struct ema_error *err)
+{
+	double alone, with[CAL_MAX_REPS];
+	int reps = c->quick ? 3 : 7, rc, n_bg;
+
+	rc = cal_time(c, target, reps, "interference", "alone", target->dev, target->dev, 0, 0,
+		      &alone, err);
+	if (rc != 0)
+		return rc;
+	n_bg = (int)ceil(1.5 * alone / (bg_us > 1 ? bg_us : 1)) + 1;
+	for (int r = 0; r < reps; r++) {
+		float ms;
+
+		EMA_HW_TRY(err, cudaSetDevice(bg->dev));
+		for (int k = 0; k < n_bg; k++)
+			if (cal_issue(c, bg) != 0)
+				return ema_error_set(err, EMA_ERR_DEVICE, "interference load failed");
+		EMA_HW_TRY(err, cudaSetDevice(target->dev));
+		EMA_HW_TRY(err, cudaEventRecord(c->e0[target->dev], target->s));
+		if (cal_issue(c, target) != 0)
+			return ema_error_set(err, EMA_ERR_DEVICE, "interference target failed");
+		EMA_HW_TRY(err, cudaEventRecord(c->e1[target->dev], target->s));
+		EMA_HW_TRY(err, cudaEventSynchronize(c->e1[target->dev]));
+		EMA_HW_TRY(err, cudaEventElapsedTime(&ms, c->e0[target->dev], c->e1[target->dev]));
+		with[r] = ms * 1e3;
+		cal_csv(c, "interference", variant, bg->dev, target->dev, 0, 0, r, with[r]);
+		EMA_HW_TRY(err, cudaSetDevice(bg->dev));
+		EMA_HW_TRY(err, cudaStreamSynchronize(bg->s));
+	}
+	*slow = cal_median(with, reps) / alone - 1.0;
+	return 0;
+}
+
+static int cal_interference(struct cal *c, struct cal_result *res, struct ema_error *err)
+{
+	struct cal_op t, bg;
+	double bg_us = 1024.0 * CAL_MIB / (395.0 * 1e3);
+	uint64_t chunks;
+	int rc;
+
+	if (c->n_gpus < 2)
+		return 0;
+	/* lender: GPU 1 reads its first GiB 40 times while GPU 0 pulls the
+	 * second GiB of GPU 1 with the copy engine, then with the gather kernel */
+	rc = cal_read_op(c, &t, 1, c->buf[1], CAL_BUF / 2, 1024 * CAL_MIB, 1024 * CAL_MIB, err);
+	if (rc != 0)
+		return rc;
+	t.repeat = 40;
+	memset(&bg, 0, sizeof bg);
+	bg.kind = CAL_MEMCPY;
+	bg.dev = 0;
+	bg.s = c->bg[0];
+	bg.dst = c->buf[0] + CAL_BUF / 2;
+	bg.src = c->buf[1] + CAL_BUF / 2;
+	bg.bytes = CAL_BUF / 2;
+	rc = cal_interfere(c, &t, &bg, bg_us, "lender_copy_engine", &res->lender_ce, err);
+	if (rc != 0)
+		return rc;
+	c->hseg[0].src = (uint64_t)(uintptr_t)(c->buf[1] + CAL_BUF / 2);
+	c->hseg[0].dst = (uint64_t)(uintptr_t)(c->buf[0] + CAL_BUF / 2);
+	c->hseg[0].bytes = CAL_BUF / 2;
+	/* descriptor 1 of GPU 0's buffer: the read op of the borrower uses 0 */
+	chunks = ema_hwk_prefix(c->hseg, 1);
+	EMA_HW_TRY(err, cudaSetDevice(0));
+	EMA_HW_TRY(err, cudaMemcpy(c->dseg[0] + 1, c->hseg, sizeof *c->hseg,
+				   cudaMemcpyHostToDevice));
+	bg.kind = CAL_GATHER;
+	bg.dsegs = c->dseg[0] + 1;
+	bg.n = 1;
+	bg.chunks = chunks;
+	rc = cal_interfere(c, &t, &bg, bg_us, "lender_gather", &res->lender_sm, err);
+	if (rc != 0)
+		return rc;
+	/* borrower: GPU 0 reads its first GiB while pulling into its second */
+	rc = cal_read_op(c, &t, 0, c->buf[0], CAL_BUF / 2, 1024 * CAL_MIB, 1024 * CAL_MIB, err);
+	if (rc != 0)
+		return rc;
+	t.repeat = 40;
+	bg.kind = CAL_MEMCPY;
+	rc = cal_interfere(c, &t, &bg, bg_us, "borrower_copy_engine", &res->borrower, err);
+	if (rc != 0)
+		return rc;
+	/* compute-bound: GEMMs on GPU 0 during the pull */
+	memset(&t, 0, sizeof t);
+	t.kind = CAL_GEMM;
+	t.dev = 0;
+	t.s = c->s[0];
+	t.n = 8 * EMA_HW_GEMM_COLS;
+	t.repeat = 1;
+	return cal_interfere(c, &t, &bg, bg_us, "gemm_copy_engine", &res->gemm_slow, err);
+}
+
+static int cal_alloc(struct cal *c, struct cal_result *res, struct ema_error *err)
+{
+	static const uint64_t sz[3] = { 2 * CAL_MIB, 64 * CAL_MIB, 1024 * CAL_MIB };
+	int reps = c->quick ? 5 : 11;
+
+	EMA_HW_TRY(err, cudaSetDevice(0));
+	for (int i = 0; i < 3; i++) {
+		double m[CAL_MAX_REPS], f[CAL_MAX_REPS];
+
+		for (int r = 0; r < reps; r++) {
+			void *ptr = NULL;
+			int64_t t0 = ema_hw_clock_ns();
+
+			EMA_HW_TRY(err, cudaMalloc(&ptr, sz[i]));
+			m[r] = cal_host_us(t0);
+			t0 = ema_hw_clock_ns();
+			EMA_HW_TRY(err, cudaFree(ptr));
+			f[r] = cal_host_us(t0);
+			cal_csv(c, "alloc", "cudaMalloc", 0, 0, sz[i], 0, r, m[r]);
+			cal_csv(c, "alloc", "cudaFree", 0, 0, sz[i], 0, r, f[r]);
+		}
+		res->malloc_us[i] = cal_median(m, reps);
+		res->free_us[i] = cal_median(f, reps);
+	}
+	return 0;
+}
+
+/* VMM: memory created on GPU 1 and mapped for both GPUs, per 2 MiB page. */
+static int cal_vmm(struct cal *c, struct cal_result *res, struct ema_error *err)
+{
+	static const char *const phase[5] = { "cuMemCreate", "cuMemMap", "cuMemSetAccess",
+					      "cuMemUnmap", "cuMemRelease" };
+	struct ema_hw_vmm v;
+	CUmemAllocationProp prop;
+	CUmemAccessDesc acc[2];
+	CUmemGenericAllocationHandle h[64];
+	CUdeviceptr va = 0;
+	size_t gran = 0, page;
+	int k = c->quick ? 16 : 64, rc, owner = c->n_gpus >= 2 ? 1 : 0;
+	double t[5];
+
+	rc = ema_hw_vmm_load(&v, err);
+	if (rc != 0)
+		return rc;
+	EMA_HW_TRY(err, cudaSetDevice(0));
+	EMA_HW_TRY(err, cudaFree(NULL));
+	memset(&prop, 0, sizeof prop);
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = owner;
+	if (v.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS)
+		return ema_error_set(err, EMA_ERR_DEVICE, "cuMemGetAllocationGranularity failed");
+	page = gran > 2 * CAL_MIB ? gran : 2 * CAL_MIB;
+	if (v.reserve(&va, (size_t)k * page, 0, 0, 0) != CUDA_SUCCESS)
+		return ema_error_set(err, EMA_ERR_DEVICE, "cuMemAddressReserve failed");
+	memset(acc, 0, sizeof acc);
+	for (int d = 0; d < 2; d++) {
+		acc[d].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+		acc[d].location.id = d;
+		acc[d].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	}
+	for (int ph = 0; ph < 5; ph++) {
+		int64_t t0 = ema_hw_clock_ns();
+
+		for (int i = 0; i < k; i++) {
+			CUresult r = CUDA_SUCCESS;
+			CUdeviceptr at = va + (CUdeviceptr)i * page;
+
+			switch (ph) {
+			case 0: r = v.create(&h[i], page, &prop, 0); break;
+			case 1: r = v.map(at, page, 0, h[i], 0); break;
+			case 2: r = v.set_access(at, page, acc, c->n_gpus >= 2 ? 2 : 1); break;
+			case 3: r = v.unmap(at, page); break;
+			default: r = v.release(h[i]); break;
+			}
+			if (r != CUDA_SUCCESS) {
+				v.address_free(va, (size_t)k * page);
+				return ema_error_set(err, EMA_ERR_DEVICE, "%s failed (%d)",
+						     phase[ph], (int)r);
+			}
+		}
+		t[ph] = cal_host_us(t0) / k;
+		res->vmm_us[ph] = t[ph];
+		cal_csv(c, "vmm", phase[ph], owner, 0, page, page, 0, t[ph]);
+	}
+	v.address_free(va, (size_t)k * page);
+	return 0;
+}
+
+/* The backend's own steps: decode = HBM reads of weights and KV pages,
+ * prefill = the GEMM; fitted as fixed + size / rate. */
+static int cal_steps(struct cal *c, struct cal_result *res, struct ema_error *err)
+{
+	static const uint64_t bytes[4] = { 64 * CAL_MIB, 256 * CAL_MIB, 1024 * CAL_MIB,
+					   4096 * CAL_MIB };
+	static const int cols[4] = { 256, 1024, 8192, 32768 };
+	double x[4], y[4], c0, c1, cov00, cov01, cov11, chisq;
+	struct cal_op o;
+	double us;
+	int rc;
+
+	for (int i = 0; i < 4; i++) {
+		/* weights-like: contiguous; pieces of 1 GiB wrap the buffer */
+		uint64_t piece = bytes[i] < 1024 * CAL_MIB ? bytes[i] : 1024 * CAL_MIB;
+
+		rc = cal_read_op(c, &o, 0, c->buf[0], CAL_BUF, bytes[i], piece, err);
+		if (rc == 0)
+			rc = cal_time(c, &o, c->reps, "step", "decode", 0, 0, bytes[i], 0, &us, err);
+		if (rc != 0)
+			return rc;
+		x[i] = (double)bytes[i];
+		y[i] = us;
+	}
+	gsl_fit_linear(x, 1, y, 1, 4, &c0, &c1, &cov00, &cov01, &cov11, &chisq);
+	res->decode_fixed_us = c0;
+	res->decode_gbps = c1 > 0 ? 1.0 / (c1 * 1e3) : 0.0;
+	memset(&o, 0, sizeof o);
+	o.kind = CAL_GEMM;
+	o.dev = 0;
+	o.s = c->s[0];
+	o.repeat = 1;
+	for (int i = 0; i < 4; i++) {
+		double fl = 2.0 * EMA_HW_GEMM_DIM * (double)EMA_HW_GEMM_DIM * cols[i];
+
+		o.n = cols[i];
+		rc = cal_time(c, &o, c->reps, "step", "prefill_gemm", 0, 0, (uint64_t)fl, 0,
+			      &us, err);
+		if (rc != 0)
+			return rc;
+		x[i] = fl;
+		y[i] = us;
+	}
+	gsl_fit_linear(x, 1, y, 1, 4, &c0, &c1, &cov00, &cov01, &cov11, &chisq);
+	res->prefill_fixed_us = c0;
+	res->prefill_tflops = c1 > 0 ? 1.0 / (c1 * 1e6) : 0.0;
+	o.kind = CAL_GEMM8K;
+	rc = cal_time(c, &o, c->quick ? 5 : 10, "gemm", "8192^3", 0, 0,
+		      (uint64_t)(2.0 * 8192.0 * 8192.0 * 8192.0), 0, &us, err);
+	if (rc != 0)
+		return rc;
+	res->gemm8k_tflops = 2.0 * 8192.0 * 8192.0 * 8192.0 / (us * 1e6);
+	return 0;
+}
+
+static void cal_profile(const struct cal *c, const struct cal_result *r, const char *name,
+			struct ema_hw_profile *hw)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	int n = 0;
+	double xfer = r->fit_gbps > 0 ? r->fit_gbps : 395.0;
+
+	memset(hw, 0, sizeof *hw);
+	snprintf(hw->name, sizeof hw->name, "%s", name);
+	snprintf(hw->source, sizeof hw->source, "calibrated");
+	localtime_r(&now, &tm);
+	strftime(hw->date, sizeof hw->date, "%Y-%m-%d", &tm);
+	snprintf(hw->description, sizeof hw->description,
+		 "ema calibrate%s: CUDA events, median after warm-up; copy cost fitted as "
+		 "fixed + bytes/bandwidth (GSL, 1/t^2 weights); efficiencies are those of "
+		 "the hw backend's own decode (HBM read) and prefill (GEMM) steps",
+		 c->quick ? " --quick" : "");
+	snprintf(hw->gpu_name, sizeof hw->gpu_name, "%.*s", (int)sizeof hw->gpu_name - 1,
+		 c->prop.name);
+	hw->n_gpus = c->n_gpus;
+	hw->gpu_mem_gib = (double)c->prop.totalGlobalMem / CAL_GIB;
+	hw->hbm_read_gbps = r->hbm_gbps;
+	hw->hbm_efficiency = r->hbm_gbps > 0 ? r->decode_gbps / r->hbm_gbps : 1.0;
+	if (hw->hbm_efficiency > 1.0)
+		hw->hbm_efficiency = 1.0;
+	hw->peak_tflops = r->gemm8k_tflops;
+	hw->flops_efficiency = r->gemm8k_tflops > 0 ? r->prefill_tflops / r->gemm8k_tflops : 1.0;
+	if (hw->flops_efficiency > 1.0)
+		hw->flops_efficiency = 1.0;
+	hw->iter_overhead_us = r->decode_fixed_us > 0 ? r->decode_fixed_us : 0.0;
+	/* two GPUs are a direct pair; more are assumed switched (NVSwitch) */
+	snprintf(hw->topology, sizeof hw->topology, "%s", c->n_gpus <= 2 ? "direct" : "switch");
+	hw->link_gbps = r->fit_gbps;
+	hw->host_link_gbps = r->h2d_gbps < r->d2h_gbps ? r->h2d_gbps : r->d2h_gbps;
+	hw->copy_engines = c->prop.asyncEngineCount;
+	hw->copy_fixed_us = r->fixed_us > 0 ? r->fixed_us : 0.0;
+	hw->copy_call_us = r->page_call_us[0][0];
+	hw->batch_page_us = r->page_call_us[1][0];
+	hw->gather_gbps = r->page_gbps[2][3];
+	for (int i = 0; i < r->n_sizes && n < EMA_CURVE_MAX; i++) {
+		if (r->copy_gbps[0][i] <= 0)
+			continue;
+		hw->copy_curve[n].bytes = (double)r->sizes[i];
+		hw->copy_curve[n].gbps = r->copy_gbps[0][i];
+		n++;
+	}
+	hw->n_copy_curve = n;
+	hw->remote_read_gbps = r->remote_gbps;
+	/* slowdown = factor x transfer rate / HBM rate */
+	hw->interference_lender = r->hbm_gbps > 0 ? fmax(0.0, r->lender_ce) * r->hbm_gbps / xfer : 0;
+	hw->interference_borrower = r->hbm_gbps > 0 ? fmax(0.0, r->borrower) * r->hbm_gbps / xfer : 0;
+	hw->interference_compute = fmax(0.0, r->gemm_slow);
+	hw->map_us_per_page = r->vmm_us[1] + r->vmm_us[2];
+	hw->unmap_us_per_page = r->vmm_us[3];
+	hw->malloc_2mib_us = r->malloc_us[0];
+}
+
+static void cal_print(const struct cal_result *r)
+{
+	struct cal_row rows[] = {
+		{ "local HBM read kernel, 1 GiB", "GB/s", 4430, r->hbm_gbps },
+		{ "scattered reads, 16 KiB blocks", "GB/s", 3930, r->scattered_gbps[0] },
+		{ "scattered reads, 2 MiB blocks", "GB/s", 4140, r->scattered_gbps[3] },
+		{ "local device copy, 1 GiB", "GB/s", 2100, r->copy_gbps[2][r->n_sizes - 1] },
+		{ "kernel reading peer memory", "GB/s", 373, r->remote_gbps },
+		{ "peer copy 0->1, 1 GiB", "GB/s", 395, r->copy_gbps[0][r->n_sizes - 1] },
+		{ "peer copy 1->0, 1 GiB", "GB/s", 395, r->copy_gbps[1][r->n_sizes - 1] },
+		{ "peer copy fit: bandwidth", "GB/s", 395, r->fit_gbps },
+		{ "peer copy fit: fixed cost", "us", 15.9, r->fixed_us },
+		{ "bidirectional, 2 x 1 GiB", "GB/s", 777, r->bidir_gbps },
+		{ "per-page copies, 16 KiB", "GB/s", 2.6, r->page_gbps[0][0] },
+		{ "per-page copies, 64 KiB", "GB/s", 10, r->page_gbps[0][1] },
+		{ "per-page copies, 256 KiB", "GB/s", 31, r->page_gbps[0][2] },
+		{ "per-page copies, 2 MiB", "GB/s", 150, r->page_gbps[0][3] },
+		{ "per-page copies, 16 MiB", "GB/s", 317, r->page_gbps[0][4] },
+		{ "batch copy, 16 KiB pages", "GB/s", 30, r->page_gbps[1][0] },
+		{ "batch copy, 64 KiB pages", "GB/s", 94, r->page_gbps[1][1] },
+		{ "batch copy, 256 KiB pages", "GB/s", 218, r->page_gbps[1][2] },
+		{ "batch copy, 2 MiB pages", "GB/s", 357, r->page_gbps[1][3] },
+		{ "batch copy, 16 MiB pages", "GB/s", 0, r->page_gbps[1][4] },
+		{ "gather kernel, 16 KiB pages", "GB/s", 365, r->page_gbps[2][0] },
+		{ "gather kernel, 64 KiB pages", "GB/s", 365, r->page_gbps[2][1] },
+		{ "gather kernel, 256 KiB pages", "GB/s", 365, r->page_gbps[2][2] },
+		{ "gather kernel, 2 MiB pages", "GB/s", 365, r->page_gbps[2][3] },
+		{ "gather kernel, 16 MiB pages", "GB/s", 365, r->page_gbps[2][4] },
+		{ "per-page call cost, 16 KiB", "us", 6.3, r->page_call_us[0][0] },
+		{ "batch cost per page, 16 KiB", "us", 0.5, r->page_call_us[1][0] },
+		{ "pinned host -> device, 256 MiB", "GB/s", 55.4, r->h2d_gbps },
+		{ "device -> pinned host, 256 MiB", "GB/s", 55.4, r->d2h_gbps },
+		{ "lender slowdown, copy-engine pull", "%", 9.9, 100 * r->lender_ce },
+		{ "lender slowdown, gather pull", "%", 8.3, 100 * r->lender_sm },
+		{ "borrower slowdown, own pull", "%", 17.3, 100 * r->borrower },
+		{ "GEMM slowdown during a pull", "%", 0.7, 100 * r->gemm_slow },
+		{ "cudaMalloc 2 MiB", "us", 80, r->malloc_us[0] },
+		{ "cudaFree 2 MiB", "us", 55, r->free_us[0] },
+		{ "cudaMalloc 64 MiB", "us", 184, r->malloc_us[1] },
+		{ "cudaFree 64 MiB", "us", 88, r->free_us[1] },
+		{ "cudaMalloc 1 GiB", "us", 630, r->malloc_us[2] },
+		{ "cudaFree 1 GiB", "us", 448, r->free_us[2] },
+		{ "cuMemCreate per 2 MiB", "us", 10.3, r->vmm_us[0] },
+		{ "cuMemMap per 2 MiB", "us", 1.1, r->vmm_us[1] },
+		{ "cuMemSetAccess per 2 MiB (2 GPUs)", "us", 97.9, r->vmm_us[2] },
+		{ "cuMemUnmap per 2 MiB", "us", 37.4, r->vmm_us[3] },
+		{ "cuMemRelease per 2 MiB", "us", 16.6, r->vmm_us[4] },
+		{ "decode step (HBM read) fit", "GB/s", 0, r->decode_gbps },
+		{ "decode step fixed cost", "us", 0, r->decode_fixed_us },
+		{ "prefill step (4096-wide GEMM) fit", "TFLOP/s", 0, r->prefill_tflops },
+		{ "bf16 GEMM 8192^3", "TFLOP/s", 872, r->gemm8k_tflops },
+	};
+
+	printf("%-38s %10s %10s %7s  %s\n", "what", "measured", "reference", "ratio", "unit");
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		if (rows[i].ref > 0)
+			printf("%-38s %10.2f %10.2f %7.3f  %s\n", rows[i].what, rows[i].got,
+			       rows[i].ref, rows[i].got / rows[i].ref, rows[i].unit);
+		else
+			printf("%-38s %10.2f %10s %7s  %s\n", rows[i].what, rows[i].got, "-", "-",
+			       rows[i].unit);
+	}
+}
+
+int ema_calibrate_main(int argc, char **argv)
+{
+	const char *out = "calibrated.json", *csv = NULL, *name = "calibrated";
+	struct cal c;
+	struct cal_result res;
+	struct ema_hw_profile hw;
+	struct ema_error err = { 0, "" };
+	char tmp[EMA_PATH_MAX + 8];
+	FILE *f;
+	int rc, n;
+
+	memset(&c, 0, sizeof c);
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
+			out = argv[++i];
+		} else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
+			csv = argv[++i];
+		} else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) {
+			name = argv[++i];
+		} else if (strcmp(argv[i], "--quick") == 0) {
+			c.quick = true;
+		} else {
+			fprintf(stderr, "ema calibrate: expected --out FILE, --csv FILE, "
+				"--name NAME or --quick, not %s\n", argv[i]);
+			return 2;
+		}
+	}
+	if (strlen(name) >= EMA_NAME_MAX) {
+		fprintf(stderr, "ema calibrate: --name: at most %d characters\n", EMA_NAME_MAX - 1);
+		return 2;
+	}
+	n = ema_hw_gpu_count(&err);
+	if (n < 0 || n == 0) {
+		fprintf(stderr, "ema calibrate: not supported here: %s\n",
+			n < 0 ? err.msg : "no GPU found");
+		return 1;
+	}
+	c.n_gpus = n;
+	c.reps = c.quick ? 5 : 20;
+	if (n < 2)
+		fprintf(stderr, "ema calibrate: one GPU: peer measurements waived\n");
+	if (csv != NULL) {
+		c.csv = fopen(csv, "w");
+		if (c.csv == NULL) {
+			fprintf(stderr, "ema calibrate: %s: cannot write\n", csv);
+			return 1;
+		}
+		fprintf(c.csv, "test,variant,src_gpu,dst_gpu,bytes,page_bytes,rep,time_us,gbps\n");
+	}
+	memset(&res, 0, sizeof res);
+	rc = cal_setup(&c, &err);
+	fprintf(stderr, "ema calibrate: %d x %s%s\n", n, c.prop.name, c.quick ? " (quick)" : "");
+	if (rc == 0) {
+		fprintf(stderr, "ema calibrate: copies by size\n");
+		rc = cal_copies(&c, &res, &err);
+	}
+	if (rc == 0) {
+		fprintf(stderr, "ema calibrate: scattered pages by method\n");
+		rc = cal_page_methods(&c, &res, &err);
+	}
+	if (rc == 0) {
+		fprintf(stderr, "ema calibrate: HBM and remote reads\n");
+		rc = cal_reads(&c, &res, &err);
+	}
+	if (rc == 0) {
+		fprintf(stderr, "ema calibrate: decode and prefill steps\n");
+		rc = cal_steps(&c, &res, &err);
+	}
+	if (rc == 0) {
+		fprintf(stderr, "ema calibrate: interference\n");
+		rc = cal_interference(&c, &res, &err);
+	}
+	if (rc == 0) {
+		fprintf(stderr, "ema calibrate: allocation and VMM mapping\n");
+		rc = cal_alloc(&c, &res, &err);
+	}
+	if (rc == 0) {
+		rc = cal_vmm(&c, &res, &err);
+		if (rc != 0) {
+			fprintf(stderr, "ema calibrate: VMM waived: %s\n", err.msg);
+			rc = 0;
+		}
+	}
+	cal_teardown(&c);
+	if (c.csv != NULL && fclose(c.csv) != 0 && rc == 0)
+		rc = ema_error_set(&err, EMA_ERR_IO, "%s: write failed", csv);
+	if (rc != 0) {
+		fprintf(stderr, "ema calibrate: %s\n", err.msg);
+		return 1;
+	}
+	cal_print(&res);
+	cal_profile(&c, &res, name, &hw);
+	/* written to a temporary name and renamed, so no half profile remains */
+	snprintf(tmp, sizeof tmp, "%s.tmp", out);
+	f = fopen(tmp, "w");
+	if (f == NULL) {
+		fprintf(stderr, "ema calibrate: %s: cannot write\n", tmp);
+		return 1;
+	}
+	rc = ema_hw_profile_write_json(&hw, f);
+	if (fclose(f) != 0 || rc != 0 || rename(tmp, out) != 0) {
+		fprintf(stderr, "ema calibrate: %s: write failed\n", out);
+		remove(tmp);
+		return 1;
+	}
+	fprintf(stderr, "ema calibrate: wrote %s%s%s\n", out, csv ? " and " : "", csv ? csv : "");
+	return 0;
+}

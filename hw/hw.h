@@ -1,0 +1,54 @@
+/* hw.h: what the hardware backend offers beyond base/platform.h: page
+ * content tags for data-integrity checks, the integrity counters, a probe
+ * for usable GPUs, and the entry points of `ema calibrate` and
+ * `ema bench --hw`. Every function exists in every build; without CUDA
+ * (hw_none.c) they fail with EMA_ERR_UNSUPPORTED, "built without CUDA". */
+#ifndef EMA_HW_H
+#define EMA_HW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ema_error.h"
+#include "platform.h"
+
+/* Counts the CUDA GPUs this process can use. Returns the count (>= 0), or
+ * EMA_ERR_UNSUPPORTED with the reason in err (no CUDA build, no driver). */
+int ema_hw_gpu_count(struct ema_error *err);
+
+/* Writes the content of tag over one page of gpu's pool (gpu = EMA_HOST:
+ * the host pool), synchronously. Word w of the page then holds
+ * ema_hw_tag_word(tag, w); transfers given tags check that pattern at
+ * their destination. Call it while no transfer touches the page. */
+int ema_hw_fill_page(struct ema_platform *p, int gpu, int32_t page, uint64_t tag);
+/* The same for n pages in one launch. */
+int ema_hw_fill_pages(struct ema_platform *p, int gpu, int n, const int32_t *pages,
+		      const uint64_t *tags);
+/* Checks n pages against their tags now, in full; *bad = pages that differ. */
+int ema_hw_check_pages(struct ema_platform *p, int gpu, int n, const int32_t *pages,
+		       const uint64_t *tags, int *bad, struct ema_error *err);
+/* Integrity counters since create: pages checked, pages found corrupted.
+ * By default a transfer checks 32 words of every page when it moves at
+ * most 16 pages, else of every Nth page (about 16 pages); with verify set
+ * at create it checks every word of every page. */
+void ema_hw_integrity(struct ema_platform *p, uint64_t *checked, uint64_t *corrupted);
+
+/* The last error of iteration() or transfer(), whose signatures carry no
+ * error record; "" when none. */
+const char *ema_hw_last_error(struct ema_platform *p);
+
+/* The content word w of a page tagged tag (splitmix64 of both). */
+uint64_t ema_hw_tag_word(uint64_t tag, uint64_t w);
+
+/* `ema calibrate [--out FILE] [--csv FILE] [--name NAME] [--quick]`:
+ * argv[0] is "calibrate". Returns the process exit status: 0 done, 2 bad
+ * usage, 1 failure (no GPU or no CUDA build included, after saying why). */
+int ema_calibrate_main(int argc, char **argv);
+
+/* `ema bench --hw [--quick] [--csv FILE]`: transfer bandwidth by page size
+ * and method through the platform, and the host loop's overhead. Exit
+ * status as ema_calibrate_main. */
+int ema_hw_bench_main(int argc, char **argv);
+
+#endif

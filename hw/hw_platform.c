@@ -1,0 +1,1600 @@
+/* hw_platform.c: the platform of base/platform.h on real GPUs in real time.
+ * Each GPU holds one pool of pages; iterations launch kernels that read the
+ * bytes and do the FLOPs a batch would; transfers move pages with the SM
+ * gather kernel, the batch copy API or one copy per page; completions are
+ * found by polling CUDA events and handed to the serving model in the
+ * order they happened, mixed with timers from a host heap.
+ *
+ * Memory: one cudaMalloc per GPU, with peer access enabled between every
+ * pair once at create. A borrowed page stays where it is in its lender's
+ * pool and the borrower reaches it through the peer mapping, so lending and
+ * reclaiming are ledger entries and never touch a mapping. The alternative,
+ * CUDA VMM with one physical allocation mapped into the borrower per lent
+ * page, costs per 2 MiB page ~10 us to create, ~1 us to map, ~98 us to set
+ * access for two GPUs, ~37 us to unmap and ~17 us to release
+ * (CALIBRATION.md; `ema calibrate` measures them again): ~110 us to lend
+ * and ~54 us to give back a page whose data moves over NVLink in ~5.3 us at
+ * 395 GB/s. Remapping would cost 20-30 times the data movement, on the
+ * critical path of every reclaim, for a capability (one contiguous address
+ * range per tenant) that the page-table indirection of paged KV does not
+ * need. Peer access costs nothing per page after the one-time enable. */
+#include "hw.h"
+#include "hw_cuda.h"
+#include "hw_kernels.h"
+
+#include "eventq.h"
+#include "platform.h"
+
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HW_MAX_GROUPS 256
+/* Sampled checks look at about this many pages of a transfer. */
+#define HW_SAMPLE_PAGES 16
+#define HW_GIB (1024.0 * 1024.0 * 1024.0)
+
+struct hw_slot {
+	struct ema_hwk_seg *h;   /* pinned host copy, written then uploaded */
+	struct ema_hwk_seg *d;
+	size_t cap;
+	uint32_t *h_bad;
+	uint32_t *d_bad;
+	size_t bad_cap;
+	int gpu;
+	struct hw_slot *next_free;
+	struct hw_slot *next_all;
+};
+
+enum hw_op_kind { HW_OP_ITER, HW_OP_XFER };
+
+struct hw_op {
+	enum hw_op_kind kind;
+	int gpu;                 /* device of the events */
+	uint64_t seq;
+	cudaEvent_t start, end;
+	struct hw_slot *slot;
+	void *arg;
+	ema_iteration_fn ifn;
+	ema_transfer_fn tfn;
+	/* iteration */
+	int n_groups;
+	bool staged;
+	uint64_t remote_bytes;
+	uint64_t lender_bytes[EMA_MAX_GPUS];
+	/* transfer */
+	int src, dst;
+	uint64_t bytes;
+	enum ema_transfer_purpose purpose;
+	int n_check;
+	int32_t *chk_pages;      /* copies: the caller's arrays die with the call */
+	uint64_t *chk_tags;
+	bool host_check;
+	bool full_check;
+	int64_t est_end;
+	struct hw_op *next_free;
+	struct hw_op *next_all;
+};
+
+struct hw_gpu {
+	int sms;
+	char *pool;
+	uint64_t pool_pages;
+	cudaStream_t s_comp;     /* iterations */
+	cudaStream_t s_pref;     /* their prefetch copies */
+	cudaStream_t s_peer;     /* transfers pulled into this GPU */
+	cudaStream_t s_hin;      /* host -> this GPU */
+	cudaStream_t s_hout;     /* this GPU -> host */
+	cudaStream_t s_util;     /* fills and checks the caller waits for */
+	cudaEvent_t ev_up;
+	cudaEvent_t ev_copied[HW_MAX_GROUPS];
+	cudaEvent_t ev_done[HW_MAX_GROUPS];
+	uint64_t *sink;
+	void *ga, *gb, *gc;      /* GEMM operands */
+	cublasHandle_t blas;
+	bool busy;
+	struct hw_slot *iter_slot;
+	struct hw_slot *free_slots;
+	struct hw_op *free_ops;
+};
+
+struct hw_platform {
+	struct ema_platform base;
+	int n_gpus;
+	uint64_t page_bytes;
+	bool verify;
+	struct hw_gpu g[EMA_MAX_GPUS];
+	char *host_pool;
+	uint64_t host_pages;
+	struct ema_hw_blas blas;
+	bool have_blas;
+	double hbm_bps;          /* for the memory- or compute-bound choice */
+	double flop_rate;
+	struct ema_eventq timers;
+	struct hw_op **active;
+	size_t n_active, cap_active;
+	struct hw_op **done;     /* scratch of one polling pass */
+	size_t cap_done;
+	struct hw_op *all_ops;
+	struct hw_slot *all_slots;
+	uint64_t next_seq;
+	int64_t t0;
+	int64_t last_ns;         /* time given to the last callback */
+	bool stop;
+	uint64_t events;
+	struct ema_link_stats stats;
+	uint64_t checked, corrupted;
+	char last_err[EMA_ERROR_MSG_MAX];
+	char blas_why[256];
+};
+
+static const struct ema_platform_ops hw_ops;
+
+static struct hw_platform *hw_of(struct ema_platform *p)
+{
+	return (struct hw_platform *)p;
+}
+
+static int hw_fail(struct hw_platform *p, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* iteration() and transfer() have no error record: keep the message. */
+static int hw_fail(struct hw_platform *p, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(p->last_err, sizeof p->last_err, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+#define HW_TRY_OP(p, expr)                                                  \
+	do {                                                                \
+		cudaError_t e_ = (expr);                                    \
+		if (e_ != cudaSuccess)                                      \
+			return hw_fail((p), EMA_ERR_DEVICE, "%s:%d: %s: %s", \
+				       __FILE__, __LINE__, #expr,           \
+				       cudaGetErrorString(e_));             \
+	} while (0)
+
+static int64_t hw_now(struct ema_platform *pp)
+{
+	return ema_hw_clock_ns() - hw_of(pp)->t0;
+}
+
+static char *hw_page_addr(struct hw_platform *p, int gpu, int32_t page)
+{
+	if (gpu == EMA_HOST)
+		return p->host_pool + (uint64_t)page * p->page_bytes;
+	return p->g[gpu].pool + (uint64_t)page * p->page_bytes;
+}
+
+static bool hw_page_ok(struct hw_platform *p, int gpu, int32_t page)
+{
+	if (gpu == EMA_HOST)
+		return page >= 0 && (uint64_t)page < p->host_pages;
+	if (gpu < 0 || gpu >= p->n_gpus)
+		return false;
+	return page >= 0 && (uint64_t)page < p->g[gpu].pool_pages;
+}
+
+/* ---- descriptor slots --------------------------------------------- */
+
+static struct hw_slot *hw_slot_get(struct hw_platform *p, int gpu)
+{
+	struct hw_slot *s = p->g[gpu].free_slots;
+
+	if (s != NULL) {
+		p->g[gpu].free_slots = s->next_free;
+		return s;
+	}
+	s = calloc(1, sizeof *s);
+	if (s == NULL)
+		return NULL;
+	s->gpu = gpu;
+	s->next_all = p->all_slots;
+	p->all_slots = s;
+	return s;
+}
+
+static void hw_slot_put(struct hw_platform *p, struct hw_slot *s)
+{
+	s->next_free = p->g[s->gpu].free_slots;
+	p->g[s->gpu].free_slots = s;
+}
+
+static void hw_slot_free_mem(struct hw_slot *s)
+{
+	if (s->h != NULL)
+		cudaFreeHost(s->h);
+	if (s->d != NULL)
+		cudaFree(s->d);
+	if (s->h_bad != NULL)
+		cudaFreeHost(s->h_bad);
+	if (s->d_bad != NULL)
+		cudaFree(s->d_bad);
+	s->h = NULL;
+	s->d = NULL;
+	s->h_bad = NULL;
+	s->d_bad = NULL;
+	s->cap = 0;
+	s->bad_cap = 0;
+}
+
+/* Grows a slot; the slot is idle (its last user completed), so freeing
+ * the old buffers cannot race with the device. */
+static int hw_slot_reserve(struct hw_platform *p, struct hw_slot *s, size_t nseg,
+			   size_t nbad)
+{
+	HW_TRY_OP(p, cudaSetDevice(s->gpu));
+	if (nseg > s->cap) {
+		size_t cap = s->cap ? s->cap : 1024;
+
+		while (cap < nseg)
+			cap *= 2;
+		if (s->h != NULL)
+			cudaFreeHost(s->h);
+		if (s->d != NULL)
+			cudaFree(s->d);
+		s->h = NULL;
+		s->d = NULL;
+		s->cap = 0;
+		HW_TRY_OP(p, cudaMallocHost((void **)&s->h, cap * sizeof *s->h));
+		HW_TRY_OP(p, cudaMalloc((void **)&s->d, cap * sizeof *s->d));
+		s->cap = cap;
+	}
+	if (nbad > s->bad_cap) {
+		size_t cap = s->bad_cap ? s->bad_cap : 1024;
+
+		while (cap < nbad)
+			cap *= 2;
+		if (s->h_bad != NULL)
+			cudaFreeHost(s->h_bad);
+		if (s->d_bad != NULL)
+			cudaFree(s->d_bad);
+		s->h_bad = NULL;
+		s->d_bad = NULL;
+		s->bad_cap = 0;
+		HW_TRY_OP(p, cudaMallocHost((void **)&s->h_bad, cap * sizeof *s->h_bad));
+		HW_TRY_OP(p, cudaMalloc((void **)&s->d_bad, cap * sizeof *s->d_bad));
+		s->bad_cap = cap;
+	}
+	return 0;
+}
+
+/* ---- operations in flight ----------------------------------------- */
+
+static struct hw_op *hw_op_get(struct hw_platform *p, int gpu)
+{
+	struct hw_op *op = p->g[gpu].free_ops;
+
+	if (op != NULL) {
+		p->g[gpu].free_ops = op->next_free;
+	} else {
+		op = calloc(1, sizeof *op);
+		if (op == NULL)
+			return NULL;
+		if (cudaSetDevice(gpu) != cudaSuccess ||
+		    cudaEventCreate(&op->start) != cudaSuccess ||
+		    cudaEventCreate(&op->end) != cudaSuccess) {
+			free(op);
+			return NULL;
+		}
+		op->next_all = p->all_ops;
+		p->all_ops = op;
+	}
+	{
+		cudaEvent_t s = op->start, e = op->end;
+		struct hw_op *all = op->next_all;
+
+		memset(op, 0, sizeof *op);
+		op->start = s;
+		op->end = e;
+		op->next_all = all;
+	}
+	op->gpu = gpu;
+	op->seq = p->next_seq++;
+	return op;
+}
+
+static void hw_op_put(struct hw_platform *p, struct hw_op *op)
+{
+	free(op->chk_pages);
+	free(op->chk_tags);
+	op->chk_pages = NULL;
+	op->chk_tags = NULL;
+	if (op->slot != NULL && op->kind == HW_OP_XFER)
+		hw_slot_put(p, op->slot);
+	op->slot = NULL;
+	op->next_free = p->g[op->gpu].free_ops;
+	p->g[op->gpu].free_ops = op;
+}
+
+static int hw_activate(struct hw_platform *p, struct hw_op *op)
+{
+	if (p->n_active == p->cap_active) {
+		size_t cap = p->cap_active ? 2 * p->cap_active : 64;
+		struct hw_op **a = realloc(p->active, cap * sizeof *a);
+		struct hw_op **d;
+
+		if (a == NULL)
+			return hw_fail(p, EMA_ERR_NOMEM, "out of memory for operations");
+		p->active = a;
+		d = realloc(p->done, cap * sizeof *d);
+		if (d == NULL)
+			return hw_fail(p, EMA_ERR_NOMEM, "out of memory for operations");
+		p->done = d;
+		p->cap_active = cap;
+		p->cap_done = cap;
+	}
+	p->active[p->n_active++] = op;
+	return 0;
+}
+
+/* ---- timers ------------------------------------------------------- */
+
+static int hw_timer(struct ema_platform *pp, int64_t at_ns, ema_timer_fn fn, void *arg)
+{
+	struct hw_platform *p = hw_of(pp);
+
+	if (ema_eventq_push(&p->timers, at_ns, fn, arg) != 0)
+		return hw_fail(p, EMA_ERR_NOMEM, "out of memory for timers");
+	return 0;
+}
+
+/* ---- iterations --------------------------------------------------- */
+
+/* Share [g/L, (g+1)/L) of n bytes, cut on 16-byte boundaries so that the
+ * kernels keep their wide loads. */
+static void hw_slice(uint64_t n, int g, int l, uint64_t *off, uint64_t *len)
+{
+	uint64_t a = (n * (uint64_t)g / (uint64_t)l) & ~(uint64_t)15;
+	uint64_t b = g + 1 == l ? n : (n * (uint64_t)(g + 1) / (uint64_t)l) & ~(uint64_t)15;
+
+	*off = a;
+	*len = b > a ? b - a : 0;
+}
+
+/* Appends read segments for bytes [a, a+n) of the pool, wrapping around
+ * its end (weights larger than the pool are read again from the start). */
+static int hw_add_wrapped(struct ema_hwk_seg *s, int k, const char *base,
+			  uint64_t pool, uint64_t a, uint64_t n)
+{
+	if (pool == 0)
+		return k;
+	a %= pool;
+	while (n > 0) {
+		uint64_t len = pool - a < n ? pool - a : n;
+
+		s[k].src = (uint64_t)(uintptr_t)(base + a);
+		s[k].dst = 0;
+		s[k].bytes = len;
+		k++;
+		n -= len;
+		a = 0;
+	}
+	return k;
+}
+
+static int hw_gemm_cols(double flops)
+{
+	double per_col = 2.0 * EMA_HW_GEMM_DIM * (double)EMA_HW_GEMM_DIM;
+	double cols = flops / per_col;
+
+	if (flops <= 0)
+		return 0;
+	/* multiples of 64 columns (~2.1 GFLOP, a few us) */
+	return (int)(((int64_t)(cols + 63.999)) / 64 * 64);
+}
+
+static int hw_issue_gemm(struct hw_platform *p, struct hw_gpu *g, int cols)
+{
+	while (cols > 0) {
+		int c = cols > EMA_HW_GEMM_COLS ? EMA_HW_GEMM_COLS : cols;
+		int e = ema_hw_gemm(p->have_blas ? &p->blas : NULL, g->blas, c, g->ga,
+				    g->gb, g->gc, g->s_comp);
+
+		if (e != 0)
+			return hw_fail(p, EMA_ERR_DEVICE, "GEMM of %d columns failed (%d)", c, e);
+		cols -= c;
+	}
+	return 0;
+}
+
+/* Copies segs [first, first+n) with the iteration's method on stream s.
+ * d_segs are on the device (gather); the host copy drives the APIs. */
+static int hw_copy_segs(struct hw_platform *p, struct hw_gpu *g,
+			enum ema_copy_method m, const struct ema_hwk_seg *h,
+			const struct ema_hwk_seg *d, int n, uint64_t chunks,
+			cudaStream_t s)
+{
+	if (n == 0)
+		return 0;
+	if (m == EMA_COPY_GATHER) {
+		int e = ema_hwk_gather(d, n, chunks, 2 * g->sms, s);
+
+		if (e != 0)
+			return hw_fail(p, EMA_ERR_DEVICE, "gather kernel: %s",
+				       cudaGetErrorString((cudaError_t)e));
+		return 0;
+	}
+	if (m == EMA_COPY_BATCH) {
+		void **dsts = malloc((size_t)n * sizeof *dsts);
+		const void **srcs = malloc((size_t)n * sizeof *srcs);
+		size_t *sizes = malloc((size_t)n * sizeof *sizes);
+		struct cudaMemcpyAttributes attr;
+		size_t idx = 0;
+		cudaError_t e;
+
+		if (dsts == NULL || srcs == NULL || sizes == NULL) {
+			free(dsts);
+			free(srcs);
+			free(sizes);
+			return hw_fail(p, EMA_ERR_NOMEM, "out of memory for a batch copy");
+		}
+		for (int i = 0; i < n; i++) {
+			dsts[i] = (void *)(uintptr_t)h[i].dst;
+			srcs[i] = (const void *)(uintptr_t)h[i].src;
+			sizes[i] = h[i].bytes;
+		}
+		memset(&attr, 0, sizeof attr);
+		attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+		attr.srcLocHint.type = cudaMemLocationTypeDevice;
+		attr.dstLocHint.type = cudaMemLocationTypeDevice;
+		e = cudaMemcpyBatchAsync((void *const *)dsts, (const void *const *)srcs,
+					 sizes, (size_t)n, &attr, &idx, 1, s);
+		free(dsts);
+		free(srcs);
+		free(sizes);
+		if (e != cudaSuccess)
+			return hw_fail(p, EMA_ERR_DEVICE, "cudaMemcpyBatchAsync: %s",
+				       cudaGetErrorString(e));
+		return 0;
+	}
+	for (int i = 0; i < n; i++)
+		HW_TRY_OP(p, cudaMemcpyAsync((void *)(uintptr_t)h[i].dst,
+					     (const void *)(uintptr_t)h[i].src,
+					     h[i].bytes, cudaMemcpyDefault, s));
+	return 0;
+}
+
+/*
+ * An iteration in L layer groups. With staging (prefetch_depth D > 0 and a
+ * staging area), group g's slice of every remote page is copied into the
+ * staging ring on the prefetch stream, and the compute stream waits for it:
+ *
+ *   prefetch: C0 C1 .. CD | wait done[0] C(D+1) | wait done[1] C(D+2) ...
+ *   compute:  wait C0, R0 | wait C1, R1 | ...        (R = reads + GEMM)
+ *
+ * so copies run at most D groups ahead, and a ring slot is rewritten only
+ * after the group that read it has finished. Host issue order matters: a
+ * stream can only wait for an event already recorded, so copies for group
+ * j+D+1 are issued right after compute group j.
+ */
+static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
+			ema_iteration_fn fn, void *arg)
+{
+	struct hw_platform *p = hw_of(pp);
+	struct hw_gpu *g;
+	struct hw_op *op;
+	struct hw_slot *sl;
+	uint64_t pb = p->page_bytes, pool_bytes, n_remote_pages = 0;
+	int L, D = it->prefetch_depth, nslots = 1, k = 0, rc;
+	bool staged, gemm;
+	int *r_first, *c_first, *r_n, *c_n;
+	uint64_t *r_chunks, *c_chunks;
+	uint64_t ring = 0, gmax = 0;
+	int cols_total;
+	size_t nseg;
+	char *stage_base = NULL;
+
+	if (it->gpu < 0 || it->gpu >= p->n_gpus)
+		return hw_fail(p, EMA_ERR_INTERNAL, "iteration on GPU %d of %d", it->gpu,
+			       p->n_gpus);
+	g = &p->g[it->gpu];
+	if (g->busy)
+		return hw_fail(p, EMA_ERR_INTERNAL,
+			       "iteration on GPU %d while another runs there", it->gpu);
+	for (int i = 0; i < it->n_local_pages; i++)
+		if (!hw_page_ok(p, it->gpu, it->local_pages[i]))
+			return hw_fail(p, EMA_ERR_INTERNAL, "local page %d not in GPU %d's pool",
+				       it->local_pages[i], it->gpu);
+	if (it->n_remote < 0 || it->n_remote > EMA_MAX_GPUS)
+		return hw_fail(p, EMA_ERR_INTERNAL, "n_remote %d", it->n_remote);
+	for (int r = 0; r < it->n_remote; r++) {
+		const struct ema_remote_read *rr = &it->remote[r];
+
+		for (int i = 0; i < rr->n_pages; i++)
+			if (!hw_page_ok(p, rr->gpu, rr->pages[i]) || rr->gpu == EMA_HOST)
+				return hw_fail(p, EMA_ERR_INTERNAL,
+					       "remote page %d not in GPU %d's pool",
+					       rr->pages[i], rr->gpu);
+		n_remote_pages += (uint64_t)rr->n_pages;
+	}
+	staged = D > 0 && n_remote_pages > 0 && it->staging_page >= 0 &&
+		 it->n_staging_pages > 0;
+	if (staged && (!hw_page_ok(p, it->gpu, it->staging_page) ||
+		       !hw_page_ok(p, it->gpu, it->staging_page + it->n_staging_pages - 1)))
+		return hw_fail(p, EMA_ERR_INTERNAL, "staging pages %d+%d not in GPU %d's pool",
+			       it->staging_page, it->n_staging_pages, it->gpu);
+	L = it->layer_groups < 1 ? 1 : it->layer_groups;
+	if (L > HW_MAX_GROUPS)
+		L = HW_MAX_GROUPS;
+	if (!staged)
+		L = 1;  /* nothing to overlap: one pass reads everything */
+
+	/* Memory- or compute-bound: a GEMM does the FLOPs and reads its own
+	 * weights, so the weight pass is skipped when the FLOPs take longer. */
+	gemm = it->flops / p->flop_rate > (double)it->weight_bytes / p->hbm_bps;
+	cols_total = gemm ? hw_gemm_cols(it->flops) : 0;
+
+	op = hw_op_get(p, it->gpu);
+	if (op == NULL)
+		return hw_fail(p, EMA_ERR_NOMEM, "out of memory for an iteration");
+	op->kind = HW_OP_ITER;
+	op->ifn = fn;
+	op->arg = arg;
+	op->n_groups = L;
+	op->staged = staged;
+	sl = g->iter_slot;
+	op->slot = sl;
+
+	/* Worst case: weights wrap once per group, each local page, each
+	 * remote page once per group. */
+	pool_bytes = g->pool_pages * pb;
+	nseg = (size_t)L * (size_t)(it->weight_bytes / (pool_bytes ? pool_bytes : 1) /
+				     (uint64_t)L + 4) +
+	       (size_t)it->n_local_pages + (size_t)n_remote_pages * (size_t)L + 16;
+	r_first = calloc((size_t)L + 1, sizeof *r_first);
+	c_first = calloc((size_t)L + 1, sizeof *c_first);
+	r_n = calloc((size_t)L, sizeof *r_n);
+	c_n = calloc((size_t)L, sizeof *c_n);
+	r_chunks = calloc((size_t)L, sizeof *r_chunks);
+	c_chunks = calloc((size_t)L, sizeof *c_chunks);
+	if (r_first == NULL || c_first == NULL || r_n == NULL || c_n == NULL ||
+	    r_chunks == NULL || c_chunks == NULL) {
+		rc = hw_fail(p, EMA_ERR_NOMEM, "out of memory for an iteration");
+		goto fail_free;
+	}
+
+	if (staged) {
+		uint64_t cap = (uint64_t)it->n_staging_pages * pb;
+
+		stage_base = hw_page_addr(p, it->gpu, it->staging_page);
+		for (int gi = 0; gi < L; gi++) {
+			uint64_t sum = 0;
+
+			for (int r = 0; r < it->n_remote; r++) {
+				const struct ema_remote_read *rr = &it->remote[r];
+				uint64_t per = rr->n_pages ? rr->bytes / (uint64_t)rr->n_pages : 0;
+				uint64_t off, len;
+
+				if (per == 0 || per > pb)
+					per = pb;
+				hw_slice(per, gi, L, &off, &len);
+				sum += len * (uint64_t)rr->n_pages;
+			}
+			if (sum > gmax)
+				gmax = sum;
+		}
+		gmax = (gmax + 15) & ~(uint64_t)15;
+		/* ring slots of one group each, at most D + 1 of them */
+		nslots = gmax ? (int)(cap / gmax) : 1;
+		if (nslots > D + 1)
+			nslots = D + 1;
+		if (nslots < 1)
+			nslots = 1;
+		ring = cap;
+		/* a ring of fewer than D + 1 groups limits how far ahead
+		 * copies can run */
+		if (D > nslots - 1)
+			D = nslots - 1;
+		nseg += (size_t)L * (size_t)(gmax / ring + 2);
+	}
+	rc = hw_slot_reserve(p, sl, nseg, 0);
+	if (rc != 0)
+		goto fail_free;
+
+	/* Build the descriptors: for each group its copies, then its reads. */
+	for (int gi = 0; gi < L; gi++) {
+		uint64_t woff, wlen, stage_off = 0;
+		int lp0 = (int)((int64_t)it->n_local_pages * gi / L);
+		int lp1 = (int)((int64_t)it->n_local_pages * (gi + 1) / L);
+		uint64_t kv_per = it->n_local_pages ?
+			it->kv_local_bytes / (uint64_t)it->n_local_pages : 0;
+
+		if (kv_per > pb)
+			kv_per = pb;
+		c_first[gi] = k;
+		if (staged) {
+			uint64_t slot_base = (uint64_t)(gi % nslots) * gmax;
+
+			for (int r = 0; r < it->n_remote; r++) {
+				const struct ema_remote_read *rr = &it->remote[r];
+				uint64_t per = rr->n_pages ? rr->bytes / (uint64_t)rr->n_pages : 0;
+				uint64_t off, len;
+
+				if (per == 0 || per > pb)
+					per = pb;
+				hw_slice(per, gi, L, &off, &len);
+				if (len == 0)
+					continue;
+				for (int i = 0; i < rr->n_pages; i++) {
+					/* a ring smaller than a group wraps onto
+					 * itself: timing stays right, content is
+					 * scratch anyway */
+					uint64_t at = (slot_base + stage_off) % ring;
+
+					if (at + len > ring)
+						at = 0;
+					sl->h[k].src = (uint64_t)(uintptr_t)
+						(hw_page_addr(p, rr->gpu, rr->pages[i]) + off);
+					sl->h[k].dst = (uint64_t)(uintptr_t)(stage_base + at);
+					sl->h[k].bytes = len > ring ? ring : len;
+					op->lender_bytes[rr->gpu] += sl->h[k].bytes;
+					op->remote_bytes += sl->h[k].bytes;
+					stage_off += len;
+					k++;
+				}
+			}
+		}
+		c_n[gi] = k - c_first[gi];
+		c_chunks[gi] = ema_hwk_prefix(sl->h + c_first[gi], c_n[gi]);
+
+		r_first[gi] = k;
+		if (!gemm) {
+			hw_slice(it->weight_bytes, gi, L, &woff, &wlen);
+			k = hw_add_wrapped(sl->h, k, g->pool, pool_bytes, woff, wlen);
+		}
+		for (int i = lp0; i < lp1 && kv_per > 0; i++) {
+			sl->h[k].src = (uint64_t)(uintptr_t)hw_page_addr(p, it->gpu,
+									  it->local_pages[i]);
+			sl->h[k].dst = 0;
+			sl->h[k].bytes = kv_per;
+			k++;
+		}
+		if (staged) {
+			/* the group's staged data, as the copies laid it out */
+			uint64_t at = (uint64_t)(gi % nslots) * gmax;
+			uint64_t n = stage_off;
+
+			while (n > 0) {
+				uint64_t a = at % ring;
+				uint64_t len = ring - a < n ? ring - a : n;
+
+				sl->h[k].src = (uint64_t)(uintptr_t)(stage_base + a);
+				sl->h[k].dst = 0;
+				sl->h[k].bytes = len;
+				k++;
+				n -= len;
+				at = a + len;
+			}
+		} else {
+			for (int r = 0; r < it->n_remote; r++) {
+				const struct ema_remote_read *rr = &it->remote[r];
+				uint64_t per = rr->n_pages ? rr->bytes / (uint64_t)rr->n_pages : 0;
+
+				if (per == 0 || per > pb)
+					per = pb;
+				for (int i = 0; i < rr->n_pages; i++) {
+					sl->h[k].src = (uint64_t)(uintptr_t)
+						hw_page_addr(p, rr->gpu, rr->pages[i]);
+					sl->h[k].dst = 0;
+					sl->h[k].bytes = per;
+					op->lender_bytes[rr->gpu] += per;
+					op->remote_bytes += per;
+					k++;
+				}
+			}
+		}
+		r_n[gi] = k - r_first[gi];
+		r_chunks[gi] = ema_hwk_prefix(sl->h + r_first[gi], r_n[gi]);
+	}
+	if ((size_t)k > sl->cap) {
+		rc = hw_fail(p, EMA_ERR_INTERNAL, "iteration descriptors overflow");
+		goto fail_free;
+	}
+
+	/* Issue. */
+	rc = EMA_ERR_DEVICE;
+	if (cudaSetDevice(it->gpu) != cudaSuccess ||
+	    cudaEventRecord(op->start, g->s_comp) != cudaSuccess ||
+	    (k > 0 && cudaMemcpyAsync(sl->d, sl->h, (size_t)k * sizeof *sl->h,
+				      cudaMemcpyHostToDevice, g->s_comp) != cudaSuccess) ||
+	    cudaEventRecord(g->ev_up, g->s_comp) != cudaSuccess) {
+		rc = hw_fail(p, EMA_ERR_DEVICE, "iteration launch on GPU %d: %s", it->gpu,
+			     cudaGetErrorString(cudaGetLastError()));
+		goto fail_free;
+	}
+	if (staged) {
+		if (cudaStreamWaitEvent(g->s_pref, g->ev_up, 0) != cudaSuccess)
+			goto fail_dev;
+		for (int gi = 0; gi <= D && gi < L; gi++) {
+			rc = hw_copy_segs(p, g, it->method, sl->h + c_first[gi], sl->d + c_first[gi],
+					  c_n[gi], c_chunks[gi], g->s_pref);
+			if (rc != 0)
+				goto fail_free;
+			if (cudaEventRecord(g->ev_copied[gi], g->s_pref) != cudaSuccess)
+				goto fail_dev;
+		}
+	}
+	for (int gi = 0; gi < L; gi++) {
+		int e;
+
+		if (staged && cudaStreamWaitEvent(g->s_comp, g->ev_copied[gi], 0) != cudaSuccess)
+			goto fail_dev;
+		e = ema_hwk_read(sl->d + r_first[gi], r_n[gi],
+				 r_chunks[gi], 8 * g->sms, g->sink, g->s_comp);
+		if (e != 0) {
+			rc = hw_fail(p, EMA_ERR_DEVICE, "read kernel: %s",
+				     cudaGetErrorString((cudaError_t)e));
+			goto fail_free;
+		}
+		if (cols_total > 0) {
+			int c0 = (int)((int64_t)cols_total * gi / L) / 64 * 64;
+			int c1 = gi + 1 == L ? cols_total :
+				 (int)((int64_t)cols_total * (gi + 1) / L) / 64 * 64;
+
+			rc = hw_issue_gemm(p, g, c1 - c0);
+			if (rc != 0)
+				goto fail_free;
+		}
+		if (cudaEventRecord(g->ev_done[gi], g->s_comp) != cudaSuccess)
+			goto fail_dev;
+		if (staged && gi + D + 1 < L) {
+			int nx = gi + D + 1;
+
+			/* nx runs D ahead of gi, and its ring slot was last
+			 * read by nx - nslots == gi: both wait for done[gi] */
+			if (cudaStreamWaitEvent(g->s_pref, g->ev_done[gi], 0) != cudaSuccess)
+				goto fail_dev;
+			rc = hw_copy_segs(p, g, it->method, sl->h + c_first[nx], sl->d + c_first[nx],
+					  c_n[nx], c_chunks[nx], g->s_pref);
+			if (rc != 0)
+				goto fail_free;
+			if (cudaEventRecord(g->ev_copied[nx], g->s_pref) != cudaSuccess)
+				goto fail_dev;
+		}
+	}
+	if (cudaEventRecord(op->end, g->s_comp) != cudaSuccess)
+		goto fail_dev;
+	free(r_first);
+	free(c_first);
+	free(r_n);
+	free(c_n);
+	free(r_chunks);
+	free(c_chunks);
+	rc = hw_activate(p, op);
+	if (rc != 0) {
+		op->slot = NULL;
+		hw_op_put(p, op);
+		return rc;
+	}
+	g->busy = true;
+	return 0;
+
+fail_dev:
+	rc = hw_fail(p, EMA_ERR_DEVICE, "iteration launch on GPU %d: %s", it->gpu,
+		     cudaGetErrorString(cudaGetLastError()));
+fail_free:
+	free(r_first);
+	free(c_first);
+	free(r_n);
+	free(c_n);
+	free(r_chunks);
+	free(c_chunks);
+	op->slot = NULL;
+	hw_op_put(p, op);
+	return rc;
+}
+
+/* ---- transfers ---------------------------------------------------- */
+
+/* Host copies: one cudaMemcpyAsync per run of pages contiguous on both
+ * sides, because the copy engines need no gather and calls cost ~6 us. */
+static int hw_copy_runs(struct hw_platform *p, const struct ema_transfer *t,
+			cudaStream_t s)
+{
+	uint64_t pb = p->page_bytes;
+
+	for (int i = 0; i < t->n_pages;) {
+		int j = i + 1;
+
+		while (j < t->n_pages && t->src_pages[j] == t->src_pages[j - 1] + 1 &&
+		       t->dst_pages[j] == t->dst_pages[j - 1] + 1)
+			j++;
+		HW_TRY_OP(p, cudaMemcpyAsync(hw_page_addr(p, t->dst_gpu, t->dst_pages[i]),
+					     hw_page_addr(p, t->src_gpu, t->src_pages[i]),
+					     (size_t)(j - i) * pb, cudaMemcpyDefault, s));
+		i = j;
+	}
+	return 0;
+}
+
+static int hw_transfer(struct ema_platform *pp, const struct ema_transfer *t,
+		       ema_transfer_fn fn, void *arg)
+{
+	struct hw_platform *p = hw_of(pp);
+	uint64_t pb = p->page_bytes;
+	int dev, n = t->n_pages, nc = 0, stride = 1, k = 0, rc;
+	bool host_side, full = p->verify;
+	cudaStream_t s;
+	struct hw_op *op;
+	struct hw_slot *sl;
+	uint64_t gchunks = 0, cchunks = 0;
+
+	if ((t->src_gpu != EMA_HOST && (t->src_gpu < 0 || t->src_gpu >= p->n_gpus)) ||
+	    (t->dst_gpu != EMA_HOST && (t->dst_gpu < 0 || t->dst_gpu >= p->n_gpus)) ||
+	    (t->src_gpu == EMA_HOST && t->dst_gpu == EMA_HOST))
+		return hw_fail(p, EMA_ERR_INTERNAL, "transfer from %d to %d: no such route",
+			       t->src_gpu, t->dst_gpu);
+	if (n < 0 || (n > 0 && (t->src_pages == NULL || t->dst_pages == NULL)))
+		return hw_fail(p, EMA_ERR_INTERNAL, "transfer of %d pages without page lists", n);
+	if ((t->src_gpu == EMA_HOST || t->dst_gpu == EMA_HOST) && p->host_pages == 0 && n > 0)
+		return hw_fail(p, EMA_ERR_NOSPACE,
+			       "transfer to or from the host, but policy.host_gib is 0");
+	for (int i = 0; i < n; i++) {
+		if (!hw_page_ok(p, t->src_gpu, t->src_pages[i]))
+			return hw_fail(p, EMA_ERR_INTERNAL, "source page %d not in pool of %d",
+				       t->src_pages[i], t->src_gpu);
+		if (!hw_page_ok(p, t->dst_gpu, t->dst_pages[i]))
+			return hw_fail(p, EMA_ERR_INTERNAL, "destination page %d not in pool of %d",
+				       t->dst_pages[i], t->dst_gpu);
+	}
+	host_side = t->src_gpu == EMA_HOST || t->dst_gpu == EMA_HOST;
+	if (t->dst_gpu == EMA_HOST) {
+		dev = t->src_gpu;
+		s = p->g[dev].s_hout;
+	} else {
+		dev = t->dst_gpu;
+		s = t->src_gpu == EMA_HOST ? p->g[dev].s_hin : p->g[dev].s_peer;
+	}
+	op = hw_op_get(p, dev);
+	if (op == NULL)
+		return hw_fail(p, EMA_ERR_NOMEM, "out of memory for a transfer");
+	op->kind = HW_OP_XFER;
+	op->tfn = fn;
+	op->arg = arg;
+	op->src = t->src_gpu;
+	op->dst = t->dst_gpu;
+	op->bytes = t->bytes;
+	op->purpose = t->purpose;
+	op->full_check = full;
+	if (t->tags != NULL && n > 0) {
+		if (!full && n > HW_SAMPLE_PAGES)
+			stride = (n + HW_SAMPLE_PAGES - 1) / HW_SAMPLE_PAGES;
+		nc = (n + stride - 1) / stride;
+		op->chk_pages = malloc((size_t)nc * sizeof *op->chk_pages);
+		op->chk_tags = malloc((size_t)nc * sizeof *op->chk_tags);
+		if (op->chk_pages == NULL || op->chk_tags == NULL) {
+			hw_op_put(p, op);
+			return hw_fail(p, EMA_ERR_NOMEM, "out of memory for a transfer");
+		}
+		for (int i = 0, j = 0; i < n; i += stride, j++) {
+			op->chk_pages[j] = t->dst_pages[i];
+			op->chk_tags[j] = t->tags[i];
+		}
+		op->n_check = nc;
+		op->host_check = t->dst_gpu == EMA_HOST;
+	}
+	sl = hw_slot_get(p, dev);
+	if (sl == NULL) {
+		hw_op_put(p, op);
+		return hw_fail(p, EMA_ERR_NOMEM, "out of memory for a transfer");
+	}
+	op->slot = sl;
+	rc = hw_slot_reserve(p, sl, (size_t)n + (size_t)nc + 1, (size_t)nc + 1);
+	if (rc != 0)
+		goto fail;
+	if (!host_side) {
+		for (int i = 0; i < n; i++, k++) {
+			sl->h[k].src = (uint64_t)(uintptr_t)hw_page_addr(p, t->src_gpu, t->src_pages[i]);
+			sl->h[k].dst = (uint64_t)(uintptr_t)hw_page_addr(p, t->dst_gpu, t->dst_pages[i]);
+			sl->h[k].bytes = pb;
+		}
+		gchunks = ema_hwk_prefix(sl->h, k);
+	}
+	if (nc > 0 && !op->host_check) {
+		for (int j = 0; j < nc; j++) {
+			sl->h[k + j].src = op->chk_tags[j];
+			sl->h[k + j].dst = (uint64_t)(uintptr_t)hw_page_addr(p, t->dst_gpu,
+									      op->chk_pages[j]);
+			sl->h[k + j].bytes = pb;
+		}
+		cchunks = ema_hwk_prefix(sl->h + k, nc);
+	}
+
+	rc = EMA_ERR_DEVICE;
+	if (cudaSetDevice(dev) != cudaSuccess || cudaEventRecord(op->start, s) != cudaSuccess)
+		goto fail_dev;
+	if (k + (op->host_check ? 0 : nc) > 0 &&
+	    cudaMemcpyAsync(sl->d, sl->h, (size_t)(k + (op->host_check ? 0 : nc)) * sizeof *sl->h,
+			    cudaMemcpyHostToDevice, s) != cudaSuccess)
+		goto fail_dev;
+	if (host_side) {
+		if (t->method == EMA_COPY_BATCH) {
+			/* host pages through the batch API, one entry per page */
+			struct ema_hwk_seg *h = malloc((size_t)(n ? n : 1) * sizeof *h);
+
+			if (h == NULL) {
+				rc = hw_fail(p, EMA_ERR_NOMEM, "out of memory for a transfer");
+				goto fail;
+			}
+			for (int i = 0; i < n; i++) {
+				h[i].src = (uint64_t)(uintptr_t)hw_page_addr(p, t->src_gpu,
+									       t->src_pages[i]);
+				h[i].dst = (uint64_t)(uintptr_t)hw_page_addr(p, t->dst_gpu,
+									       t->dst_pages[i]);
+				h[i].bytes = pb;
+			}
+			rc = hw_copy_segs(p, &p->g[dev], EMA_COPY_BATCH, h, NULL, n, 0, s);
+			free(h);
+		} else {
+			rc = hw_copy_runs(p, t, s);
+		}
+	} else {
+		rc = hw_copy_segs(p, &p->g[dev], t->method, sl->h, sl->d, k, gchunks, s);
+	}
+	if (rc != 0)
+		goto fail;
+	if (nc > 0 && !op->host_check) {
+		int e;
+
+		if (cudaMemsetAsync(sl->d_bad, 0, (size_t)nc * sizeof *sl->d_bad, s) != cudaSuccess)
+			goto fail_dev;
+		e = ema_hwk_check(sl->d + k, nc, cchunks, full, sl->d_bad, s);
+		if (e != 0)
+			goto fail_dev;
+		if (cudaMemcpyAsync(sl->h_bad, sl->d_bad, (size_t)nc * sizeof *sl->h_bad,
+				    cudaMemcpyDeviceToHost, s) != cudaSuccess)
+			goto fail_dev;
+	}
+	if (cudaEventRecord(op->end, s) != cudaSuccess)
+		goto fail_dev;
+	rc = hw_activate(p, op);
+	if (rc != 0)
+		goto fail;
+	return 0;
+
+fail_dev:
+	rc = hw_fail(p, EMA_ERR_DEVICE, "transfer %d -> %d: %s", t->src_gpu, t->dst_gpu,
+		     cudaGetErrorString(cudaGetLastError()));
+fail:
+	hw_op_put(p, op);
+	return rc;
+}
+
+/* ---- completion --------------------------------------------------- */
+
+static float hw_elapsed_ms(cudaEvent_t a, cudaEvent_t b)
+{
+	float ms = 0.0f;
+
+	if (cudaEventElapsedTime(&ms, a, b) != cudaSuccess)
+		return 0.0f;
+	return ms;
+}
+
+/* Host pages are checked by the CPU once the copy has landed. */
+static int hw_host_check(struct hw_platform *p, const struct hw_op *op)
+{
+	uint64_t words = p->page_bytes / 8;
+	int bad = 0;
+
+	for (int j = 0; j < op->n_check; j++) {
+		const uint64_t *d = (const uint64_t *)hw_page_addr(p, EMA_HOST, op->chk_pages[j]);
+
+		if (op->full_check) {
+			for (uint64_t w = 0; w < words; w++)
+				if (d[w] != ema_hwk_pattern(op->chk_tags[j], w)) {
+					bad++;
+					break;
+				}
+		} else if (words > 0) {
+			for (uint64_t l = 0; l < 32; l++) {
+				uint64_t w = (words - 1) * l / 31;
+
+				if (d[w] != ema_hwk_pattern(op->chk_tags[j], w)) {
+					bad++;
+					break;
+				}
+			}
+		}
+	}
+	return bad;
+}
+
+static int hw_finish_xfer(struct hw_platform *p, struct hw_op *op, int64_t t,
+			  struct ema_error *err)
+{
+	int bad = 0, first = -1, rc = 0;
+	ema_transfer_fn fn = op->tfn;
+	void *arg = op->arg;
+
+	if (op->n_check > 0) {
+		if (op->host_check) {
+			bad = hw_host_check(p, op);
+		} else {
+			for (int j = 0; j < op->n_check; j++)
+				if (op->slot->h_bad[j]) {
+					bad++;
+					if (first < 0)
+						first = j;
+				}
+		}
+		p->checked += (uint64_t)op->n_check;
+		p->corrupted += (uint64_t)bad;
+		if (bad > 0)
+			rc = ema_error_set(err, EMA_ERR_CORRUPT,
+					   "data integrity: %d of %d checked pages corrupted "
+					   "after a transfer from %d to %d (first: page %d, tag %#llx)",
+					   bad, op->n_check, op->src, op->dst,
+					   first >= 0 ? op->chk_pages[first] : -1,
+					   first >= 0 ? (unsigned long long)op->chk_tags[first] : 0ull);
+	}
+	p->stats.bytes[op->src + 1][op->dst + 1] += op->bytes;
+	if ((int)op->purpose >= 0 && op->purpose < EMA_XFER_PURPOSES)
+		p->stats.bytes_by_purpose[op->purpose] += op->bytes;
+	hw_op_put(p, op);
+	if (fn != NULL)
+		fn(arg, t);
+	return rc;
+}
+
+static void hw_finish_iter(struct hw_platform *p, struct hw_op *op, int64_t t)
+{
+	struct hw_gpu *g = &p->g[op->gpu];
+	struct ema_iteration_result r;
+	ema_iteration_fn fn = op->ifn;
+	void *arg = op->arg;
+	double stall_ms = 0.0;
+
+	memset(&r, 0, sizeof r);
+	r.end_ns = t;
+	r.start_ns = t - (int64_t)(hw_elapsed_ms(op->start, op->end) * 1e6);
+	if (r.start_ns < 0)
+		r.start_ns = 0;
+	if (op->staged) {
+		/* compute waited from the end of the previous group (or the
+		 * upload) to the arrival of this group's copies */
+		for (int gi = 0; gi < op->n_groups; gi++) {
+			cudaEvent_t before = gi == 0 ? g->ev_up : g->ev_done[gi - 1];
+			float ms = hw_elapsed_ms(before, g->ev_copied[gi]);
+
+			if (ms > 0)
+				stall_ms += ms;
+		}
+	}
+	r.stall_ns = (int64_t)(stall_ms * 1e6);
+	r.remote_bytes = op->remote_bytes;
+	for (int l = 0; l < p->n_gpus; l++)
+		if (op->lender_bytes[l] > 0) {
+			p->stats.bytes[l + 1][op->gpu + 1] += op->lender_bytes[l];
+			p->stats.bytes_by_purpose[EMA_XFER_PREFETCH] += op->lender_bytes[l];
+		}
+	g->busy = false;
+	op->slot = NULL;
+	hw_op_put(p, op);
+	if (fn != NULL)
+		fn(arg, &r);
+}
+
+static int hw_cmp_done(const void *a, const void *b)
+{
+	const struct hw_op *x = *(struct hw_op *const *)a;
+	const struct hw_op *y = *(struct hw_op *const *)b;
+
+	if (x->est_end != y->est_end)
+		return x->est_end < y->est_end ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Moves completed operations to p->done, each with the time it ended:
+ * the poll's time, minus how long before the GPU's latest completion of
+ * this pass it ended (the events say), so completions found together are
+ * dispatched in the order they happened. */
+static int hw_poll(struct hw_platform *p, int64_t now, size_t *n_done,
+		   struct ema_error *err)
+{
+	size_t keep = 0, nd = 0;
+
+	for (size_t i = 0; i < p->n_active; i++) {
+		struct hw_op *op = p->active[i];
+		cudaError_t e = cudaEventQuery(op->end);
+
+		if (e == cudaSuccess) {
+			p->done[nd++] = op;
+		} else if (e == cudaErrorNotReady) {
+			p->active[keep++] = op;
+		} else {
+			return ema_error_set(err, EMA_ERR_DEVICE,
+					     "GPU %d failed while running an operation: %s",
+					     op->gpu, cudaGetErrorString(e));
+		}
+	}
+	p->n_active = keep;
+	for (size_t i = 0; i < nd; i++) {
+		struct hw_op *latest = p->done[i];
+		double ms;
+
+		for (size_t j = 0; j < nd; j++)
+			if (p->done[j]->gpu == p->done[i]->gpu &&
+			    hw_elapsed_ms(latest->end, p->done[j]->end) > 0)
+				latest = p->done[j];
+		ms = hw_elapsed_ms(p->done[i]->end, latest->end);
+		p->done[i]->est_end = now - (int64_t)(ms * 1e6);
+		if (p->done[i]->est_end < p->last_ns)
+			p->done[i]->est_end = p->last_ns;
+	}
+	qsort(p->done, nd, sizeof *p->done, hw_cmp_done);
+	*n_done = nd;
+	return 0;
+}
+
+static int hw_run(struct ema_platform *pp, int64_t horizon_ns, struct ema_error *err)
+{
+	struct hw_platform *p = hw_of(pp);
+	int rc = 0;
+
+	p->stop = false;
+	for (;;) {
+		int64_t now = hw_now(pp), next;
+		size_t nd = 0, di = 0;
+		bool fired = false;
+
+		if (p->stop)
+			break;
+		if (horizon_ns > 0 && now >= horizon_ns)
+			break;
+		if (p->n_active == 0 && ema_eventq_size(&p->timers) == 0)
+			break;
+		if (p->n_active > 0) {
+			rc = hw_poll(p, now, &nd, err);
+			if (rc != 0)
+				return rc;
+		}
+		/* timers and completions, merged in time order */
+		for (;;) {
+			int64_t tt = ema_eventq_peek_time(&p->timers);
+			bool timer_due = tt <= now && (horizon_ns <= 0 || tt < horizon_ns);
+
+			if (timer_due && (di == nd || tt <= p->done[di]->est_end)) {
+				struct ema_event ev;
+
+				ema_eventq_pop(&p->timers, &ev);
+				if (ev.time_ns > p->last_ns)
+					p->last_ns = ev.time_ns;
+				p->events++;
+				fired = true;
+				ev.fn(ev.arg, p->last_ns);
+			} else if (di < nd) {
+				struct hw_op *op = p->done[di++];
+				int64_t t = op->est_end > p->last_ns ? op->est_end : p->last_ns;
+
+				p->last_ns = t;
+				p->events++;
+				fired = true;
+				if (op->kind == HW_OP_ITER) {
+					hw_finish_iter(p, op, t);
+				} else {
+					int r = hw_finish_xfer(p, op, t, err);
+
+					if (r != 0 && rc == 0)
+						rc = r;
+				}
+			} else {
+				break;
+			}
+		}
+		if (rc != 0)
+			return rc;
+		if (fired)
+			continue;
+		/* Nothing happened: wait briefly. With GPU work in flight we
+		 * only yield (a completion must be seen within microseconds);
+		 * with only a far timer we sleep until just before it. */
+		next = ema_eventq_peek_time(&p->timers);
+		if (p->n_active == 0 && next != INT64_MAX) {
+			int64_t wait = next - hw_now(pp);
+
+			if (horizon_ns > 0 && horizon_ns < next)
+				wait = horizon_ns - hw_now(pp);
+			if (wait > 200000) {
+				struct timespec ts;
+
+				wait -= 100000;
+				ts.tv_sec = wait / 1000000000;
+				ts.tv_nsec = wait % 1000000000;
+				nanosleep(&ts, NULL);
+				continue;
+			}
+		}
+		sched_yield();
+	}
+	return 0;
+}
+
+static void hw_stop(struct ema_platform *pp)
+{
+	hw_of(pp)->stop = true;
+}
+
+static uint64_t hw_events(struct ema_platform *pp)
+{
+	return hw_of(pp)->events;
+}
+
+static const struct ema_link_stats *hw_link_stats(struct ema_platform *pp)
+{
+	return &hw_of(pp)->stats;
+}
+
+static void hw_destroy(struct ema_platform *pp)
+{
+	struct hw_platform *p = hw_of(pp);
+
+	if (p == NULL)
+		return;
+	for (int i = 0; i < p->n_gpus; i++) {
+		struct hw_gpu *g = &p->g[i];
+
+		if (cudaSetDevice(i) != cudaSuccess)
+			continue;
+		cudaDeviceSynchronize();
+		if (g->blas != NULL && p->have_blas)
+			p->blas.destroy(g->blas);
+		if (g->s_comp != NULL)
+			cudaStreamDestroy(g->s_comp);
+		if (g->s_pref != NULL)
+			cudaStreamDestroy(g->s_pref);
+		if (g->s_peer != NULL)
+			cudaStreamDestroy(g->s_peer);
+		if (g->s_hin != NULL)
+			cudaStreamDestroy(g->s_hin);
+		if (g->s_hout != NULL)
+			cudaStreamDestroy(g->s_hout);
+		if (g->s_util != NULL)
+			cudaStreamDestroy(g->s_util);
+		if (g->ev_up != NULL)
+			cudaEventDestroy(g->ev_up);
+		for (int k = 0; k < HW_MAX_GROUPS; k++) {
+			if (g->ev_copied[k] != NULL)
+				cudaEventDestroy(g->ev_copied[k]);
+			if (g->ev_done[k] != NULL)
+				cudaEventDestroy(g->ev_done[k]);
+		}
+		cudaFree(g->pool);
+		cudaFree(g->sink);
+		cudaFree(g->ga);
+		cudaFree(g->gb);
+		cudaFree(g->gc);
+	}
+	while (p->all_ops != NULL) {
+		struct hw_op *op = p->all_ops;
+
+		p->all_ops = op->next_all;
+		cudaEventDestroy(op->start);
+		cudaEventDestroy(op->end);
+		free(op->chk_pages);
+		free(op->chk_tags);
+		free(op);
+	}
+	while (p->all_slots != NULL) {
+		struct hw_slot *s = p->all_slots;
+
+		p->all_slots = s->next_all;
+		hw_slot_free_mem(s);
+		free(s);
+	}
+	if (p->host_pool != NULL)
+		cudaFreeHost(p->host_pool);
+	if (p->have_blas)
+		ema_hw_blas_unload(&p->blas);
+	ema_eventq_destroy(&p->timers);
+	free(p->active);
+	free(p->done);
+	free(p);
+}
+
+static const struct ema_platform_ops hw_ops = {
+	.name = "hw",
+	.now = hw_now,
+	.timer = hw_timer,
+	.iteration = hw_iteration,
+	.transfer = hw_transfer,
+	.run = hw_run,
+	.stop = hw_stop,
+	.events = hw_events,
+	.link_stats = hw_link_stats,
+	.destroy = hw_destroy,
+};
+
+/* ---- creation ----------------------------------------------------- */
+
+static int hw_setup_gpu(struct hw_platform *p, int i, uint64_t pages, struct ema_error *err)
+{
+	struct hw_gpu *g = &p->g[i];
+	uint64_t bytes = pages * p->page_bytes;
+	size_t free_b = 0, total_b = 0;
+	const size_t gdim = EMA_HW_GEMM_DIM;
+
+	EMA_HW_TRY(err, cudaSetDevice(i));
+	EMA_HW_TRY(err, cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, i));
+	EMA_HW_TRY(err, cudaMemGetInfo(&free_b, &total_b));
+	if (bytes + (256u << 20) > free_b)
+		return ema_error_set(err, EMA_ERR_NOSPACE,
+				     "GPU %d has %.2f GiB free; its pool of %llu pages of %llu "
+				     "bytes needs %.2f GiB (plus 0.25 GiB of scratch): lower "
+				     "gpu_mem_cap_gib to %.1f or less",
+				     i, (double)free_b / HW_GIB, (unsigned long long)pages,
+				     (unsigned long long)p->page_bytes, (double)bytes / HW_GIB,
+				     (double)free_b / HW_GIB - 0.5);
+	g->pool_pages = pages;
+	if (bytes > 0)
+		EMA_HW_TRY(err, cudaMalloc((void **)&g->pool, bytes));
+	EMA_HW_TRY(err, cudaStreamCreateWithFlags(&g->s_comp, cudaStreamNonBlocking));
+	EMA_HW_TRY(err, cudaStreamCreateWithFlags(&g->s_pref, cudaStreamNonBlocking));
+	EMA_HW_TRY(err, cudaStreamCreateWithFlags(&g->s_peer, cudaStreamNonBlocking));
+	EMA_HW_TRY(err, cudaStreamCreateWithFlags(&g->s_hin, cudaStreamNonBlocking));
+	EMA_HW_TRY(err, cudaStreamCreateWithFlags(&g->s_hout, cudaStreamNonBlocking));
+	EMA_HW_TRY(err, cudaStreamCreateWithFlags(&g->s_util, cudaStreamNonBlocking));
+	EMA_HW_TRY(err, cudaEventCreate(&g->ev_up));
+	for (int k = 0; k < HW_MAX_GROUPS; k++) {
+		EMA_HW_TRY(err, cudaEventCreate(&g->ev_copied[k]));
+		EMA_HW_TRY(err, cudaEventCreate(&g->ev_done[k]));
+	}
+	EMA_HW_TRY(err, cudaMalloc((void **)&g->sink, 64));
+	EMA_HW_TRY(err, cudaMalloc(&g->ga, gdim * gdim * 2));
+	EMA_HW_TRY(err, cudaMalloc(&g->gb, gdim * EMA_HW_GEMM_COLS * 2));
+	EMA_HW_TRY(err, cudaMalloc(&g->gc, gdim * EMA_HW_GEMM_COLS * 2));
+	EMA_HW_TRY(err, (cudaError_t)ema_hwk_fill_bf16(g->ga, gdim * gdim, 1, g->s_comp));
+	EMA_HW_TRY(err, (cudaError_t)ema_hwk_fill_bf16(g->gb, gdim * EMA_HW_GEMM_COLS, 2,
+							g->s_comp));
+	if (p->have_blas) {
+		if (p->blas.create(&g->blas) != CUBLAS_STATUS_SUCCESS ||
+		    p->blas.set_stream(g->blas, g->s_comp) != CUBLAS_STATUS_SUCCESS)
+			return ema_error_set(err, EMA_ERR_DEVICE,
+					     "cuBLAS handle on GPU %d could not be made", i);
+	}
+	/* warm-up: cuBLAS picks kernels and allocates its workspace now, not
+	 * inside the first timed iteration */
+	if (ema_hw_gemm(p->have_blas ? &p->blas : NULL, g->blas, 64, g->ga, g->gb, g->gc,
+			g->s_comp) != 0)
+		return ema_error_set(err, EMA_ERR_DEVICE, "warm-up GEMM failed on GPU %d", i);
+	EMA_HW_TRY(err, cudaStreamSynchronize(g->s_comp));
+	g->iter_slot = hw_slot_get(p, i);
+	if (g->iter_slot == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	return 0;
+}
+
+int ema_hw_platform_create(struct ema_platform **out, const struct ema_config *cfg,
+			   uint64_t page_bytes, const uint64_t *pool_pages, bool verify,
+			   struct ema_error *err)
+{
+	struct hw_platform *p;
+	int count = 0, need = 1, rc;
+	cudaError_t e;
+	double host_bytes;
+
+	*out = NULL;
+	if (cfg == NULL || pool_pages == NULL)
+		return ema_error_set(err, EMA_ERR_INTERNAL, "hw platform: no config or pools");
+	if (page_bytes == 0 || page_bytes % 256 != 0)
+		return ema_error_set(err, EMA_ERR_INPUT,
+				     "hw backend: page size %llu bytes is not a positive "
+				     "multiple of 256", (unsigned long long)page_bytes);
+	/* GPUs: those the tenants sit on, and those with a pool to lend */
+	for (int t = 0; t < cfg->n_tenants; t++)
+		if (cfg->tenants[t].gpu + 1 > need)
+			need = cfg->tenants[t].gpu + 1;
+	for (int g = 0; g < cfg->hw.n_gpus && g < EMA_MAX_GPUS; g++)
+		if (pool_pages[g] > 0 && g + 1 > need)
+			need = g + 1;
+	if (need > EMA_MAX_GPUS)
+		return ema_error_set(err, EMA_ERR_INPUT, "hw backend: %d GPUs asked for", need);
+	e = cudaGetDeviceCount(&count);
+	if (e != cudaSuccess)
+		return ema_error_set(err, EMA_ERR_UNSUPPORTED,
+				     "hw backend: no usable NVIDIA driver or GPU (%s)",
+				     cudaGetErrorString(e));
+	if (count < need)
+		return ema_error_set(err, EMA_ERR_UNSUPPORTED,
+				     "hw backend: the scenario needs %d GPUs (tenants and "
+				     "pools of %s), this machine has %d",
+				     need, cfg->hw.name[0] ? cfg->hw.name : "the profile", count);
+
+	p = calloc(1, sizeof *p);
+	if (p == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	p->base.ops = &hw_ops;
+	p->base.cfg = cfg;
+	p->n_gpus = need;
+	p->page_bytes = page_bytes;
+	p->verify = verify;
+	p->hbm_bps = (cfg->hw.hbm_read_gbps > 0 ? cfg->hw.hbm_read_gbps : 4400.0) *
+		     (cfg->hw.hbm_efficiency > 0 ? cfg->hw.hbm_efficiency : 1.0) * 1e9;
+	p->flop_rate = (cfg->hw.peak_tflops > 0 ? cfg->hw.peak_tflops : 800.0) *
+		       (cfg->hw.flops_efficiency > 0 ? cfg->hw.flops_efficiency : 1.0) * 1e12;
+	if (ema_eventq_init(&p->timers, 64) != 0) {
+		free(p);
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	}
+	p->have_blas = ema_hw_blas_load(&p->blas, p->blas_why, sizeof p->blas_why);
+	if (!p->have_blas)
+		snprintf(p->last_err, sizeof p->last_err,
+			 "prefill GEMMs use a slow fallback kernel: %s", p->blas_why);
+
+	for (int i = 0; i < need; i++) {
+		uint64_t pages = i < cfg->hw.n_gpus ? pool_pages[i] : 0;
+
+		rc = hw_setup_gpu(p, i, pages, err);
+		if (rc != 0)
+			goto fail;
+	}
+	for (int i = 0; i < need; i++)
+		for (int j = 0; j < need; j++) {
+			int can = 0;
+
+			if (i == j)
+				continue;
+			EMA_HW_TRY_GOTO(err, rc, fail, cudaDeviceCanAccessPeer(&can, i, j));
+			if (!can) {
+				rc = ema_error_set(err, EMA_ERR_UNSUPPORTED,
+						   "hw backend: GPU %d cannot access GPU %d's "
+						   "memory (no peer access)", i, j);
+				goto fail;
+			}
+			EMA_HW_TRY_GOTO(err, rc, fail, cudaSetDevice(i));
+			e = cudaDeviceEnablePeerAccess(j, 0);
+			if (e == cudaErrorPeerAccessAlreadyEnabled)
+				cudaGetLastError();
+			else
+				EMA_HW_TRY_GOTO(err, rc, fail, e);
+		}
+	host_bytes = cfg->policy.host_gib * HW_GIB * need;
+	p->host_pages = host_bytes > 0 ? (uint64_t)(host_bytes / (double)page_bytes) : 0;
+	if (p->host_pages > 0) {
+		e = cudaHostAlloc((void **)&p->host_pool, p->host_pages * page_bytes,
+				  cudaHostAllocPortable | cudaHostAllocMapped);
+		if (e != cudaSuccess) {
+			rc = ema_error_set(err, EMA_ERR_NOSPACE,
+					   "hw backend: cannot pin %.2f GiB of host memory "
+					   "(policy.host_gib %.2f per GPU): %s",
+					   (double)(p->host_pages * page_bytes) / HW_GIB,
+					   cfg->policy.host_gib, cudaGetErrorString(e));
+			p->host_pool = NULL;
+			goto fail;
+		}
+	}
+	p->t0 = ema_hw_clock_ns();
+	*out = &p->base;
+	return 0;
+fail:
+	hw_destroy(&p->base);
+	return rc;
+}
+
+/* ---- integrity ---------------------------------------------------- */
+
+int ema_hw_fill_pages(struct ema_platform *pp, int gpu, int n, const int32_t *pages,
+		      const uint64_t *tags)
+{
+	struct hw_platform *p = hw_of(pp);
+
+	if (p == NULL || pp->ops != &hw_ops)
+		return EMA_ERR_INTERNAL;
+	for (int i = 0; i < n; i++)
+		if (!hw_page_ok(p, gpu, pages[i]))
+			return hw_fail(p, EMA_ERR_INTERNAL, "fill: page %d not in pool of %d",
+				       pages[i], gpu);
+	if (gpu == EMA_HOST) {
+		for (int i = 0; i < n; i++) {
+			uint64_t *d = (uint64_t *)hw_page_addr(p, gpu, pages[i]);
+
+			for (uint64_t w = 0; w < p->page_bytes / 8; w++)
+				d[w] = ema_hwk_pattern(tags[i], w);
+		}
+		return 0;
+	}
+	HW_TRY_OP(p, cudaSetDevice(gpu));
+	for (int i = 0; i < n; i++)
+		HW_TRY_OP(p, (cudaError_t)ema_hwk_fill_one(hw_page_addr(p, gpu, pages[i]),
+							   p->page_bytes, tags[i],
+							   p->g[gpu].s_util));
+	HW_TRY_OP(p, cudaStreamSynchronize(p->g[gpu].s_util));
+	return 0;
+}
+
+int ema_hw_fill_page(struct ema_platform *pp, int gpu, int32_t page, uint64_t tag)
+{
+	return ema_hw_fill_pages(pp, gpu, 1, &page, &tag);
+}
+
+int ema_hw_check_pages(struct ema_platform *pp, int gpu, int n, const int32_t *pages,
+		       const uint64_t *tags, int *bad, struct ema_error *err)
+{
+	struct hw_platform *p = hw_of(pp);
+	struct hw_slot *sl;
+	uint64_t chunks;
+	int rc;
+
+	*bad = 0;
+	if (p == NULL || pp->ops != &hw_ops)
+		return ema_error_set(err, EMA_ERR_INTERNAL, "not a hw platform");
+	for (int i = 0; i < n; i++)
+		if (!hw_page_ok(p, gpu, pages[i]))
+			return ema_error_set(err, EMA_ERR_INTERNAL,
+					     "check: page %d not in pool of %d", pages[i], gpu);
+	if (n == 0)
+		return 0;
+	if (gpu == EMA_HOST) {
+		struct hw_op op;
+
+		memset(&op, 0, sizeof op);
+		op.n_check = n;
+		op.chk_pages = (int32_t *)(uintptr_t)pages;
+		op.chk_tags = (uint64_t *)(uintptr_t)tags;
+		op.full_check = true;
+		*bad = hw_host_check(p, &op);
+		return 0;
+	}
+	sl = hw_slot_get(p, gpu);
+	if (sl == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	rc = hw_slot_reserve(p, sl, (size_t)n, (size_t)n);
+	if (rc != 0) {
+		hw_slot_put(p, sl);
+		return ema_error_set(err, rc, "%s", p->last_err);
+	}
+	for (int i = 0; i < n; i++) {
+		sl->h[i].src = tags[i];
+		sl->h[i].dst = (uint64_t)(uintptr_t)hw_page_addr(p, gpu, pages[i]);
+		sl->h[i].bytes = p->page_bytes;
+	}
+	chunks = ema_hwk_prefix(sl->h, n);
+	{
+		cudaStream_t s = p->g[gpu].s_util;
+
+		EMA_HW_TRY_GOTO(err, rc, out, cudaSetDevice(gpu));
+		EMA_HW_TRY_GOTO(err, rc, out, cudaMemcpyAsync(sl->d, sl->h, (size_t)n * sizeof *sl->h,
+							      cudaMemcpyHostToDevice, s));
+		EMA_HW_TRY_GOTO(err, rc, out, cudaMemsetAsync(sl->d_bad, 0,
+							      (size_t)n * sizeof *sl->d_bad, s));
+		EMA_HW_TRY_GOTO(err, rc, out, (cudaError_t)ema_hwk_check(sl->d, n, chunks, 1,
+									 sl->d_bad, s));
+		EMA_HW_TRY_GOTO(err, rc, out, cudaMemcpyAsync(sl->h_bad, sl->d_bad,
+							      (size_t)n * sizeof *sl->h_bad,
+							      cudaMemcpyDeviceToHost, s));
+		EMA_HW_TRY_GOTO(err, rc, out, cudaStreamSynchronize(s));
+	}
+	for (int i = 0; i < n; i++)
+		*bad += sl->h_bad[i] != 0;
+	rc = 0;
+out:
+	hw_slot_put(p, sl);
+	return rc;
+}
+
+void ema_hw_integrity(struct ema_platform *pp, uint64_t *checked, uint64_t *corrupted)
+{
+	struct hw_platform *p = hw_of(pp);
+
+	if (p == NULL || pp->ops != &hw_ops) {
+		*checked = 0;
+		*corrupted = 0;
+		return;
+	}
+	*checked = p->checked;
+	*corrupted = p->corrupted;
+}
+
+const char *ema_hw_last_error(struct ema_platform *pp)
+{
+	if (pp == NULL || pp->ops != &hw_ops)
+		return "";
+	return hw_of(pp)->last_err;
+}

@@ -1,0 +1,157 @@
+/* ema.c: the EMA design. A tenant whose GPU is full borrows pages from
+ * peers, up to policy.max_remote_share of its KV; before attention reads
+ * remote KV, a sliding window of policy.prefetch_depth layer groups is
+ * copied into a local staging area (charged to the borrower's memory:
+ * ceil(depth x remote bytes / layer groups) per iteration), so that
+ * remote memory performs like local memory while the link keeps up.
+ * Lenders stay whole: after every iteration each lender with lent pages
+ * keeps policy.headroom of its KV free by reclaiming ahead of need
+ * ("pre-preemption"), and a lender that still runs out reclaims at once. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "lending.h"
+
+struct ema_state {
+	/* staging pages held during each tenant's iteration in flight */
+	int32_t *staging[EMA_MAX_TENANTS];
+	int32_t n_staging[EMA_MAX_TENANTS];
+	int32_t cap_staging[EMA_MAX_TENANTS];
+};
+
+static int32_t max_borrow(struct ema_engine *e, int tenant)
+{
+	double s = e->cfg->policy.max_remote_share;
+
+	if (s >= 1.0)
+		return INT32_MAX / 2;
+	/* remote <= s x (local + remote)  <=>  remote <= s/(1-s) x local */
+	return (int32_t)floor(s / (1.0 - s) * e->tenants[tenant].kv_capacity_pages);
+}
+
+/* Staging pages that `borrowed` remote pages need for the window. */
+static int32_t staging_for(struct ema_engine *e, int32_t borrowed)
+{
+	int groups = e->cfg->serving.layer_groups > 0 ? e->cfg->serving.layer_groups : 1;
+	int depth = e->cfg->policy.prefetch_depth;
+
+	if (depth > groups)
+		depth = groups;
+	return (int32_t)(((int64_t)borrowed * depth + groups - 1) / groups);
+}
+
+static int32_t ema_borrowable(struct ema_engine *e, void *state, int tenant)
+{
+	int32_t left = max_borrow(e, tenant) - ema_ledger_borrowed_pages(&e->ledger, tenant);
+	int32_t avail = ema_lending_total_lendable(e, tenant);
+
+	if (left < 0)
+		left = 0;
+	return left < avail ? left : avail;
+}
+
+static int ema_choose_lender(struct ema_engine *e, void *state, int tenant)
+{
+	struct ema_tenant *t = &e->tenants[tenant];
+	int32_t borrowed = ema_ledger_borrowed_pages(&e->ledger, tenant);
+
+	if (borrowed + 1 > max_borrow(e, tenant))
+		return -1;
+	/* Keep enough of our own pages free to stage what we borrow. */
+	t->local_reserve = staging_for(e, borrowed + 1);
+	return ema_lending_best_lender(e, tenant);
+}
+
+static int32_t ema_reclaim(struct ema_engine *e, void *state, int gpu, int32_t need)
+{
+	int32_t headroom = (int32_t)ceil(e->cfg->policy.headroom * ema_lending_kv_capacity(e, gpu));
+
+	return ema_lending_reclaim(e, gpu, need + headroom, e->cfg->policy.reclaim_mode);
+}
+
+static void ema_plan(struct ema_engine *e, void *state, struct ema_iteration *it)
+{
+	struct ema_state *st = state;
+	int tn = it->tenant;
+	uint64_t remote = 0;
+	int32_t want, got = 0;
+	int groups = e->cfg->serving.layer_groups > 0 ? e->cfg->serving.layer_groups : 1;
+	int depth = e->cfg->policy.prefetch_depth < groups ? e->cfg->policy.prefetch_depth : groups;
+
+	for (int i = 0; i < it->n_remote; i++)
+		remote += it->remote[i].bytes;
+	it->layer_groups = groups;
+	it->method = EMA_COPY_GATHER;
+	it->staging_page = -1;
+	it->n_staging_pages = 0;
+	if (remote == 0 || depth <= 0) {
+		it->prefetch_depth = remote == 0 ? depth : 0;
+		return;
+	}
+	want = (int32_t)(((remote * (uint64_t)depth) / (uint64_t)groups + e->page_bytes - 1) /
+			 e->page_bytes);
+	if (want > st->cap_staging[tn]) {
+		int32_t *n = realloc(st->staging[tn], (size_t)want * 2 * sizeof *n);
+
+		if (n != NULL) {
+			st->staging[tn] = n;
+			st->cap_staging[tn] = want * 2;
+		}
+	}
+	while (got < want && got < st->cap_staging[tn]) {
+		int32_t p = ema_ledger_alloc(&e->ledger, it->gpu, tn, EMA_PAGE_STAGING);
+
+		if (p < 0)
+			break;
+		st->staging[tn][got++] = p;
+	}
+	st->n_staging[tn] = got;
+	/* A smaller staging area means a shallower window; none at all
+	 * means reading in place. */
+	it->prefetch_depth = got >= want ? depth : (int)((int64_t)depth * got / (want > 0 ? want : 1));
+	if (it->prefetch_depth == 0 && got > 0)
+		it->prefetch_depth = 1;
+	it->staging_page = got > 0 ? st->staging[tn][0] : -1;
+	it->n_staging_pages = got;
+	e->tenants[tn].staging_pages = got;
+}
+
+static void ema_after_iteration(struct ema_engine *e, void *state, int tenant)
+{
+	struct ema_state *st = state;
+	const struct ema_policy_cfg *pc = &e->cfg->policy;
+
+	for (int32_t i = 0; i < st->n_staging[tenant]; i++)
+		ema_ledger_free(&e->ledger, e->tenants[tenant].gpu, st->staging[tenant][i]);
+	st->n_staging[tenant] = 0;
+	e->tenants[tenant].staging_pages = 0;
+	if (ema_ledger_borrowed_pages(&e->ledger, tenant) == 0)
+		e->tenants[tenant].local_reserve = 0;
+	/* Pre-preemption: every lender keeps its headroom free. */
+	for (int g = 0; g < e->ledger.n_gpus; g++) {
+		int32_t headroom, free_pages;
+
+		if (ema_ledger_lent_pages(&e->ledger, g) == 0 || e->ledger.gpu[g].home_tenant < 0)
+			continue;
+		headroom = (int32_t)ceil(pc->headroom * ema_lending_kv_capacity(e, g));
+		free_pages = ema_ledger_free_pages(&e->ledger, g);
+		if (free_pages < headroom) {
+			int64_t now = ema_engine_now(e);
+			int32_t freed = ema_lending_reclaim(e, g, headroom - free_pages, pc->reclaim_mode);
+
+			if (freed > 0)
+				ema_engine_record_reclaim(e, g, freed, now, 0);
+		}
+	}
+}
+
+const struct ema_policy_ops ema_policy_ema = {
+	.name = "ema",
+	.summary = "borrow peer memory, prefetch remote KV by layer group, reclaim ahead with headroom",
+	.state_size = sizeof(struct ema_state),
+	.borrowable = ema_borrowable,
+	.choose_lender = ema_choose_lender,
+	.reclaim = ema_reclaim,
+	.plan_iteration = ema_plan,
+	.after_iteration = ema_after_iteration,
+};

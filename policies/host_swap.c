@@ -1,0 +1,18 @@
+/* host_swap.c: local memory only, like static, but a preempted request's
+ * KV is swapped to host memory over PCIe (as vLLM's swap mode) instead of
+ * being recomputed; it comes back before new requests are admitted. When
+ * host memory (policy.host_gib per GPU) is full it falls back to
+ * recomputation. */
+#include "policy.h"
+
+static enum ema_preempt_mode host_swap_preempt_mode(struct ema_engine *e, void *state,
+						    const struct ema_request *r)
+{
+	return EMA_PREEMPT_SWAP;
+}
+
+const struct ema_policy_ops ema_policy_host_swap = {
+	.name = "host_swap",
+	.summary = "local memory only; preemption swaps KV to host memory over PCIe",
+	.preempt_mode = host_swap_preempt_mode,
+};

@@ -1,0 +1,14 @@
+/* ideal.c: the upper bound "a server with factor x the memory" (default
+ * 2x): every GPU's memory is multiplied, nothing is borrowed or moved. */
+#include "policy.h"
+
+static double ideal_memory_factor(const struct ema_config *cfg)
+{
+	return cfg->policy.ideal_factor;
+}
+
+const struct ema_policy_ops ema_policy_ideal = {
+	.name = "ideal",
+	.summary = "every GPU has policy.ideal_factor x its memory (upper bound)",
+	.memory_factor = ideal_memory_factor,
+};

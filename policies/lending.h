@@ -1,0 +1,37 @@
+/* lending.h: the lending rules that the borrowing policies share: how much
+ * a lender may lend (its floor and reserve), which lender to pick, and the
+ * reclaim mechanics by mode. Kept in one place so that remote_direct and
+ * ema differ only in what they decide, not in how they count.
+ *
+ * Worked example, 2 GPUs (h200x2 capped at 24 GiB, llama-3-8b: 16 GB of
+ * weights, so about 8.4 GiB = 4300 KV pages of 2 MiB per GPU), floor 0.25,
+ * reserve 0.05: GPU 1 can lend min(free - 215, 3225 - lent) pages; if its
+ * tenant holds 1000 pages, GPU 0 may borrow up to 3085. When GPU 1's free
+ * pages fall under the headroom (0.05 x 4300 = 215), ema reclaims the
+ * difference ahead of need: newest borrowed requests first, moved back to
+ * GPU 0 if it has room, else preempted (recomputed).
+ *
+ * 8 GPUs behind a switch, tenants 0 and 1 overloaded, 2..7 light: a
+ * borrower takes each page from the lender with the most lendable pages,
+ * so borrowed memory spreads across the six light GPUs and no single
+ * lender's port carries all prefetch traffic. */
+#ifndef EMA_LENDING_H
+#define EMA_LENDING_H
+
+#include "policy.h"
+
+/* Pages GPU g can still lend under the floor and reserve. */
+int32_t ema_lending_lendable(struct ema_engine *e, int gpu);
+/* The GPU with the most lendable pages other than the tenant's, or -1. */
+int ema_lending_best_lender(struct ema_engine *e, int tenant);
+/* Sum of lendable pages over every GPU but the tenant's. */
+int32_t ema_lending_total_lendable(struct ema_engine *e, int tenant);
+/* Frees at least `need` pages of `gpu` by reclaiming from borrowers,
+ * newest requests first, in mode "auto" (move home if the borrower has
+ * room, else recompute), "move", "host" or "drop". Returns the pages freed
+ * at once; moves complete later. */
+int32_t ema_lending_reclaim(struct ema_engine *e, int gpu, int32_t need, const char *mode);
+/* KV capacity (pages) of the GPU's own tenant, or of the whole GPU. */
+int32_t ema_lending_kv_capacity(struct ema_engine *e, int gpu);
+
+#endif

@@ -1,0 +1,28 @@
+/* policy_table.c: the one table of policies. Adding a policy is one file
+ * in policies/ and one line here. */
+#include <string.h>
+
+#include "policy.h"
+
+extern const struct ema_policy_ops ema_policy_static;
+extern const struct ema_policy_ops ema_policy_ideal;
+extern const struct ema_policy_ops ema_policy_host_swap;
+extern const struct ema_policy_ops ema_policy_remote_direct;
+extern const struct ema_policy_ops ema_policy_ema;
+
+const struct ema_policy_ops *const ema_policy_table[] = {
+	&ema_policy_static,
+	&ema_policy_ideal,
+	&ema_policy_host_swap,
+	&ema_policy_remote_direct,
+	&ema_policy_ema,
+	NULL,
+};
+
+const struct ema_policy_ops *ema_policy_find(const char *name)
+{
+	for (int i = 0; ema_policy_table[i] != NULL; i++)
+		if (strcmp(ema_policy_table[i]->name, name) == 0)
+			return ema_policy_table[i];
+	return NULL;
+}

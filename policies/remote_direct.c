@@ -1,0 +1,37 @@
+/* remote_direct.c: the baseline without prefetch: a tenant whose GPU is
+ * full borrows pages from peers (within their floor and reserve) and its
+ * attention reads them in place over the link, at about 1/12 of local HBM
+ * bandwidth on the H200x2. Lenders take pages back only when they run out
+ * (policy.reclaim_mode), with no headroom kept ahead of need. */
+#include "lending.h"
+
+static int32_t remote_direct_borrowable(struct ema_engine *e, void *state, int tenant)
+{
+	return ema_lending_total_lendable(e, tenant);
+}
+
+static int remote_direct_choose_lender(struct ema_engine *e, void *state, int tenant)
+{
+	return ema_lending_best_lender(e, tenant);
+}
+
+static int32_t remote_direct_reclaim(struct ema_engine *e, void *state, int gpu, int32_t need)
+{
+	return ema_lending_reclaim(e, gpu, need, e->cfg->policy.reclaim_mode);
+}
+
+static void remote_direct_plan(struct ema_engine *e, void *state, struct ema_iteration *it)
+{
+	it->prefetch_depth = 0;
+	it->n_staging_pages = 0;
+	it->staging_page = -1;
+}
+
+const struct ema_policy_ops ema_policy_remote_direct = {
+	.name = "remote_direct",
+	.summary = "borrow peer memory, read remote KV in place (no prefetch), reclaim on demand",
+	.borrowable = remote_direct_borrowable,
+	.choose_lender = remote_direct_choose_lender,
+	.reclaim = remote_direct_reclaim,
+	.plan_iteration = remote_direct_plan,
+};

@@ -1,0 +1,1216 @@
+/* engine.c: continuous batching per tenant over the page ledger, with the
+ * elastic mechanisms (borrowed pages, moves home, swaps to host) that the
+ * policies decide on. Everything here reacts to platform callbacks
+ * (arrival timers, iteration and transfer completions), so the same code
+ * runs in simulated and in real time. */
+#include "engine.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "costmodel.h"
+#include "policy.h"
+
+enum { ALLOC_OK = 0, ALLOC_NOSPACE = 1, ALLOC_WAIT = 2 };
+
+/* Context of a transfer the engine started for a request. */
+enum xfer_kind { XFER_MOVE_HOME, XFER_SWAP_OUT, XFER_SWAP_IN };
+
+struct xfer_ctx {
+	struct ema_engine *e;
+	int tenant;
+	int32_t req;
+	enum xfer_kind kind;
+	int src_gpu;
+	int dst_gpu;
+	int32_t n;
+	int64_t start_ns;
+	int32_t *src_pages;
+	int32_t *dst_pages;
+	int32_t *entry;     /* index into the request's page array */
+};
+
+static void tenant_kick(struct ema_engine *e, struct ema_tenant *t);
+static void kick_all(struct ema_engine *e);
+
+static double wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int64_t ema_engine_now(struct ema_engine *e)
+{
+	return e->platform->ops->now(e->platform);
+}
+
+static void engine_fail(struct ema_engine *e, int code, const char *what)
+{
+	if (e->error == 0) {
+		e->error = code;
+		ema_error_set(&e->err, code, "%s", what);
+	}
+	e->platform->ops->stop(e->platform);
+}
+
+int32_t ema_engine_pages_for_tokens(const struct ema_engine *e, int64_t tokens)
+{
+	int64_t bt = e->cfg->serving.block_tokens;
+	int64_t blocks = (tokens + bt - 1) / bt;
+	uint64_t bytes = (uint64_t)blocks * e->block_bytes;
+
+	return (int32_t)((bytes + e->page_bytes - 1) / e->page_bytes);
+}
+
+static inline int32_t seq_len(const struct ema_request *r)
+{
+	return r->prompt_tokens + r->generated;
+}
+
+/* ---- queues ---------------------------------------------------------- */
+
+static int waiting_grow(struct ema_tenant *t)
+{
+	int32_t ncap = t->waiting_cap ? t->waiting_cap * 2 : 64;
+	int32_t *n = malloc((size_t)ncap * sizeof *n);
+
+	if (n == NULL)
+		return EMA_ERR_NOMEM;
+	for (int32_t i = 0; i < t->waiting_n; i++)
+		n[i] = t->waiting[(t->waiting_head + i) % t->waiting_cap];
+	free(t->waiting);
+	t->waiting = n;
+	t->waiting_cap = ncap;
+	t->waiting_head = 0;
+	return EMA_OK;
+}
+
+static int waiting_push_back(struct ema_tenant *t, int32_t r)
+{
+	if (t->waiting_n == t->waiting_cap && waiting_grow(t) != EMA_OK)
+		return EMA_ERR_NOMEM;
+	t->waiting[(t->waiting_head + t->waiting_n) % t->waiting_cap] = r;
+	t->waiting_n++;
+	return EMA_OK;
+}
+
+static int waiting_push_front(struct ema_tenant *t, int32_t r)
+{
+	if (t->waiting_n == t->waiting_cap && waiting_grow(t) != EMA_OK)
+		return EMA_ERR_NOMEM;
+	t->waiting_head = (t->waiting_head + t->waiting_cap - 1) % t->waiting_cap;
+	t->waiting[t->waiting_head] = r;
+	t->waiting_n++;
+	return EMA_OK;
+}
+
+static int32_t waiting_front(const struct ema_tenant *t)
+{
+	return t->waiting[t->waiting_head];
+}
+
+static void waiting_pop_front(struct ema_tenant *t)
+{
+	t->waiting_head = (t->waiting_head + 1) % t->waiting_cap;
+	t->waiting_n--;
+}
+
+static void running_remove(struct ema_tenant *t, int32_t r)
+{
+	for (int32_t i = 0; i < t->running_n; i++)
+		if (t->running[i] == r) {
+			memmove(&t->running[i], &t->running[i + 1],
+				(size_t)(t->running_n - i - 1) * sizeof *t->running);
+			t->running_n--;
+			return;
+		}
+}
+
+static void swapped_remove(struct ema_tenant *t, int32_t r)
+{
+	for (int32_t i = 0; i < t->swapped_n; i++)
+		if (t->swapped[i] == r) {
+			memmove(&t->swapped[i], &t->swapped[i + 1],
+				(size_t)(t->swapped_n - i - 1) * sizeof *t->swapped);
+			t->swapped_n--;
+			return;
+		}
+}
+
+/* ---- accounting ------------------------------------------------------ */
+
+static void account(struct ema_engine *e, struct ema_tenant *t, int64_t now)
+{
+	int64_t dt = now - t->last_account_ns;
+
+	if (dt > 0) {
+		int32_t remote = ema_ledger_borrowed_pages(&e->ledger, t->index);
+
+		t->stats.kv_page_ns += (double)t->kv_pages * (double)dt;
+		t->stats.remote_page_ns += (double)remote * (double)dt;
+	}
+	t->last_account_ns = now;
+}
+
+static void note_peak(struct ema_engine *e, struct ema_tenant *t)
+{
+	int32_t b = ema_ledger_borrowed_pages(&e->ledger, t->index);
+
+	if (t->kv_pages > t->stats.kv_peak_pages)
+		t->stats.kv_peak_pages = t->kv_pages;
+	if (b > t->stats.borrowed_peak_pages)
+		t->stats.borrowed_peak_pages = b;
+}
+
+/* ---- pages of a request ---------------------------------------------- */
+
+static int req_add_page(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r,
+			int gpu, int32_t page)
+{
+	if (r->n_pages == r->cap_pages) {
+		int32_t ncap = r->cap_pages ? r->cap_pages * 2 : 8;
+		struct ema_kv_page *n = realloc(r->pages, (size_t)ncap * sizeof *n);
+
+		if (n == NULL)
+			return EMA_ERR_NOMEM;
+		r->pages = n;
+		r->cap_pages = ncap;
+	}
+	r->pages[r->n_pages].gpu = (int16_t)gpu;
+	r->pages[r->n_pages].page = page;
+	r->n_pages++;
+	if (gpu != t->gpu)
+		r->n_remote++;
+	t->kv_pages++;
+	note_peak(e, t);
+	return EMA_OK;
+}
+
+static void req_free_pages(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r)
+{
+	account(e, t, ema_engine_now(e));
+	for (int32_t i = 0; i < r->n_pages; i++) {
+		if (r->pages[i].gpu == EMA_HOST) {
+			e->host_stack[t->gpu][e->host_free[t->gpu]++] = r->pages[i].page;
+		} else {
+			ema_ledger_free(&e->ledger, r->pages[i].gpu, r->pages[i].page);
+			t->kv_pages--;
+		}
+	}
+	r->n_pages = 0;
+	r->n_remote = 0;
+}
+
+int32_t ema_engine_request_pages_on(const struct ema_request *r, int gpu)
+{
+	int32_t n = 0;
+
+	for (int32_t i = 0; i < r->n_pages; i++)
+		n += r->pages[i].gpu == gpu;
+	return n;
+}
+
+/* One more KV page for tenant t: its own GPU first; then its lent pages
+ * back (the lender's guarantee); then a page borrowed from a peer. */
+static int alloc_page(struct ema_engine *e, struct ema_tenant *t, int *gpu_out, int32_t *page_out)
+{
+	int32_t p = -1;
+
+	if (ema_ledger_free_pages(&e->ledger, t->gpu) > t->local_reserve)
+		p = ema_ledger_alloc(&e->ledger, t->gpu, t->index, EMA_PAGE_KV);
+	if (p >= 0) {
+		*gpu_out = t->gpu;
+		*page_out = p;
+		return ALLOC_OK;
+	}
+	if (ema_ledger_lent_pages(&e->ledger, t->gpu) > 0 && e->policy->reclaim != NULL) {
+		int64_t start = ema_engine_now(e);
+		int32_t freed = e->policy->reclaim(e, e->policy_state, t->gpu, 1);
+
+		if (freed > 0)
+			ema_engine_record_reclaim(e, t->gpu, freed, start, 0);
+		p = ema_ledger_alloc(&e->ledger, t->gpu, t->index, EMA_PAGE_KV);
+		if (p >= 0) {
+			*gpu_out = t->gpu;
+			*page_out = p;
+			return ALLOC_OK;
+		}
+		if (ema_ledger_lent_pages(&e->ledger, t->gpu) > 0)
+			return ALLOC_WAIT;
+	}
+	if (e->policy->choose_lender != NULL) {
+		int g = e->policy->choose_lender(e, e->policy_state, t->index);
+
+		if (g >= 0 && g != t->gpu) {
+			p = ema_ledger_alloc(&e->ledger, g, t->index, EMA_PAGE_KV);
+			if (p >= 0) {
+				*gpu_out = g;
+				*page_out = p;
+				return ALLOC_OK;
+			}
+		}
+	}
+	/* Nothing to borrow: dip into the pages kept for staging. */
+	p = ema_ledger_alloc(&e->ledger, t->gpu, t->index, EMA_PAGE_KV);
+	if (p >= 0) {
+		*gpu_out = t->gpu;
+		*page_out = p;
+		return ALLOC_OK;
+	}
+	return ALLOC_NOSPACE;
+}
+
+/* Pages tenant t could obtain now without preempting anyone of its own. */
+static int32_t obtainable_pages(struct ema_engine *e, struct ema_tenant *t)
+{
+	int32_t n = ema_ledger_free_pages(&e->ledger, t->gpu);
+
+	if (e->policy->reclaim != NULL)
+		n += ema_ledger_lent_pages(&e->ledger, t->gpu);
+	if (e->policy->borrowable != NULL)
+		n += e->policy->borrowable(e, e->policy_state, t->index);
+	return n;
+}
+
+/* ---- preemption -------------------------------------------------------- */
+
+void ema_engine_preempt_recompute(struct ema_engine *e, struct ema_request *r)
+{
+	struct ema_tenant *t = &e->tenants[r->tenant];
+
+	req_free_pages(e, t, r);
+	running_remove(t, r->id);
+	r->recomputed_tokens += r->computed;
+	t->stats.recomputed_tokens += r->computed;
+	r->computed = 0;
+	r->preemptions++;
+	t->stats.preemptions++;
+	r->state = EMA_REQ_WAITING;
+	if (waiting_push_front(t, r->id) != EMA_OK)
+		engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+}
+
+static void xfer_free(struct xfer_ctx *x)
+{
+	free(x->src_pages);
+	free(x->dst_pages);
+	free(x->entry);
+	free(x);
+}
+
+static struct xfer_ctx *xfer_new(struct ema_engine *e, struct ema_request *r,
+				 enum xfer_kind kind, int src, int dst, int32_t n)
+{
+	struct xfer_ctx *x = calloc(1, sizeof *x);
+
+	if (x == NULL)
+		return NULL;
+	x->e = e;
+	x->tenant = r->tenant;
+	x->req = r->id;
+	x->kind = kind;
+	x->src_gpu = src;
+	x->dst_gpu = dst;
+	x->start_ns = ema_engine_now(e);
+	x->src_pages = malloc((size_t)(n > 0 ? n : 1) * sizeof *x->src_pages);
+	x->dst_pages = malloc((size_t)(n > 0 ? n : 1) * sizeof *x->dst_pages);
+	x->entry = malloc((size_t)(n > 0 ? n : 1) * sizeof *x->entry);
+	if (x->src_pages == NULL || x->dst_pages == NULL || x->entry == NULL) {
+		xfer_free(x);
+		return NULL;
+	}
+	return x;
+}
+
+static uint64_t page_tag(const struct ema_request *r, int32_t entry)
+{
+	/* content identity of a KV page: (tenant, request, page index) */
+	return ((uint64_t)(r->tenant + 1) << 48) ^ ((uint64_t)(uint32_t)r->id << 16) ^
+	       (uint64_t)(uint32_t)entry;
+}
+
+static void xfer_done(void *arg, int64_t now);
+
+static int xfer_start(struct ema_engine *e, struct xfer_ctx *x, enum ema_transfer_purpose purpose)
+{
+	struct ema_transfer tr;
+	uint64_t *tags = NULL;
+	struct ema_request *r = &e->tenants[x->tenant].reqs[x->req];
+	int rc;
+
+	memset(&tr, 0, sizeof tr);
+	tr.src_gpu = x->src_gpu;
+	tr.dst_gpu = x->dst_gpu;
+	tr.n_pages = x->n;
+	tr.src_pages = x->src_pages;
+	tr.dst_pages = x->dst_pages;
+	tr.bytes = (uint64_t)x->n * e->page_bytes;
+	tr.purpose = purpose;
+	tr.method = EMA_COPY_GATHER;
+	if (strcmp(e->cfg->policy.copy_method, "batch") == 0)
+		tr.method = EMA_COPY_BATCH;
+	else if (strcmp(e->cfg->policy.copy_method, "per_page") == 0)
+		tr.method = EMA_COPY_PER_PAGE;
+	tags = malloc((size_t)(x->n > 0 ? x->n : 1) * sizeof *tags);
+	if (tags == NULL)
+		return EMA_ERR_NOMEM;
+	for (int32_t i = 0; i < x->n; i++)
+		tags[i] = page_tag(r, x->entry[i]);
+	tr.tags = tags;
+	r->pending_xfers++;
+	r->pinned = 1;
+	rc = e->platform->ops->transfer(e->platform, &tr, xfer_done, x);
+	free(tags);
+	return rc;
+}
+
+bool ema_engine_preempt_swap(struct ema_engine *e, struct ema_request *r)
+{
+	struct ema_tenant *t = &e->tenants[r->tenant];
+	int32_t per_src[EMA_MAX_GPUS] = {0};
+
+	if (r->pinned || r->n_pages == 0 || e->host_free[t->gpu] < r->n_pages)
+		return false;
+	for (int32_t i = 0; i < r->n_pages; i++)
+		per_src[r->pages[i].gpu]++;
+	running_remove(t, r->id);
+	r->state = EMA_REQ_SWAPPED;
+	r->preemptions++;
+	t->stats.preemptions++;
+	t->stats.swaps++;
+	for (int g = 0; g < e->ledger.n_gpus; g++) {
+		struct xfer_ctx *x;
+
+		if (per_src[g] == 0)
+			continue;
+		x = xfer_new(e, r, XFER_SWAP_OUT, g, EMA_HOST, per_src[g]);
+		if (x == NULL) {
+			engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+			return true;
+		}
+		for (int32_t i = 0; i < r->n_pages; i++)
+			if (r->pages[i].gpu == g) {
+				x->src_pages[x->n] = r->pages[i].page;
+				x->dst_pages[x->n] = e->host_stack[t->gpu][--e->host_free[t->gpu]];
+				x->entry[x->n++] = i;
+			}
+		if (xfer_start(e, x, EMA_XFER_SWAP_OUT) != EMA_OK) {
+			engine_fail(e, EMA_ERR_DEVICE, "engine: transfer failed to start");
+			return true;
+		}
+	}
+	return true;
+}
+
+int32_t ema_engine_move_home(struct ema_engine *e, struct ema_request *r, int lender)
+{
+	struct ema_tenant *t = &e->tenants[r->tenant];
+	int32_t k = ema_engine_request_pages_on(r, lender);
+	struct xfer_ctx *x;
+
+	if (k == 0 || r->pinned || ema_ledger_free_pages(&e->ledger, t->gpu) < k)
+		return 0;
+	x = xfer_new(e, r, XFER_MOVE_HOME, lender, t->gpu, k);
+	if (x == NULL) {
+		engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+		return 0;
+	}
+	for (int32_t i = 0; i < r->n_pages; i++)
+		if (r->pages[i].gpu == lender) {
+			x->src_pages[x->n] = r->pages[i].page;
+			x->dst_pages[x->n] = ema_ledger_alloc(&e->ledger, t->gpu, t->index, EMA_PAGE_KV);
+			x->entry[x->n++] = i;
+		}
+	if (xfer_start(e, x, EMA_XFER_RECLAIM) != EMA_OK)
+		engine_fail(e, EMA_ERR_DEVICE, "engine: transfer failed to start");
+	return k;
+}
+
+static void xfer_done(void *arg, int64_t now)
+{
+	struct xfer_ctx *x = arg;
+	struct ema_engine *e = x->e;
+	struct ema_tenant *t = &e->tenants[x->tenant];
+	struct ema_request *r = &t->reqs[x->req];
+
+	account(e, t, now);
+	switch (x->kind) {
+	case XFER_MOVE_HOME:
+		for (int32_t i = 0; i < x->n; i++) {
+			struct ema_kv_page *pg = &r->pages[x->entry[i]];
+
+			ema_ledger_free(&e->ledger, pg->gpu, pg->page);
+			pg->gpu = (int16_t)t->gpu;
+			pg->page = x->dst_pages[i];
+			r->n_remote--;
+		}
+		ema_engine_record_reclaim(e, x->src_gpu, x->n, x->start_ns, now - x->start_ns);
+		break;
+	case XFER_SWAP_OUT:
+		for (int32_t i = 0; i < x->n; i++) {
+			struct ema_kv_page *pg = &r->pages[x->entry[i]];
+
+			ema_ledger_free(&e->ledger, pg->gpu, pg->page);
+			if (pg->gpu != t->gpu)
+				r->n_remote--;
+			pg->gpu = EMA_HOST;
+			pg->page = x->dst_pages[i];
+			t->kv_pages--;
+		}
+		break;
+	case XFER_SWAP_IN:
+		for (int32_t i = 0; i < x->n; i++) {
+			struct ema_kv_page *pg = &r->pages[x->entry[i]];
+
+			e->host_stack[t->gpu][e->host_free[t->gpu]++] = pg->page;
+			pg->gpu = (int16_t)x->dst_gpu;
+			pg->page = x->dst_pages[i];
+			t->kv_pages++;
+			if (x->dst_gpu != t->gpu)
+				r->n_remote++;
+		}
+		note_peak(e, t);
+		break;
+	}
+	r->pending_xfers--;
+	if (r->pending_xfers == 0) {
+		r->pinned = 0;
+		if (r->free_on_unpin) {
+			r->free_on_unpin = 0;
+			req_free_pages(e, t, r);
+		} else if (x->kind == XFER_SWAP_OUT) {
+			t->swapped[t->swapped_n++] = r->id;
+		} else if (x->kind == XFER_SWAP_IN) {
+			r->state = EMA_REQ_RUNNING;
+			r->admit_seq = e->admit_counter++;
+			t->running[t->running_n++] = r->id;
+		}
+	}
+	xfer_free(x);
+	kick_all(e);
+}
+
+/* Swap a request back in from host memory: all its pages at once. */
+static int swap_in(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r)
+{
+	int32_t n = r->n_pages;
+	int gpus[EMA_MAX_GPUS + 1];
+	int32_t *pages;
+	int32_t got = 0;
+	int rc = ALLOC_OK;
+
+	pages = malloc((size_t)(n > 0 ? n : 1) * sizeof *pages);
+	if (pages == NULL)
+		return ALLOC_NOSPACE;
+	int *where = malloc((size_t)(n > 0 ? n : 1) * sizeof *where);
+	if (where == NULL) {
+		free(pages);
+		return ALLOC_NOSPACE;
+	}
+	for (got = 0; got < n; got++) {
+		rc = alloc_page(e, t, &where[got], &pages[got]);
+		if (rc != ALLOC_OK)
+			break;
+	}
+	if (rc != ALLOC_OK) {
+		for (int32_t i = 0; i < got; i++)
+			ema_ledger_free(&e->ledger, where[i], pages[i]);
+		free(pages);
+		free(where);
+		return rc;
+	}
+	swapped_remove(t, r->id);
+	(void)gpus;
+	for (int g = 0; g < e->ledger.n_gpus; g++) {
+		int32_t k = 0;
+		struct xfer_ctx *x;
+
+		for (int32_t i = 0; i < n; i++)
+			k += where[i] == g;
+		if (k == 0)
+			continue;
+		x = xfer_new(e, r, XFER_SWAP_IN, EMA_HOST, g, k);
+		if (x == NULL) {
+			engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+			break;
+		}
+		for (int32_t i = 0; i < n; i++)
+			if (where[i] == g) {
+				x->src_pages[x->n] = r->pages[i].page;
+				x->dst_pages[x->n] = pages[i];
+				x->entry[x->n++] = i;
+			}
+		if (xfer_start(e, x, EMA_XFER_SWAP_IN) != EMA_OK)
+			engine_fail(e, EMA_ERR_DEVICE, "engine: transfer failed to start");
+	}
+	free(pages);
+	free(where);
+	return ALLOC_OK;
+}
+
+/* Tenant t is out of pages for a running request: preempt its newest
+ * unpinned running request (which may be `self`). Returns the victim or
+ * -1 when nothing can be preempted; *async is set when the victim's pages
+ * are freed only once its swap-out completes. */
+static int32_t preempt_newest(struct ema_engine *e, struct ema_tenant *t, bool *async)
+{
+	*async = false;
+	for (int32_t i = t->running_n - 1; i >= 0; i--) {
+		struct ema_request *v = &t->reqs[t->running[i]];
+		enum ema_preempt_mode mode = EMA_PREEMPT_RECOMPUTE;
+
+		if (v->pinned)
+			continue;
+		if (e->policy->preempt_mode != NULL)
+			mode = e->policy->preempt_mode(e, e->policy_state, v);
+		if (mode == EMA_PREEMPT_SWAP && ema_engine_preempt_swap(e, v)) {
+			*async = true;
+			return v->id;
+		}
+		ema_engine_preempt_recompute(e, v);
+		return v->id;
+	}
+	return -1;
+}
+
+/* ---- iterations ------------------------------------------------------- */
+
+static void iteration_done(void *arg, const struct ema_iteration_result *res);
+
+static int ensure_bufs(struct ema_tenant *t, int32_t need)
+{
+	if (need <= t->page_buf_cap)
+		return EMA_OK;
+	int32_t ncap = need * 2;
+	int32_t *l = realloc(t->local_buf, (size_t)ncap * sizeof *l);
+
+	if (l == NULL)
+		return EMA_ERR_NOMEM;
+	t->local_buf = l;
+	for (int g = 0; g < EMA_MAX_GPUS; g++) {
+		int32_t *r = realloc(t->remote_buf[g], (size_t)ncap * sizeof *r);
+
+		if (r == NULL)
+			return EMA_ERR_NOMEM;
+		t->remote_buf[g] = r;
+	}
+	t->page_buf_cap = ncap;
+	return EMA_OK;
+}
+
+/* Makes sure request r holds pages for `tokens` tokens. */
+static int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r,
+			int64_t tokens)
+{
+	int32_t need = ema_engine_pages_for_tokens(e, tokens);
+
+	while (r->n_pages < need) {
+		int gpu;
+		int32_t page;
+		int rc = alloc_page(e, t, &gpu, &page);
+
+		if (rc != ALLOC_OK)
+			return rc;
+		if (req_add_page(e, t, r, gpu, page) != EMA_OK) {
+			engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+			return ALLOC_NOSPACE;
+		}
+	}
+	return ALLOC_OK;
+}
+
+static void launch(struct ema_engine *e, struct ema_tenant *t)
+{
+	struct ema_iteration it;
+	const struct ema_model *m = &e->cfg->model;
+	int32_t n_local = 0, n_rem[EMA_MAX_GPUS] = {0};
+	uint64_t rem_bytes[EMA_MAX_GPUS] = {0};
+	int32_t total_pages = 0;
+
+	memset(&it, 0, sizeof it);
+	it.tenant = t->index;
+	it.gpu = t->gpu;
+	it.weight_bytes = ema_model_weight_bytes(m);
+	it.layer_groups = e->cfg->serving.layer_groups;
+	it.staging_page = -1;
+	for (int32_t i = 0; i < t->iter_n; i++)
+		total_pages += t->reqs[t->iter_batch[i]].n_pages;
+	if (ensure_bufs(t, total_pages + 1) != EMA_OK) {
+		engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+		return;
+	}
+	for (int32_t i = 0; i < t->iter_n; i++) {
+		struct ema_request *r = &t->reqs[t->iter_batch[i]];
+		uint64_t kv = 0;
+
+		ema_cost_add_request(&it, m, r->computed, t->iter_chunk[i], &kv);
+		if (r->n_remote == 0) {
+			it.kv_local_bytes += kv;
+			if (e->page_lists)
+				for (int32_t k = 0; k < r->n_pages; k++)
+					t->local_buf[n_local++] = r->pages[k].page;
+			continue;
+		}
+		/* KV read is spread evenly over the request's pages. */
+		for (int32_t k = 0; k < r->n_pages; k++) {
+			int g = r->pages[k].gpu;
+			uint64_t share = kv / (uint64_t)r->n_pages;
+
+			if (g == t->gpu) {
+				it.kv_local_bytes += share;
+				if (e->page_lists)
+					t->local_buf[n_local++] = r->pages[k].page;
+			} else {
+				rem_bytes[g] += share;
+				if (e->page_lists)
+					t->remote_buf[g][n_rem[g]] = r->pages[k].page;
+				n_rem[g]++;
+			}
+		}
+	}
+	it.n_local_pages = n_local;
+	it.local_pages = t->local_buf;
+	for (int g = 0; g < e->ledger.n_gpus; g++) {
+		if (rem_bytes[g] == 0 && n_rem[g] == 0)
+			continue;
+		it.remote[it.n_remote].gpu = g;
+		it.remote[it.n_remote].n_pages = n_rem[g];
+		it.remote[it.n_remote].pages = e->page_lists ? t->remote_buf[g] : NULL;
+		it.remote[it.n_remote].bytes = rem_bytes[g];
+		t->stats.remote_bytes += rem_bytes[g];
+		it.n_remote++;
+	}
+	it.staging_page = t->staging_pages > 0 ? t->staging_first : -1;
+	it.n_staging_pages = t->staging_pages;
+	if (e->policy->plan_iteration != NULL)
+		e->policy->plan_iteration(e, e->policy_state, &it);
+	t->busy = true;
+	t->stats.iterations++;
+	if (e->platform->ops->iteration(e->platform, &it, iteration_done, t) != EMA_OK)
+		engine_fail(e, EMA_ERR_DEVICE, "engine: iteration failed to start");
+}
+
+static void batch_add(struct ema_tenant *t, int32_t r, int32_t chunk)
+{
+	t->iter_batch[t->iter_n] = r;
+	t->iter_chunk[t->iter_n] = chunk;
+	t->iter_n++;
+}
+
+static bool in_batch(const struct ema_tenant *t, int32_t r)
+{
+	for (int32_t i = 0; i < t->iter_n; i++)
+		if (t->iter_batch[i] == r)
+			return true;
+	return false;
+}
+
+/* Admission of waiting requests (FCFS). Returns tokens used. */
+static int64_t admit(struct ema_engine *e, struct ema_tenant *t, int64_t budget, bool *wait)
+{
+	const struct ema_serving_cfg *s = &e->cfg->serving;
+	int32_t watermark = (int32_t)ceil(s->watermark * t->kv_capacity_pages);
+	int64_t used = 0;
+
+	while (t->waiting_n > 0 && t->running_n < s->max_batch && !*wait) {
+		struct ema_request *r = &t->reqs[waiting_front(t)];
+		int64_t remaining = seq_len(r) - r->computed;
+		int64_t chunk = remaining;
+		int32_t need_pages;
+		int rc;
+
+		if (s->chunked_prefill) {
+			if (budget - used <= 0)
+				break;
+			if (chunk > budget - used)
+				chunk = budget - used;
+		} else if (used > 0 && used + chunk > budget) {
+			break;
+		}
+		need_pages = ema_engine_pages_for_tokens(e, seq_len(r));
+		if (need_pages > t->kv_capacity_pages +
+				 (e->policy->borrowable ? e->policy->borrowable(e, e->policy_state, t->index) : 0) &&
+		    t->running_n == 0 && t->iter_n == 0) {
+			/* Can never fit, even alone: reject rather than wait forever. */
+			waiting_pop_front(t);
+			r->state = EMA_REQ_DONE;
+			t->n_done++;
+			e->done_requests++;
+			continue;
+		}
+		if (obtainable_pages(e, t) - need_pages < watermark)
+			break;
+		rc = grow_request(e, t, r, r->computed + chunk);
+		if (rc == ALLOC_WAIT) {
+			*wait = true;
+			req_free_pages(e, t, r);
+			break;
+		}
+		if (rc != ALLOC_OK) {
+			req_free_pages(e, t, r);
+			break;
+		}
+		waiting_pop_front(t);
+		r->state = EMA_REQ_RUNNING;
+		r->admit_seq = e->admit_counter++;
+		t->running[t->running_n++] = r->id;
+		batch_add(t, r->id, (int32_t)chunk);
+		used += chunk;
+	}
+	return used;
+}
+
+static void tenant_try_start(struct ema_engine *e, struct ema_tenant *t)
+{
+	const struct ema_serving_cfg *s = &e->cfg->serving;
+	int64_t budget = s->max_batch_tokens;
+	bool wait = false, preempted = false;
+
+	if (t->busy || e->error)
+		return;
+	t->iter_n = 0;
+	if (!s->chunked_prefill && t->swapped_n == 0) {
+		/* vLLM without chunked prefill: a prefill-only iteration whenever
+		 * a waiting request can be admitted. */
+		admit(e, t, budget, &wait);
+		if (t->iter_n > 0) {
+			launch(e, t);
+			return;
+		}
+	}
+	/* Decode (and, with chunked prefill, continuing prefills) of the
+	 * running requests, oldest first; out of memory preempts the newest. */
+	for (int32_t i = 0; i < t->running_n && budget > 0 && !wait; i++) {
+		int32_t id = t->running[i];
+		struct ema_request *r = &t->reqs[id];
+		int64_t remaining, chunk;
+		int rc;
+
+		if (r->pinned || in_batch(t, id))
+			continue;
+		remaining = seq_len(r) - r->computed;
+		chunk = remaining;
+		if (chunk > budget)
+			chunk = budget;
+		bool async = false;
+
+		for (;;) {
+			rc = grow_request(e, t, r, r->computed + chunk);
+			if (rc != ALLOC_NOSPACE)
+				break;
+			int32_t victim = preempt_newest(e, t, &async);
+
+			preempted = preempted || victim >= 0;
+			/* A swap frees its pages only when it completes: wait for
+			 * it rather than preempting everyone. */
+			if (victim < 0 || victim == id || async)
+				break;
+		}
+		if (async && r->state == EMA_REQ_RUNNING)
+			break;
+		if (rc == ALLOC_WAIT) {
+			wait = true;
+			break;
+		}
+		if (rc != ALLOC_OK || r->state != EMA_REQ_RUNNING)
+			break; /* r itself was preempted: the rest are newer */
+		/* A decode step computes one token; report it as chunk 0. */
+		batch_add(t, id, remaining == 1 ? 0 : (int32_t)chunk);
+		budget -= chunk;
+	}
+	/* As vLLM: swapped requests come back (before new admissions) only
+	 * in a step that preempted nothing, and only above the watermark,
+	 * so that a request swapped out is not swapped straight back in. */
+	if (!preempted && !wait) {
+		int32_t watermark = (int32_t)ceil(s->watermark * t->kv_capacity_pages);
+
+		while (t->swapped_n > 0) {
+			struct ema_request *r = &t->reqs[t->swapped[0]];
+
+			if (obtainable_pages(e, t) - r->n_pages < watermark)
+				break;
+			if (swap_in(e, t, r) != ALLOC_OK)
+				break;
+		}
+	}
+	if (s->chunked_prefill && !wait && t->swapped_n == 0)
+		admit(e, t, budget, &wait);
+	if (wait && t->reclaim_wait_since < 0)
+		t->reclaim_wait_since = ema_engine_now(e);
+	if (t->iter_n > 0)
+		launch(e, t);
+}
+
+static void progress(struct ema_engine *e)
+{
+	double w = wall_now();
+
+	if (!e->progress || w < e->wall_start + 1.0 + (double)e->next_progress_ns)
+		return;
+	e->next_progress_ns++;
+	fprintf(stderr, "ema: %s: %lld/%lld requests done, t=%.1f s simulated/real, %.1f s wall\n",
+		e->progress_label ? e->progress_label : "run",
+		(long long)e->done_requests, (long long)e->total_requests,
+		(double)ema_engine_now(e) * 1e-9, w - e->wall_start);
+}
+
+static void iteration_done(void *arg, const struct ema_iteration_result *res)
+{
+	struct ema_tenant *t = arg;
+	struct ema_engine *e = NULL;
+
+	/* the tenant array lives inside the engine */
+	e = (struct ema_engine *)((char *)(t - t->index) - offsetof(struct ema_engine, tenants));
+	account(e, t, res->end_ns);
+	t->busy = false;
+	t->stats.stall_ns += res->stall_ns;
+	t->stats.busy_ns += res->end_ns - res->start_ns;
+	for (int32_t i = 0; i < t->iter_n; i++) {
+		struct ema_request *r = &t->reqs[t->iter_batch[i]];
+		int32_t chunk = t->iter_chunk[i] > 0 ? t->iter_chunk[i] : 1;
+
+		if (r->state != EMA_REQ_RUNNING)
+			continue;
+		r->computed += chunk;
+		if (r->computed < seq_len(r))
+			continue;
+		r->generated++;
+		t->stats.generated_tokens++;
+		if (r->first_token_ns < 0)
+			r->first_token_ns = res->end_ns;
+		if (r->generated >= r->output_tokens) {
+			r->finish_ns = res->end_ns;
+			r->state = EMA_REQ_DONE;
+			if (r->pending_xfers > 0)
+				r->free_on_unpin = 1;
+			else
+				req_free_pages(e, t, r);
+			running_remove(t, r->id);
+			t->n_done++;
+			e->done_requests++;
+		}
+	}
+	t->iter_n = 0;
+	if (e->policy->after_iteration != NULL)
+		e->policy->after_iteration(e, e->policy_state, t->index);
+	progress(e);
+	kick_all(e);
+}
+
+static void tenant_kick(struct ema_engine *e, struct ema_tenant *t)
+{
+	if (t->busy)
+		return;
+	if (t->reclaim_wait_since >= 0) {
+		int64_t now = ema_engine_now(e);
+
+		t->stats.reclaim_wait_ns += now - t->reclaim_wait_since;
+		t->reclaim_wait_since = -1;
+	}
+	if (t->waiting_n == 0 && t->running_n == 0 && t->swapped_n == 0)
+		return;
+	tenant_try_start(e, t);
+}
+
+static void kick_all(struct ema_engine *e)
+{
+	for (int i = 0; i < e->n_tenants; i++)
+		tenant_kick(e, &e->tenants[i]);
+}
+
+/* ---- arrivals and the timeline ------------------------------------------ */
+
+static void arrival(void *arg, int64_t now)
+{
+	struct ema_tenant *t = arg;
+	struct ema_engine *e =
+		(struct ema_engine *)((char *)(t - t->index) - offsetof(struct ema_engine, tenants));
+
+	while (t->next_arrival < t->n_reqs && t->reqs[t->next_arrival].arrival_ns <= now) {
+		struct ema_request *r = &t->reqs[t->next_arrival++];
+
+		r->state = EMA_REQ_WAITING;
+		if (waiting_push_back(t, r->id) != EMA_OK) {
+			engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+			return;
+		}
+	}
+	if (t->next_arrival < t->n_reqs &&
+	    e->platform->ops->timer(e->platform, t->reqs[t->next_arrival].arrival_ns, arrival, t) != EMA_OK)
+		engine_fail(e, EMA_ERR_NOMEM, "engine: timer failed");
+	tenant_kick(e, t);
+}
+
+static void timeline_sample(void *arg, int64_t now)
+{
+	struct ema_engine *e = arg;
+
+	for (int g = 0; g < e->ledger.n_gpus; g++) {
+		const struct ema_ledger_gpu *gp = &e->ledger.gpu[g];
+		struct ema_timeline_sample *s;
+		int tenant = gp->home_tenant;
+
+		if (e->n_timeline == e->cap_timeline) {
+			int32_t ncap = e->cap_timeline ? e->cap_timeline * 2 : 1024;
+			struct ema_timeline_sample *n = realloc(e->timeline, (size_t)ncap * sizeof *n);
+
+			if (n == NULL) {
+				engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+				return;
+			}
+			e->timeline = n;
+			e->cap_timeline = ncap;
+		}
+		s = &e->timeline[e->n_timeline++];
+		s->time_s = (double)now * 1e-9;
+		s->gpu = g;
+		s->weights = gp->count[EMA_PAGE_WEIGHTS];
+		s->staging = tenant >= 0 ? e->tenants[tenant].staging_pages : 0;
+		s->kv_used = ema_ledger_used_pages(&e->ledger, g) - s->staging;
+		s->free_pages = gp->n_free;
+		s->lent = gp->lent;
+		s->borrowed = tenant >= 0 ? ema_ledger_borrowed_pages(&e->ledger, tenant) : 0;
+	}
+	if (e->done_requests < e->total_requests && !e->error) {
+		int64_t next = now + (int64_t)(e->timeline_period_s * 1e9);
+
+		if (e->cfg->horizon_s <= 0 || (double)next <= e->cfg->horizon_s * 1e9)
+			e->platform->ops->timer(e->platform, next, timeline_sample, e);
+	}
+}
+
+/* ---- reclaim records --------------------------------------------------- */
+
+void ema_engine_record_reclaim(struct ema_engine *e, int gpu, int32_t pages,
+			       int64_t start_ns, int64_t latency_ns)
+{
+	if (e->n_reclaims == e->cap_reclaims) {
+		int32_t ncap = e->cap_reclaims ? e->cap_reclaims * 2 : 256;
+		struct ema_reclaim_record *n = realloc(e->reclaims, (size_t)ncap * sizeof *n);
+
+		if (n == NULL) {
+			engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+			return;
+		}
+		e->reclaims = n;
+		e->cap_reclaims = ncap;
+	}
+	e->reclaims[e->n_reclaims].lender_gpu = gpu;
+	e->reclaims[e->n_reclaims].pages = pages;
+	e->reclaims[e->n_reclaims].start_ns = start_ns;
+	e->reclaims[e->n_reclaims].latency_ns = latency_ns;
+	e->n_reclaims++;
+}
+
+int ema_engine_borrowers_on(struct ema_engine *e, int gpu, struct ema_request **out, int max)
+{
+	int n = 0;
+
+	/* Newest admissions first across all borrowers: they have the least
+	 * work to lose. Simple selection over the running sets (small). */
+	for (int ti = 0; ti < e->n_tenants; ti++) {
+		struct ema_tenant *t = &e->tenants[ti];
+
+		if (t->gpu == gpu)
+			continue;
+		for (int32_t i = 0; i < t->running_n && n < max; i++) {
+			struct ema_request *r = &t->reqs[t->running[i]];
+
+			if (!r->pinned && r->n_remote > 0 && ema_engine_request_pages_on(r, gpu) > 0)
+				out[n++] = r;
+		}
+	}
+	/* insertion sort by admit_seq descending, ties by tenant */
+	for (int i = 1; i < n; i++) {
+		struct ema_request *x = out[i];
+		int j = i - 1;
+
+		while (j >= 0 && out[j]->admit_seq < x->admit_seq) {
+			out[j + 1] = out[j];
+			j--;
+		}
+		out[j + 1] = x;
+	}
+	return n;
+}
+
+/* ---- life cycle -------------------------------------------------------- */
+
+int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
+		      const struct ema_policy_ops *policy, struct ema_platform *platform,
+		      const struct ema_workload *workloads, struct ema_error *err)
+{
+	int32_t capacity[EMA_MAX_GPUS];
+	int tenant_gpu[EMA_MAX_TENANTS];
+	double factor = policy->memory_factor ? policy->memory_factor(cfg) : 1.0;
+	double mem_gib = cfg->gpu_mem_cap_gib > 0 ? cfg->gpu_mem_cap_gib : cfg->hw.gpu_mem_gib;
+	int rc;
+
+	memset(e, 0, sizeof *e);
+	e->cfg = cfg;
+	e->platform = platform;
+	e->policy = policy;
+	e->page_bytes = (uint64_t)llround(cfg->page_mib * 1048576.0);
+	e->kv_bytes_per_token = ema_model_kv_bytes_per_token(&cfg->model);
+	e->block_bytes = e->kv_bytes_per_token * (uint64_t)cfg->serving.block_tokens;
+	e->weight_pages = (int32_t)((ema_model_weight_bytes(&cfg->model) + e->page_bytes - 1) /
+				    e->page_bytes);
+	e->n_tenants = cfg->n_tenants;
+	e->timeline_period_s = 0.5;
+	e->end_ns = -1;
+	for (int g = 0; g < cfg->hw.n_gpus; g++)
+		capacity[g] = (int32_t)floor(mem_gib * factor * 1073741824.0 / (double)e->page_bytes);
+	for (int i = 0; i < cfg->n_tenants; i++)
+		tenant_gpu[i] = cfg->tenants[i].gpu;
+	rc = ema_ledger_init(&e->ledger, cfg->hw.n_gpus, capacity, e->page_bytes,
+			     cfg->n_tenants, tenant_gpu, err);
+	if (rc != EMA_OK)
+		return rc;
+	e->host_capacity = (int32_t)floor(cfg->policy.host_gib * 1073741824.0 / (double)e->page_bytes);
+	for (int g = 0; g < cfg->hw.n_gpus; g++) {
+		e->host_stack[g] = malloc(((size_t)e->host_capacity + 1) * sizeof *e->host_stack[g]);
+		if (e->host_stack[g] == NULL) {
+			rc = ema_error_set(err, EMA_ERR_NOMEM, "engine: out of memory");
+			goto fail;
+		}
+		for (int32_t k = 0; k < e->host_capacity; k++)
+			e->host_stack[g][k] = e->host_capacity - 1 - k;
+		e->host_free[g] = e->host_capacity;
+	}
+	for (int i = 0; i < cfg->n_tenants; i++) {
+		struct ema_tenant *t = &e->tenants[i];
+		const struct ema_workload *w = &workloads[i];
+		int32_t maxb = cfg->serving.max_batch + 1;
+
+		t->index = i;
+		t->gpu = cfg->tenants[i].gpu;
+		t->cfg = &cfg->tenants[i];
+		t->reclaim_wait_since = -1;
+		rc = ema_ledger_reserve_weights(&e->ledger, t->gpu, e->weight_pages, err);
+		if (rc != EMA_OK)
+			goto fail;
+		t->kv_capacity_pages = capacity[t->gpu] - e->weight_pages;
+		t->n_reqs = (int32_t)w->n;
+		t->reqs = calloc(w->n ? w->n : 1, sizeof *t->reqs);
+		t->running = malloc((size_t)(w->n + 1) * sizeof *t->running);
+		t->swapped = malloc((size_t)(w->n + 1) * sizeof *t->swapped);
+		t->iter_batch = malloc((size_t)(w->n + maxb) * sizeof *t->iter_batch);
+		t->iter_chunk = malloc((size_t)(w->n + maxb) * sizeof *t->iter_chunk);
+		if (!t->reqs || !t->running || !t->swapped || !t->iter_batch || !t->iter_chunk) {
+			rc = ema_error_set(err, EMA_ERR_NOMEM, "engine: out of memory");
+			goto fail;
+		}
+		for (size_t k = 0; k < w->n; k++) {
+			struct ema_request *r = &t->reqs[k];
+
+			r->id = (int32_t)k;
+			r->tenant = (int16_t)i;
+			r->arrival_ns = w->reqs[k].arrival_ns;
+			r->prompt_tokens = w->reqs[k].prompt_tokens;
+			r->output_tokens = w->reqs[k].output_tokens;
+			r->first_token_ns = -1;
+			r->finish_ns = -1;
+		}
+		e->total_requests += (int64_t)w->n;
+	}
+	if (policy->state_size > 0) {
+		e->policy_state = calloc(1, policy->state_size);
+		if (e->policy_state == NULL) {
+			rc = ema_error_set(err, EMA_ERR_NOMEM, "engine: out of memory");
+			goto fail;
+		}
+	}
+	if (policy->init != NULL) {
+		rc = policy->init(e, e->policy_state, err);
+		if (rc != EMA_OK)
+			goto fail;
+	}
+	return EMA_OK;
+fail:
+	ema_engine_destroy(e);
+	return rc;
+}
+
+/* Reserves n local staging pages for a tenant's prefetches (policies call
+ * it from init). */
+int ema_engine_reserve_staging(struct ema_engine *e, int tenant, int32_t n, struct ema_error *err)
+{
+	struct ema_tenant *t = &e->tenants[tenant];
+
+	for (int32_t i = 0; i < n; i++) {
+		int32_t p = ema_ledger_alloc(&e->ledger, t->gpu, tenant, EMA_PAGE_STAGING);
+
+		if (p < 0)
+			return ema_error_set(err, EMA_ERR_INPUT,
+					     "policy: %d staging pages do not fit tenant %d's GPU", n, tenant);
+		if (i == 0)
+			t->staging_first = p;
+	}
+	t->staging_pages += n;
+	t->kv_capacity_pages -= n;
+	return EMA_OK;
+}
+
+int ema_engine_run(struct ema_engine *e, struct ema_error *err)
+{
+	int64_t horizon = e->cfg->horizon_s > 0 ? (int64_t)(e->cfg->horizon_s * 1e9) : 0;
+	int rc;
+
+	e->wall_start = wall_now();
+	for (int i = 0; i < e->n_tenants; i++) {
+		struct ema_tenant *t = &e->tenants[i];
+
+		if (t->n_reqs > 0 &&
+		    e->platform->ops->timer(e->platform, t->reqs[0].arrival_ns, arrival, t) != EMA_OK)
+			return ema_error_set(err, EMA_ERR_NOMEM, "engine: timer failed");
+	}
+	e->platform->ops->timer(e->platform, 0, timeline_sample, e);
+	rc = e->platform->ops->run(e->platform, horizon, err);
+	if (e->error) {
+		*err = e->err;
+		return e->error;
+	}
+	if (rc != EMA_OK)
+		return rc;
+	e->end_ns = ema_engine_now(e);
+	for (int i = 0; i < e->n_tenants; i++)
+		account(e, &e->tenants[i], e->end_ns);
+	return EMA_OK;
+}
+
+void ema_engine_destroy(struct ema_engine *e)
+{
+	for (int i = 0; i < EMA_MAX_TENANTS; i++) {
+		struct ema_tenant *t = &e->tenants[i];
+
+		if (t->reqs != NULL)
+			for (int32_t k = 0; k < t->n_reqs; k++)
+				free(t->reqs[k].pages);
+		free(t->reqs);
+		free(t->waiting);
+		free(t->running);
+		free(t->swapped);
+		free(t->iter_batch);
+		free(t->iter_chunk);
+		free(t->local_buf);
+		for (int g = 0; g < EMA_MAX_GPUS; g++)
+			free(t->remote_buf[g]);
+		memset(t, 0, sizeof *t);
+	}
+	for (int g = 0; g < EMA_MAX_GPUS; g++) {
+		free(e->host_stack[g]);
+		e->host_stack[g] = NULL;
+	}
+	free(e->reclaims);
+	free(e->timeline);
+	free(e->policy_state);
+	e->reclaims = NULL;
+	e->timeline = NULL;
+	e->policy_state = NULL;
+	ema_ledger_destroy(&e->ledger);
+}

@@ -1,0 +1,188 @@
+/* engine.h: the serving model. One tenant is one LLM instance on one GPU
+ * doing continuous batching as vLLM does (FCFS admission above a watermark,
+ * caps on batch size and tokens per iteration, optional chunked prefill,
+ * KV in blocks, preemption of the newest request when memory runs out).
+ * The engine owns the page ledger and calls the policy at each decision
+ * (borrow, reclaim, preempt, prefetch); it runs on any platform
+ * (base/platform.h) and never looks at whether time is simulated. */
+#ifndef EMA_ENGINE_H
+#define EMA_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "ledger.h"
+#include "platform.h"
+#include "workload.h"
+
+struct ema_policy_ops;
+
+enum ema_req_state {
+	EMA_REQ_FUTURE = 0,   /* not arrived yet */
+	EMA_REQ_WAITING,      /* queued, no KV */
+	EMA_REQ_RUNNING,      /* admitted, KV in pages */
+	EMA_REQ_SWAPPED,      /* KV in host memory (or moving there/back) */
+	EMA_REQ_DONE
+};
+
+/* Where one KV page of a request lives. */
+struct ema_kv_page {
+	int16_t gpu;          /* EMA_HOST for host memory */
+	int32_t page;
+};
+
+struct ema_request {
+	int32_t id;
+	int16_t tenant;
+	int8_t state;
+	int8_t pinned;        /* pages moving: not scheduled, not a victim */
+	int64_t arrival_ns;
+	int64_t first_token_ns;  /* -1 until the first token */
+	int64_t finish_ns;       /* -1 until done */
+	int32_t prompt_tokens;
+	int32_t output_tokens;
+	int32_t generated;    /* output tokens produced */
+	int32_t computed;     /* tokens whose KV is in the cache */
+	int32_t preemptions;
+	int32_t n_pages;
+	int32_t cap_pages;
+	struct ema_kv_page *pages;
+	int32_t n_remote;     /* pages on a GPU other than the tenant's */
+	int64_t admit_seq;    /* admission order: the newest is preempted first */
+	int64_t recomputed_tokens;
+	int32_t pending_xfers;/* transfers in flight for this request */
+	int8_t free_on_unpin; /* finished while its pages moved: free after */
+};
+
+/* Per-tenant counters that end up in summary.csv. */
+struct ema_tenant_stats {
+	int64_t iterations;
+	int64_t preemptions;
+	int64_t swaps;
+	int64_t recomputed_tokens;
+	int64_t generated_tokens;
+	int32_t kv_peak_pages;        /* local + borrowed */
+	int32_t borrowed_peak_pages;
+	double kv_page_ns;            /* integral of KV pages held over time */
+	double remote_page_ns;        /* integral of remote KV pages held */
+	int64_t stall_ns;             /* prefetch stalls */
+	int64_t reclaim_wait_ns;      /* time this tenant (as lender) waited for its pages */
+	int64_t busy_ns;              /* time with an iteration in flight */
+	uint64_t remote_bytes;        /* KV bytes read from other GPUs */
+};
+
+/* A reclaim: a lender asked for pages back; latency to pages free. */
+struct ema_reclaim_record {
+	int lender_gpu;
+	int32_t pages;
+	int64_t start_ns;
+	int64_t latency_ns;
+};
+
+struct ema_tenant {
+	int index;
+	int gpu;
+	const struct ema_tenant_cfg *cfg;
+	struct ema_request *reqs;     /* all requests, arrival order */
+	int32_t n_reqs;
+	int32_t next_arrival;
+	int32_t n_done;
+	/* queues hold request indices */
+	int32_t *waiting; int32_t waiting_head, waiting_n, waiting_cap; /* ring */
+	int32_t *running; int32_t running_n;
+	int32_t *swapped; int32_t swapped_n;
+	bool busy;                    /* an iteration is in flight */
+	bool kick_pending;            /* a schedule timer is armed */
+	int64_t reclaim_wait_since;   /* >= 0 while waiting for reclaimed pages */
+	int32_t kv_capacity_pages;    /* KV pages of its own GPU */
+	int32_t staging_pages;        /* pages reserved for prefetch staging */
+	int32_t staging_first;
+	int32_t local_reserve;        /* own free pages kept for staging: borrow before using them */
+	int64_t last_account_ns;
+	int32_t kv_pages;             /* KV pages held, all GPUs */
+	int32_t *iter_batch; int32_t iter_n;     /* requests of the iteration in flight */
+	int32_t *iter_chunk;                     /* tokens each computes (0 = decode) */
+	int32_t *local_buf; int32_t *remote_buf[EMA_MAX_GPUS]; int32_t page_buf_cap;
+	struct ema_tenant_stats stats;
+};
+
+struct ema_timeline_sample {
+	double time_s;
+	int gpu;
+	int32_t weights, kv_used, staging, free_pages, lent, borrowed;
+};
+
+struct ema_engine {
+	const struct ema_config *cfg;
+	struct ema_platform *platform;
+	const struct ema_policy_ops *policy;
+	void *policy_state;
+	struct ema_ledger ledger;
+	uint64_t page_bytes;
+	uint64_t kv_bytes_per_token;
+	uint64_t block_bytes;
+	int32_t weight_pages;
+	int n_tenants;
+	struct ema_tenant tenants[EMA_MAX_TENANTS];
+	int64_t admit_counter;
+	int32_t host_free[EMA_MAX_GPUS];  /* host pages left for swap/demotion */
+	int32_t *host_stack[EMA_MAX_GPUS];/* free host slots per tenant GPU */
+	int32_t host_capacity;
+	bool page_lists;              /* fill page numbers in iterations (hw needs them) */
+	/* results */
+	struct ema_reclaim_record *reclaims; int32_t n_reclaims, cap_reclaims;
+	struct ema_timeline_sample *timeline; int32_t n_timeline, cap_timeline;
+	double timeline_period_s;
+	int64_t end_ns;
+	int64_t total_requests;
+	int64_t done_requests;
+	int error;                    /* first error from a callback */
+	struct ema_error err;
+	bool progress;                /* print progress to stderr */
+	int64_t next_progress_ns;
+	const char *progress_label;
+	double wall_start;
+};
+
+/* Builds the engine for one policy over the given workloads (one per
+ * tenant, not consumed) on a platform. memory_factor multiplies each GPU's
+ * memory (the policy's, e.g. 2 for ideal). */
+int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
+		      const struct ema_policy_ops *policy, struct ema_platform *platform,
+		      const struct ema_workload *workloads, struct ema_error *err);
+/* Runs to completion (or the horizon); results stay in the engine. */
+int ema_engine_run(struct ema_engine *e, struct ema_error *err);
+void ema_engine_destroy(struct ema_engine *e);
+
+/* Pages needed to hold the KV of `tokens` tokens (whole blocks). */
+int32_t ema_engine_pages_for_tokens(const struct ema_engine *e, int64_t tokens);
+
+/* --- mechanisms a policy may call (decisions stay in the policy) --- */
+
+/* Preempts request r of its tenant by recomputation: its pages are freed
+ * now and it goes back to the front of the waiting queue. */
+void ema_engine_preempt_recompute(struct ema_engine *e, struct ema_request *r);
+/* Preempts by swapping its KV to host memory; false when host memory is
+ * full or the request is pinned (then the caller recomputes). */
+bool ema_engine_preempt_swap(struct ema_engine *e, struct ema_request *r);
+/* Moves the pages request r holds on `lender` back to its tenant's GPU
+ * (which must have that many free pages); asynchronous: the request is
+ * pinned until the data has arrived. Returns the pages moved. */
+int32_t ema_engine_move_home(struct ema_engine *e, struct ema_request *r, int lender);
+/* Requests of other tenants holding pages on `gpu`, newest admission
+ * first: fills out[] with pointers, returns the count (at most max). */
+int ema_engine_borrowers_on(struct ema_engine *e, int gpu, struct ema_request **out, int max);
+/* Pages of request r on GPU g. */
+int32_t ema_engine_request_pages_on(const struct ema_request *r, int gpu);
+/* Records a reclaim (for the latency figures). */
+void ema_engine_record_reclaim(struct ema_engine *e, int gpu, int32_t pages,
+			       int64_t start_ns, int64_t latency_ns);
+int64_t ema_engine_now(struct ema_engine *e);
+/* Reserves n local pages of a tenant as its prefetch staging area
+ * (policies call it from init); they leave its KV capacity. */
+int ema_engine_reserve_staging(struct ema_engine *e, int tenant, int32_t n,
+			       struct ema_error *err);
+
+#endif

@@ -1,0 +1,614 @@
+/* flownet.c: the fluid transfer model behind the simulated platform.
+ *
+ * Rates are max-min fair (progressive filling): all moving flows rise
+ * together; a resource whose remaining capacity divided by its unfrozen
+ * flows is the smallest, or a flow whose own cap is reached, freezes those
+ * flows at that level; repeat until every flow is frozen. With a handful
+ * of resources per GPU and tens of flows this is cheap, and it is redone
+ * only when a flow starts moving or ends.
+ *
+ * Per-transfer costs (h = copy_call_us, f = copy_fixed_us, b =
+ * batch_page_us, L = the path's link rate, s = bytes per page, c(s) =
+ * the measured cudaMemcpyPeerAsync curve, clamped to its end points):
+ *
+ *  - single copy (n_pages <= 1, copy engine): alone it takes
+ *    T1(s) = max(f, s / c(s)) over a peer link (f + s / L without a curve
+ *    or to and from the host). The part above s / L is latency; the data
+ *    then moves at the fair share. H200x2: 4 MiB 167, 16 MiB 318, 64 MiB
+ *    369, 256 MiB 390, 1 GiB 395 GB/s and 15.9 us at <= 1 MiB, exactly.
+ *  - per-page calls (EMA_COPY_PER_PAGE): the host issues one call per page
+ *    (h each) while the device copies the previous one (s / c'(s), c' the
+ *    curve without its fixed-cost-only points, see copy_stream_gbps); the
+ *    two overlap imperfectly, so one page costs hypot(h, s / c'(s)), a
+ *    smooth maximum. 16 KiB: 6.30 us/page = 2.60 GB/s; 64 KiB: 10.4; 2 MiB: 149;
+ *    16 MiB: 316 (measured 2.6 / 10 / 150 / 317; 256 KiB reads 40 against
+ *    31 measured). The flow's cap is s / that, after a latency that makes
+ *    a one-page transfer cost T1(s).
+ *  - batched copy (EMA_COPY_BATCH): one call (latency f), then per page a
+ *    host cost b serial with the page's data: cap s / (b + s / L).
+ *    16 KiB 30.3, 64 KiB 98.4, 256 KiB 225, 2 MiB 361 GB/s (30/94/218/357).
+ *  - gather kernel (EMA_COPY_GATHER): launch latency, then capped at
+ *    gather_gbps; it uses SMs, not copy engines.
+ *  - a GPU's copy to itself moves over its own HBM only: no link, capped
+ *    at hbm_read_gbps / 2 (it reads and writes every byte).
+ * The fluid caps are exact for a transfer alone; under contention they
+ * are an approximation (the host-issue share of per-page and batched
+ * copies does not shrink when the data phase slows). */
+#include "flownet.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum flow_state { FLOW_QUEUED, FLOW_LATENCY, FLOW_DATA };
+
+struct flow {
+	uint64_t id;          /* start order, also the tie-break */
+	uint64_t tag;
+	int src, dst;
+	int res[2];
+	int n_res;
+	int engine_gpu;       /* GPU whose copy engine it holds, -1 none */
+	enum flow_state state;
+	int64_t latency_ns;
+	int64_t lat_end;
+	int64_t last;         /* time `remaining` refers to */
+	double remaining;     /* bytes */
+	double cap;           /* bytes/ns, INFINITY for none */
+	double rate;          /* bytes/ns */
+	bool frozen;          /* scratch for the water-filling */
+	bool fresh;           /* frozen in the current round */
+};
+
+struct ema_flownet {
+	struct ema_hw_profile hw;
+	int n;                /* GPUs */
+	bool is_switch;
+	int n_res;
+	double *res_cap;      /* bytes/ns */
+	double *res_left;     /* scratch */
+	int *res_count;       /* scratch */
+	struct flow *flows;   /* unfinished flows in start order */
+	int n_flows, cap_flows;
+	struct flow *done;    /* completed in one step, for the callbacks */
+	int n_done, cap_done;
+	int *engines_busy;
+	double *hbm_out, *hbm_in;
+	int64_t now;
+	uint64_t next_id;
+	uint64_t generation;
+	bool in_advance;
+};
+
+/* Resource layout: host links first, then the GPU-to-GPU ones. */
+static inline int res_host_up(const struct ema_flownet *net, int g) { (void)net; return g; }
+static inline int res_host_down(const struct ema_flownet *net, int g) { return net->n + g; }
+static inline int res_pair(const struct ema_flownet *net, int s, int d)
+{
+	return 2 * net->n + s * net->n + d;
+}
+static inline int res_egress(const struct ema_flownet *net, int g) { return 2 * net->n + g; }
+static inline int res_ingress(const struct ema_flownet *net, int g) { return 3 * net->n + g; }
+
+static const char *hw_name(const struct ema_hw_profile *hw)
+{
+	return hw->name[0] ? hw->name : "hardware profile";
+}
+
+int ema_flownet_create(struct ema_flownet **out, const struct ema_hw_profile *hw,
+		       struct ema_error *err)
+{
+	struct ema_flownet *net;
+	const char *nm = hw_name(hw);
+	int n = hw->n_gpus;
+
+	*out = NULL;
+	if (n < 1 || n > EMA_MAX_GPUS)
+		return ema_error_at(err, nm, 0, "n_gpus must be 1..%d, got %d",
+				    EMA_MAX_GPUS, n);
+	if (!(hw->link_gbps > 0))
+		return ema_error_at(err, nm, 0, "link_gbps must be > 0, got %g", hw->link_gbps);
+	if (!(hw->host_link_gbps > 0))
+		return ema_error_at(err, nm, 0, "host_link_gbps must be > 0, got %g",
+				    hw->host_link_gbps);
+	if (!(hw->hbm_read_gbps > 0))
+		return ema_error_at(err, nm, 0, "hbm_read_gbps must be > 0, got %g",
+				    hw->hbm_read_gbps);
+	if (hw->copy_engines < 1)
+		return ema_error_at(err, nm, 0, "copy_engines must be >= 1, got %d",
+				    hw->copy_engines);
+	if (hw->copy_fixed_us < 0 || hw->copy_call_us < 0 || hw->batch_page_us < 0 ||
+	    hw->gather_gbps < 0)
+		return ema_error_at(err, nm, 0,
+				    "copy_fixed_us, copy_call_us, batch_page_us and gather_gbps must be >= 0");
+	if (hw->n_copy_curve < 0 || hw->n_copy_curve > EMA_CURVE_MAX)
+		return ema_error_at(err, nm, 0, "copy_curve must have 0..%d points, got %d",
+				    EMA_CURVE_MAX, hw->n_copy_curve);
+	for (int i = 0; i < hw->n_copy_curve; i++) {
+		if (!(hw->copy_curve[i].bytes > 0) || !(hw->copy_curve[i].gbps > 0) ||
+		    (i > 0 && !(hw->copy_curve[i].bytes > hw->copy_curve[i - 1].bytes)))
+			return ema_error_at(err, nm, 0,
+					    "copy_curve point %d: expected bytes > 0 increasing and gbps > 0",
+					    i);
+	}
+	if (strcmp(hw->topology, "direct") != 0 && strcmp(hw->topology, "switch") != 0)
+		return ema_error_at(err, nm, 0,
+				    "topology must be \"direct\" or \"switch\", got \"%s\"",
+				    hw->topology);
+	net = calloc(1, sizeof *net);
+	if (net == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "flownet: out of memory");
+	net->hw = *hw;
+	net->n = n;
+	net->is_switch = strcmp(hw->topology, "switch") == 0;
+	net->n_res = net->is_switch ? 4 * n : 2 * n + n * n;
+	net->res_cap = calloc((size_t)net->n_res, sizeof *net->res_cap);
+	net->res_left = calloc((size_t)net->n_res, sizeof *net->res_left);
+	net->res_count = calloc((size_t)net->n_res, sizeof *net->res_count);
+	net->engines_busy = calloc((size_t)n, sizeof *net->engines_busy);
+	net->hbm_out = calloc((size_t)n, sizeof *net->hbm_out);
+	net->hbm_in = calloc((size_t)n, sizeof *net->hbm_in);
+	if (!net->res_cap || !net->res_left || !net->res_count || !net->engines_busy ||
+	    !net->hbm_out || !net->hbm_in) {
+		ema_flownet_destroy(net);
+		return ema_error_set(err, EMA_ERR_NOMEM, "flownet: out of memory");
+	}
+	for (int g = 0; g < n; g++) {
+		net->res_cap[res_host_up(net, g)] = hw->host_link_gbps;
+		net->res_cap[res_host_down(net, g)] = hw->host_link_gbps;
+	}
+	for (int r = 2 * n; r < net->n_res; r++)
+		net->res_cap[r] = hw->link_gbps;
+	*out = net;
+	return EMA_OK;
+}
+
+void ema_flownet_destroy(struct ema_flownet *net)
+{
+	if (net == NULL)
+		return;
+	free(net->res_cap);
+	free(net->res_left);
+	free(net->res_count);
+	free(net->engines_busy);
+	free(net->hbm_out);
+	free(net->hbm_in);
+	free(net->flows);
+	free(net->done);
+	free(net);
+}
+
+/* The measured curve, clamped outside its points so that the model does
+ * not depend on how ema_curve_gbps extrapolates. */
+static double copy_curve(const struct ema_hw_profile *hw, double s)
+{
+	const struct ema_curve_point *c = hw->copy_curve;
+	int n = hw->n_copy_curve;
+
+	if (s <= c[0].bytes)
+		return c[0].gbps;
+	if (s >= c[n - 1].bytes)
+		return c[n - 1].gbps;
+	return ema_curve_gbps(c, n, s);
+}
+
+/* The streaming part of the curve, for copies issued back to back: points
+ * whose time is just the fixed cost of an isolated copy (h200x2's 1 MiB
+ * point) say nothing about it, since a stream hides that launch latency;
+ * below the first informative point its rate holds. */
+static double copy_stream_gbps(const struct ema_hw_profile *hw, double s)
+{
+	const struct ema_curve_point *c = hw->copy_curve;
+	int n = hw->n_copy_curve;
+	double floor_ns = hw->copy_fixed_us * 1e3 * 1.001;
+	int k = 0;
+
+	while (k < n && c[k].bytes / c[k].gbps <= floor_ns)
+		k++;
+	if (k == n)
+		return hw->link_gbps;
+	if (s <= c[k].bytes)
+		return c[k].gbps;
+	if (s >= c[n - 1].bytes)
+		return c[n - 1].gbps;
+	return ema_curve_gbps(c + k, n - k, s);
+}
+
+int ema_flownet_params(const struct ema_flownet *net, int src, int dst,
+		       uint64_t bytes, int n_pages, enum ema_copy_method method,
+		       struct ema_flow_params *out, struct ema_error *err)
+{
+	const struct ema_hw_profile *hw = &net->hw;
+	bool host = src == EMA_HOST || dst == EMA_HOST;
+	bool local = src == dst;
+	bool curve = !host && !local && hw->n_copy_curve > 0;
+	double link, s, t1, dev, step;
+	double fixed = hw->copy_fixed_us * 1e3;
+
+	if (src < EMA_HOST || src >= net->n || dst < EMA_HOST || dst >= net->n ||
+	    (src == EMA_HOST && dst == EMA_HOST))
+		return ema_error_set(err, EMA_ERR_INPUT,
+				     "flownet: transfer %d -> %d: expected GPUs 0..%d or host (-1), not both host",
+				     src, dst, net->n - 1);
+	if (method != EMA_COPY_GATHER && method != EMA_COPY_BATCH &&
+	    method != EMA_COPY_PER_PAGE)
+		return ema_error_set(err, EMA_ERR_INPUT, "flownet: unknown copy method %d",
+				     (int)method);
+	memset(out, 0, sizeof *out);
+	out->src = src;
+	out->dst = dst;
+	out->bytes = bytes;
+	link = host ? hw->host_link_gbps : local ? hw->hbm_read_gbps / 2 : hw->link_gbps;
+	if (local)
+		out->cap_gbps = link;
+	s = n_pages > 1 ? (double)bytes / n_pages : (double)bytes;
+	if (method == EMA_COPY_GATHER) {
+		out->latency_ns = EMA_FLOWNET_KERNEL_LAUNCH_NS;
+		if (hw->gather_gbps > 0 && (out->cap_gbps <= 0 || hw->gather_gbps < out->cap_gbps))
+			out->cap_gbps = hw->gather_gbps;
+		return EMA_OK;
+	}
+	out->copy_engine = true;
+	t1 = curve ? fmax(fixed, s / copy_curve(hw, s)) : fixed + s / link;
+	if (n_pages <= 1) {
+		out->latency_ns = (int64_t)llround(fmax(0.0, t1 - s / link));
+		return EMA_OK;
+	}
+	if (method == EMA_COPY_PER_PAGE) {
+		dev = curve ? s / copy_stream_gbps(hw, s) : s / link;
+		step = hypot(hw->copy_call_us * 1e3, dev);
+		out->latency_ns = (int64_t)llround(fmax(0.0, t1 - step));
+	} else {
+		step = hw->batch_page_us * 1e3 + s / link;
+		out->latency_ns = (int64_t)llround(fixed);
+	}
+	if (step > 0 && (out->cap_gbps <= 0 || s / step < out->cap_gbps))
+		out->cap_gbps = s / step;
+	return EMA_OK;
+}
+
+static int64_t flow_finish(const struct flow *f)
+{
+	double t;
+
+	if (f->remaining <= 0)
+		return f->last;
+	if (!(f->rate > 0))
+		return INT64_MAX;
+	/* The small slack absorbs rounding left by earlier partial updates,
+	 * so a rate that did not change keeps its completion time. */
+	t = ceil(f->remaining / f->rate - 1e-6);
+	if (t < 0)
+		t = 0;
+	if (t > 9e18)
+		return INT64_MAX;
+	return f->last + (int64_t)t;
+}
+
+int64_t ema_flownet_next_event_time(const struct ema_flownet *net)
+{
+	int64_t best = INT64_MAX;
+
+	for (int i = 0; i < net->n_flows; i++) {
+		const struct flow *f = &net->flows[i];
+		int64_t t = INT64_MAX;
+
+		if (f->state == FLOW_LATENCY)
+			t = f->lat_end;
+		else if (f->state == FLOW_DATA)
+			t = flow_finish(f);
+		if (t < best)
+			best = t;
+	}
+	return best;
+}
+
+/* Moves every data flow's bytes on to time t at its current rate. */
+static void progress(struct ema_flownet *net, int64_t t)
+{
+	for (int i = 0; i < net->n_flows; i++) {
+		struct flow *f = &net->flows[i];
+
+		if (f->state != FLOW_DATA || t <= f->last)
+			continue;
+		f->remaining -= f->rate * (double)(t - f->last);
+		if (f->remaining < 0)
+			f->remaining = 0;
+		f->last = t;
+	}
+	if (t > net->now)
+		net->now = t;
+}
+
+static void recompute_rates(struct ema_flownet *net)
+{
+	int unfrozen = 0;
+
+	net->generation++;
+	for (int r = 0; r < net->n_res; r++) {
+		net->res_left[r] = net->res_cap[r];
+		net->res_count[r] = 0;
+	}
+	for (int i = 0; i < net->n_flows; i++) {
+		struct flow *f = &net->flows[i];
+
+		f->rate = 0;
+		f->frozen = f->state != FLOW_DATA;
+		if (f->frozen)
+			continue;
+		unfrozen++;
+		for (int k = 0; k < f->n_res; k++)
+			net->res_count[f->res[k]]++;
+	}
+	while (unfrozen > 0) {
+		double level = INFINITY;
+
+		for (int r = 0; r < net->n_res; r++)
+			if (net->res_count[r] > 0)
+				level = fmin(level, net->res_left[r] / net->res_count[r]);
+		for (int i = 0; i < net->n_flows; i++)
+			if (!net->flows[i].frozen)
+				level = fmin(level, net->flows[i].cap);
+		if (!isfinite(level))
+			level = 0; /* unreachable: every flow has a resource or a cap */
+		/* Freeze, in one pass against the shares before this round, every
+		 * flow at its cap or on a resource saturated at this level. */
+		for (int i = 0; i < net->n_flows; i++) {
+			struct flow *f = &net->flows[i];
+			bool freeze = f->cap <= level * (1 + 1e-12);
+
+			if (f->frozen)
+				continue;
+			for (int k = 0; k < f->n_res && !freeze; k++) {
+				int r = f->res[k];
+
+				freeze = net->res_left[r] / net->res_count[r] <= level * (1 + 1e-12);
+			}
+			f->frozen = freeze;
+			f->fresh = freeze;
+			if (freeze)
+				f->rate = level;
+		}
+		for (int i = 0; i < net->n_flows; i++) {
+			struct flow *f = &net->flows[i];
+
+			if (!f->fresh)
+				continue;
+			f->fresh = false;
+			unfrozen--;
+			for (int k = 0; k < f->n_res; k++) {
+				int r = f->res[k];
+
+				net->res_left[r] -= level;
+				if (net->res_left[r] < 0)
+					net->res_left[r] = 0;
+				net->res_count[r]--;
+			}
+		}
+	}
+	for (int g = 0; g < net->n; g++)
+		net->hbm_out[g] = net->hbm_in[g] = 0;
+	for (int i = 0; i < net->n_flows; i++) {
+		const struct flow *f = &net->flows[i];
+
+		if (f->state != FLOW_DATA)
+			continue;
+		if (f->src >= 0)
+			net->hbm_out[f->src] += f->rate;
+		if (f->dst >= 0)
+			net->hbm_in[f->dst] += f->rate;
+	}
+}
+
+/* A flow that got its engine (or needs none) begins its latency phase. */
+static void flow_begin(struct flow *f, int64_t now)
+{
+	f->lat_end = now + f->latency_ns;
+	f->last = now;
+	f->state = f->latency_ns > 0 ? FLOW_LATENCY : FLOW_DATA;
+}
+
+int ema_flownet_start_params(struct ema_flownet *net, int64_t now_ns,
+			     const struct ema_flow_params *p, uint64_t tag,
+			     uint64_t *id, struct ema_error *err)
+{
+	struct flow *f;
+	int s = p->src, d = p->dst;
+
+	if (s < EMA_HOST || s >= net->n || d < EMA_HOST || d >= net->n ||
+	    (s == EMA_HOST && d == EMA_HOST))
+		return ema_error_set(err, EMA_ERR_INPUT,
+				     "flownet: transfer %d -> %d: expected GPUs 0..%d or host (-1), not both host",
+				     s, d, net->n - 1);
+	if (now_ns < net->now)
+		return ema_error_set(err, EMA_ERR_INTERNAL,
+				     "flownet: start at %lld ns, before the net's time %lld ns",
+				     (long long)now_ns, (long long)net->now);
+	if (p->latency_ns < 0)
+		return ema_error_set(err, EMA_ERR_INPUT, "flownet: negative latency %lld ns",
+				     (long long)p->latency_ns);
+	if (s == d && !(p->cap_gbps > 0))
+		return ema_error_set(err, EMA_ERR_INPUT,
+				     "flownet: a copy within GPU %d needs a rate cap", s);
+	if (net->n_flows == net->cap_flows) {
+		int cap = net->cap_flows ? 2 * net->cap_flows : 16;
+		struct flow *nf = realloc(net->flows, (size_t)cap * sizeof *nf);
+
+		if (nf == NULL)
+			return ema_error_set(err, EMA_ERR_NOMEM, "flownet: out of memory");
+		net->flows = nf;
+		net->cap_flows = cap;
+	}
+	progress(net, now_ns);
+	f = &net->flows[net->n_flows++];
+	memset(f, 0, sizeof *f);
+	f->id = net->next_id++;
+	f->tag = tag;
+	f->src = s;
+	f->dst = d;
+	f->remaining = (double)p->bytes;
+	f->cap = p->cap_gbps > 0 ? p->cap_gbps : INFINITY;
+	f->latency_ns = p->latency_ns;
+	f->engine_gpu = -1;
+	if (s == EMA_HOST) {
+		f->res[f->n_res++] = res_host_down(net, d);
+	} else if (d == EMA_HOST) {
+		f->res[f->n_res++] = res_host_up(net, s);
+	} else if (s != d) {
+		if (net->is_switch) {
+			f->res[f->n_res++] = res_egress(net, s);
+			f->res[f->n_res++] = res_ingress(net, d);
+		} else {
+			f->res[f->n_res++] = res_pair(net, s, d);
+		}
+	}
+	if (p->copy_engine) {
+		/* The destination pulls; a host transfer uses its GPU's engine. */
+		f->engine_gpu = d != EMA_HOST ? d : s;
+		if (net->engines_busy[f->engine_gpu] >= net->hw.copy_engines) {
+			f->state = FLOW_QUEUED;
+			f->last = now_ns;
+		} else {
+			net->engines_busy[f->engine_gpu]++;
+			flow_begin(f, now_ns);
+		}
+	} else {
+		flow_begin(f, now_ns);
+	}
+	if (id)
+		*id = f->id;
+	recompute_rates(net);
+	return EMA_OK;
+}
+
+int ema_flownet_start(struct ema_flownet *net, int64_t now_ns, int src, int dst,
+		      uint64_t bytes, int n_pages, enum ema_copy_method method,
+		      uint64_t tag, uint64_t *id, struct ema_error *err)
+{
+	struct ema_flow_params p;
+	int rc = ema_flownet_params(net, src, dst, bytes, n_pages, method, &p, err);
+
+	if (rc != EMA_OK)
+		return rc;
+	return ema_flownet_start_params(net, now_ns, &p, tag, id, err);
+}
+
+/* Handles every phase change due at t; the finished flows go to net->done. */
+static int step_at(struct ema_flownet *net, int64_t t, struct ema_error *err)
+{
+	int w = 0;
+
+	progress(net, t);
+	net->n_done = 0;
+	for (int i = 0; i < net->n_flows; i++) {
+		struct flow *f = &net->flows[i];
+		bool finished = false;
+
+		if (f->state == FLOW_LATENCY && f->lat_end <= t) {
+			f->state = FLOW_DATA;
+			f->last = t;
+		}
+		if (f->state == FLOW_DATA && flow_finish(f) <= t)
+			finished = true;
+		if (!finished) {
+			net->flows[w++] = *f;
+			continue;
+		}
+		if (net->n_done == net->cap_done) {
+			int cap = net->cap_done ? 2 * net->cap_done : 16;
+			struct flow *nd = realloc(net->done, (size_t)cap * sizeof *nd);
+
+			if (nd == NULL)
+				return ema_error_set(err, EMA_ERR_NOMEM, "flownet: out of memory");
+			net->done = nd;
+			net->cap_done = cap;
+		}
+		net->done[net->n_done++] = *f;
+		if (f->engine_gpu >= 0)
+			net->engines_busy[f->engine_gpu]--;
+	}
+	net->n_flows = w;
+	/* Freed engines go to the oldest queued flows of their GPU. */
+	for (int i = 0; i < net->n_flows; i++) {
+		struct flow *f = &net->flows[i];
+
+		if (f->state == FLOW_QUEUED &&
+		    net->engines_busy[f->engine_gpu] < net->hw.copy_engines) {
+			net->engines_busy[f->engine_gpu]++;
+			flow_begin(f, t);
+		}
+	}
+	recompute_rates(net);
+	return EMA_OK;
+}
+
+int ema_flownet_advance(struct ema_flownet *net, int64_t now_ns,
+			ema_flownet_done_fn fn, void *arg, struct ema_error *err)
+{
+	int rc = EMA_OK;
+
+	if (net->in_advance)
+		return ema_error_set(err, EMA_ERR_INTERNAL,
+				     "flownet: advance called from a completion callback");
+	if (now_ns < net->now)
+		return ema_error_set(err, EMA_ERR_INTERNAL,
+				     "flownet: advance to %lld ns, before the net's time %lld ns",
+				     (long long)now_ns, (long long)net->now);
+	net->in_advance = true;
+	for (;;) {
+		int64_t t = ema_flownet_next_event_time(net);
+		int n_done;
+
+		if (t > now_ns)
+			break;
+		rc = step_at(net, t, err);
+		if (rc != EMA_OK)
+			break;
+		/* Callbacks may start flows, which touches net->flows but not
+		 * net->done; a second finished batch waits for the next loop. */
+		n_done = net->n_done;
+		for (int i = 0; i < n_done && fn != NULL; i++)
+			fn(arg, net->done[i].id, net->done[i].tag, t);
+	}
+	if (rc == EMA_OK)
+		progress(net, now_ns);
+	net->in_advance = false;
+	return rc;
+}
+
+double ema_flownet_rate_gbps(const struct ema_flownet *net, uint64_t id)
+{
+	for (int i = 0; i < net->n_flows; i++)
+		if (net->flows[i].id == id)
+			return net->flows[i].state == FLOW_DATA ? net->flows[i].rate : 0.0;
+	return -1.0;
+}
+
+double ema_flownet_hbm_out_gbps(const struct ema_flownet *net, int gpu)
+{
+	return gpu >= 0 && gpu < net->n ? net->hbm_out[gpu] : 0.0;
+}
+
+double ema_flownet_hbm_in_gbps(const struct ema_flownet *net, int gpu)
+{
+	return gpu >= 0 && gpu < net->n ? net->hbm_in[gpu] : 0.0;
+}
+
+int ema_flownet_active(const struct ema_flownet *net)
+{
+	return net->n_flows;
+}
+
+int ema_flownet_queued(const struct ema_flownet *net)
+{
+	int q = 0;
+
+	for (int i = 0; i < net->n_flows; i++)
+		q += net->flows[i].state == FLOW_QUEUED;
+	return q;
+}
+
+uint64_t ema_flownet_generation(const struct ema_flownet *net)
+{
+	return net->generation;
+}

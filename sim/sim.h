@@ -1,0 +1,23 @@
+/* sim.h: the public side of the simulator beyond base/platform.h: the
+ * event-queue benchmark behind `ema bench`, the fluid link model, and the
+ * last error of a simulated platform (platform ops return only a code). */
+#ifndef EMA_SIM_H
+#define EMA_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "eventq.h"
+#include "flownet.h"
+#include "platform.h"
+
+/* Keeps `pending` events in a queue and does `ops` pop+push pairs (each
+ * pushed event lands a pseudo-random, fixed-seed delay after the popped
+ * one); *ops_per_s receives pairs per second of wall time. */
+int ema_eventq_bench(size_t pending, uint64_t ops, double *ops_per_s);
+
+/* Message of the last failed op of a platform made by
+ * ema_sim_platform_create, or "" when none failed. */
+const char *ema_sim_platform_last_error(struct ema_platform *p);
+
+#endif

@@ -1,0 +1,695 @@
+/* sim_platform.c: base/platform.h in simulated time. Timers and iteration
+ * phases are events in one heap; transfers are flows in the fluid link
+ * model, represented in the heap by a single "next flow phase change"
+ * event that a generation counter invalidates whenever the flows change.
+ *
+ * Iterations take the cost model's time (serve/costmodel.c), slowed by the
+ * HBM traffic of transfers through their GPU as it is when the iteration
+ * starts (an approximation: a transfer that starts or ends mid-iteration
+ * does not change it):
+ *   memory-bound time  x (1 + interference_lender x out / hbm_read_gbps
+ *                          + interference_borrower x in / hbm_read_gbps)
+ *   compute-bound time x (1 + interference_compute x (in + out) / link_gbps)
+ * where out and in are the GB/s leaving and entering the GPU's HBM; the
+ * busy time is the larger of the two (remote in-place time is not slowed).
+ * Iterations do not slow transfers.
+ *
+ * Remote KV with prefetch_depth d > 0 is pipelined over G = layer_groups
+ * groups. The fixed per-iteration overhead (scheduling, launches) comes
+ * first; then group g computes for (busy time) / G, once group g - 1 is
+ * done and group g's remote KV has arrived. Group g's KV (1/G of each
+ * lender's bytes) is a flow started when group g - d starts computing, so
+ * d groups are staged ahead of the one computing; groups g < d start at
+ * the iteration start and overlap the overhead. stall_ns sums the time
+ * compute waited. Worked example (the test's): overhead 20 us, 4 groups of
+ * 10 us, depth 1, each group's KV 15 us away: group 0 runs 20-30 us (its KV
+ * came at 15), group 1's KV starts at 20 and lands at 35, so group 1 runs
+ * 35-45, group 2 50-60, group 3 65-75: end 75 us, stall 15 us.
+ *
+ * With prefetch_depth == 0 (remote_direct) the cost model charges the
+ * in-place read, and each lender's bytes also occupy the link as an SM
+ * flow (no copy engine) capped to spread them over the iteration, so they
+ * take their share from other transfers; the iteration ends at its own
+ * time even if that flow is slowed down.
+ *
+ * Link statistics count a transfer's bytes when it starts; remote KV of
+ * iterations counts as EMA_XFER_PREFETCH. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "costmodel.h"
+#include "eventq.h"
+#include "flownet.h"
+#include "platform.h"
+#include "sim.h"
+
+enum tag_kind { TAG_XFER = 1, TAG_GROUP, TAG_INPLACE };
+
+#define TAG(kind, gpu, idx) (((uint64_t)(kind) << 56) | ((uint64_t)(gpu) << 40) | \
+			     (uint64_t)(idx))
+#define TAG_KIND(t) ((int)((t) >> 56))
+#define TAG_GPU(t) ((int)(((t) >> 40) & 0xffff))
+#define TAG_IDX(t) ((int64_t)((t) & 0xffffffffffULL))
+
+struct sim;
+
+struct xfer {
+	ema_transfer_fn fn;
+	void *arg;
+	int next_free;
+};
+
+/* A flow event's ticket: stale once the generation moved on. */
+struct flow_tok {
+	struct sim *p;
+	uint64_t gen;
+	struct flow_tok *next;
+};
+
+#define TOK_CHUNK 64
+struct tok_chunk {
+	struct tok_chunk *next;
+	struct flow_tok tok[TOK_CHUNK];
+};
+
+struct lender {
+	int gpu;
+	uint64_t bytes;
+	int n_pages;
+};
+
+struct iter_slot {
+	struct sim *p;
+	int gpu;
+	bool busy;
+	ema_iteration_fn fn;
+	void *arg;
+	struct ema_iteration_result res;
+	/* pipeline of a prefetching iteration */
+	int groups, depth;
+	int64_t busy_ns;
+	int next_group;       /* group computing or next to compute */
+	bool in_overhead, computing, waiting;
+	int64_t wait_since;
+	int *pending;         /* flows still in flight per group */
+	int cap_pending;
+	int n_remote;
+	struct lender remote[EMA_MAX_GPUS];
+	enum ema_copy_method method;
+};
+
+struct sim {
+	struct ema_platform base;
+	const struct ema_hw_profile *hw;
+	struct ema_eventq q;
+	struct ema_flownet *net;
+	int64_t now;
+	uint64_t n_events;
+	bool stopped, stale;
+	int fail;
+	struct ema_error err;  /* first failure inside an event */
+	struct ema_error last; /* last failed op */
+	struct ema_link_stats stats;
+	struct xfer *xfers;
+	int n_xfers, cap_xfers, free_xfer;
+	uint64_t flow_gen;
+	int64_t flow_ev_time;
+	struct flow_tok *free_toks;
+	struct tok_chunk *chunks;
+	struct iter_slot iters[EMA_MAX_GPUS];
+};
+
+static struct sim *to_sim(struct ema_platform *pl)
+{
+	return (struct sim *)pl;
+}
+
+static int op_fail(struct sim *p, int rc)
+{
+	if (p->err.code != rc || p->err.msg[0] == '\0')
+		ema_error_set(&p->err, rc, "sim: %s", ema_status_str(rc));
+	p->last = p->err;
+	return rc;
+}
+
+/* A failure inside an event handler stops the run, which reports it. */
+static void event_fail(struct sim *p, int rc)
+{
+	if (p->fail == 0) {
+		p->fail = rc;
+		p->last = p->err;
+	}
+	p->stopped = true;
+}
+
+static struct flow_tok *tok_get(struct sim *p)
+{
+	struct flow_tok *t = p->free_toks;
+
+	if (t == NULL) {
+		struct tok_chunk *c = malloc(sizeof *c);
+
+		if (c == NULL)
+			return NULL;
+		c->next = p->chunks;
+		p->chunks = c;
+		for (int i = TOK_CHUNK - 1; i >= 0; i--) {
+			c->tok[i].next = p->free_toks;
+			p->free_toks = &c->tok[i];
+		}
+		t = p->free_toks;
+	}
+	p->free_toks = t->next;
+	return t;
+}
+
+static void tok_put(struct sim *p, struct flow_tok *t)
+{
+	t->next = p->free_toks;
+	p->free_toks = t;
+}
+
+static void flow_event(void *arg, int64_t now);
+
+/* Keeps exactly one live event at the flownet's next phase change. */
+static int resched(struct sim *p)
+{
+	int64_t t = ema_flownet_next_event_time(p->net);
+	struct flow_tok *tok;
+
+	if (t == p->flow_ev_time)
+		return EMA_OK;
+	p->flow_gen++;
+	p->flow_ev_time = t;
+	if (t == INT64_MAX)
+		return EMA_OK;
+	tok = tok_get(p);
+	if (tok == NULL)
+		return ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory");
+	tok->p = p;
+	tok->gen = p->flow_gen;
+	if (ema_eventq_push(&p->q, t, flow_event, tok) != EMA_OK) {
+		tok_put(p, tok);
+		return ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory");
+	}
+	return EMA_OK;
+}
+
+static void count_bytes(struct sim *p, int src, int dst, uint64_t bytes,
+			enum ema_transfer_purpose purpose)
+{
+	p->stats.bytes[src + 1][dst + 1] += bytes;
+	p->stats.bytes_by_purpose[purpose] += bytes;
+}
+
+/* ---- iterations ------------------------------------------------------ */
+
+static void iter_finish(struct iter_slot *s, int64_t now)
+{
+	struct ema_iteration_result r = s->res;
+
+	r.end_ns = now;
+	s->busy = false;
+	s->fn(s->arg, &r);
+}
+
+static void iter_done_event(void *arg, int64_t now)
+{
+	iter_finish(arg, now);
+}
+
+static int64_t group_ns(const struct iter_slot *s, int g)
+{
+	return s->busy_ns * (g + 1) / s->groups - s->busy_ns * g / s->groups;
+}
+
+static int start_group_flows(struct iter_slot *s, int g, int64_t now)
+{
+	struct sim *p = s->p;
+	int G = s->groups;
+
+	for (int i = 0; i < s->n_remote; i++) {
+		const struct lender *l = &s->remote[i];
+		uint64_t b = l->bytes / (uint64_t)G;
+		int pages = l->n_pages / G;
+		int rc;
+
+		if (g == G - 1) {
+			b = l->bytes - b * (uint64_t)(G - 1);
+			pages = l->n_pages - pages * (G - 1);
+		}
+		if (b == 0)
+			continue;
+		if (pages < 1)
+			pages = 1;
+		rc = ema_flownet_start(p->net, now, l->gpu, s->gpu, b, pages, s->method,
+				       TAG(TAG_GROUP, s->gpu, g), NULL, &p->err);
+		if (rc != EMA_OK)
+			return rc;
+		s->pending[g]++;
+		count_bytes(p, l->gpu, s->gpu, b, EMA_XFER_PREFETCH);
+	}
+	return EMA_OK;
+}
+
+static void group_done_event(void *arg, int64_t now);
+
+/* Starts the next group if its KV is here; otherwise compute waits. */
+static int try_compute(struct iter_slot *s, int64_t now)
+{
+	struct sim *p = s->p;
+	int g = s->next_group;
+	int rc;
+
+	if (s->in_overhead || s->computing || g >= s->groups)
+		return EMA_OK;
+	if (s->pending[g] > 0) {
+		if (!s->waiting) {
+			s->waiting = true;
+			s->wait_since = now;
+		}
+		return EMA_OK;
+	}
+	if (s->waiting) {
+		s->res.stall_ns += now - s->wait_since;
+		s->waiting = false;
+	}
+	s->computing = true;
+	if (g + s->depth < s->groups) {
+		rc = start_group_flows(s, g + s->depth, now);
+		if (rc != EMA_OK)
+			return rc;
+	}
+	if (ema_eventq_push(&p->q, now + group_ns(s, g), group_done_event, s) != EMA_OK)
+		return ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory");
+	return EMA_OK;
+}
+
+static void group_done_event(void *arg, int64_t now)
+{
+	struct iter_slot *s = arg;
+	int rc;
+
+	s->computing = false;
+	s->next_group++;
+	if (s->next_group >= s->groups) {
+		iter_finish(s, now);
+		return;
+	}
+	rc = try_compute(s, now);
+	if (rc == EMA_OK)
+		rc = resched(s->p);
+	if (rc != EMA_OK)
+		event_fail(s->p, rc);
+}
+
+static void overhead_done_event(void *arg, int64_t now)
+{
+	struct iter_slot *s = arg;
+	int rc;
+
+	s->in_overhead = false;
+	rc = try_compute(s, now);
+	if (rc == EMA_OK)
+		rc = resched(s->p);
+	if (rc != EMA_OK)
+		event_fail(s->p, rc);
+}
+
+static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it,
+			 ema_iteration_fn fn, void *arg)
+{
+	struct sim *p = to_sim(pl);
+	const struct ema_hw_profile *hw = p->hw;
+	struct iter_slot *s;
+	struct ema_cost c;
+	double out, in, f_mem, f_comp, total, busy;
+	uint64_t remote = 0;
+	int64_t over_ns, total_ns;
+	int rc;
+
+	if (it == NULL || fn == NULL)
+		return op_fail(p, ema_error_set(&p->err, EMA_ERR_INTERNAL,
+						"sim: iteration without work or callback"));
+	if (it->gpu < 0 || it->gpu >= hw->n_gpus)
+		return op_fail(p, ema_error_set(&p->err, EMA_ERR_INTERNAL,
+						"sim: iteration on GPU %d, expected 0..%d",
+						it->gpu, hw->n_gpus - 1));
+	s = &p->iters[it->gpu];
+	if (s->busy)
+		return op_fail(p, ema_error_set(&p->err, EMA_ERR_INTERNAL,
+						"sim: GPU %d already runs an iteration", it->gpu));
+	if (it->n_remote < 0 || it->n_remote > EMA_MAX_GPUS || it->prefetch_depth < 0)
+		return op_fail(p, ema_error_set(&p->err, EMA_ERR_INTERNAL,
+						"sim: iteration with %d lenders, prefetch depth %d",
+						it->n_remote, it->prefetch_depth));
+	for (int i = 0; i < it->n_remote; i++) {
+		int g = it->remote[i].gpu;
+
+		if (g < 0 || g >= hw->n_gpus || g == it->gpu)
+			return op_fail(p, ema_error_set(&p->err, EMA_ERR_INTERNAL,
+							"sim: remote KV on GPU %d for an iteration on GPU %d",
+							g, it->gpu));
+		remote += it->remote[i].bytes;
+	}
+	ema_cost_iteration(hw, &p->base.cfg->model, it, &c);
+	out = ema_flownet_hbm_out_gbps(p->net, it->gpu);
+	in = ema_flownet_hbm_in_gbps(p->net, it->gpu);
+	f_mem = 1 + (hw->interference_lender * out + hw->interference_borrower * in) /
+		hw->hbm_read_gbps;
+	f_comp = 1 + hw->interference_compute * (in + out) / hw->link_gbps;
+	if (f_mem == 1 && f_comp == 1) {
+		total = c.total_ns; /* exactly the cost model's time */
+	} else {
+		busy = fmax(c.compute_ns * f_comp, c.memory_ns * f_mem + c.remote_inplace_ns);
+		total = c.overhead_ns + busy;
+	}
+	total_ns = (int64_t)llround(total);
+	over_ns = (int64_t)llround(c.overhead_ns);
+	if (over_ns > total_ns)
+		over_ns = total_ns;
+
+	memset(&s->res, 0, sizeof s->res);
+	s->res.start_ns = p->now;
+	s->res.remote_bytes = remote;
+	s->fn = fn;
+	s->arg = arg;
+	s->busy = true;
+	if (it->prefetch_depth == 0 || remote == 0) {
+		for (int i = 0; i < it->n_remote && total_ns > 0; i++) {
+			struct ema_flow_params fp = {
+				.src = it->remote[i].gpu, .dst = it->gpu,
+				.bytes = it->remote[i].bytes, .latency_ns = 0,
+				.cap_gbps = (double)it->remote[i].bytes / (double)total_ns,
+				.copy_engine = false,
+			};
+
+			if (fp.bytes == 0)
+				continue;
+			rc = ema_flownet_start_params(p->net, p->now, &fp,
+						      TAG(TAG_INPLACE, it->gpu, 0), NULL, &p->err);
+			if (rc != EMA_OK)
+				goto fail;
+			count_bytes(p, fp.src, fp.dst, fp.bytes, EMA_XFER_PREFETCH);
+		}
+		if (ema_eventq_push(&p->q, p->now + total_ns, iter_done_event, s) != EMA_OK) {
+			rc = ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory");
+			goto fail;
+		}
+		rc = resched(p);
+		if (rc != EMA_OK)
+			goto fail;
+		return EMA_OK;
+	}
+
+	s->groups = it->layer_groups > 0 ? it->layer_groups : 1;
+	s->depth = it->prefetch_depth;
+	s->busy_ns = total_ns - over_ns;
+	s->next_group = 0;
+	s->computing = false;
+	s->waiting = false;
+	s->in_overhead = over_ns > 0;
+	s->method = it->method;
+	s->n_remote = 0;
+	for (int i = 0; i < it->n_remote; i++) {
+		s->remote[s->n_remote].gpu = it->remote[i].gpu;
+		s->remote[s->n_remote].bytes = it->remote[i].bytes;
+		s->remote[s->n_remote].n_pages = it->remote[i].n_pages;
+		s->n_remote++;
+	}
+	if (s->groups > s->cap_pending) {
+		int *np = realloc(s->pending, (size_t)s->groups * sizeof *np);
+
+		if (np == NULL) {
+			rc = ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory");
+			goto fail;
+		}
+		s->pending = np;
+		s->cap_pending = s->groups;
+	}
+	memset(s->pending, 0, (size_t)s->groups * sizeof *s->pending);
+	for (int g = 0; g < s->depth && g < s->groups; g++) {
+		rc = start_group_flows(s, g, p->now);
+		if (rc != EMA_OK)
+			goto fail;
+	}
+	if (s->in_overhead) {
+		if (ema_eventq_push(&p->q, p->now + over_ns, overhead_done_event, s) != EMA_OK) {
+			rc = ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory");
+			goto fail;
+		}
+	} else {
+		rc = try_compute(s, p->now);
+		if (rc != EMA_OK)
+			goto fail;
+	}
+	rc = resched(p);
+	if (rc != EMA_OK)
+		goto fail;
+	return EMA_OK;
+fail:
+	/* Flows already started finish harmlessly; the slot is freed. */
+	s->busy = false;
+	return op_fail(p, rc);
+}
+
+/* ---- transfers and flow completions ---------------------------------- */
+
+static void on_flow_done(void *arg, uint64_t id, uint64_t tag, int64_t now)
+{
+	struct sim *p = arg;
+	int kind = TAG_KIND(tag);
+
+	(void)id;
+	if (kind == TAG_XFER) {
+		int idx = (int)TAG_IDX(tag);
+		struct xfer x = p->xfers[idx];
+
+		p->xfers[idx].fn = NULL;
+		p->xfers[idx].next_free = p->free_xfer;
+		p->free_xfer = idx;
+		x.fn(x.arg, now);
+	} else if (kind == TAG_GROUP) {
+		struct iter_slot *s = &p->iters[TAG_GPU(tag)];
+		int g = (int)TAG_IDX(tag);
+		int rc;
+
+		if (!s->busy || g >= s->groups || s->pending[g] <= 0) {
+			ema_error_set(&p->err, EMA_ERR_INTERNAL,
+				      "sim: prefetch flow of group %d of GPU %d has no iteration",
+				      g, TAG_GPU(tag));
+			event_fail(p, EMA_ERR_INTERNAL);
+			return;
+		}
+		s->pending[g]--;
+		if (g == s->next_group && s->pending[g] == 0) {
+			rc = try_compute(s, now);
+			if (rc != EMA_OK)
+				event_fail(p, rc);
+		}
+	}
+	/* TAG_INPLACE: the iteration does not wait for it. */
+}
+
+static void flow_event(void *arg, int64_t now)
+{
+	struct flow_tok *tok = arg;
+	struct sim *p = tok->p;
+	bool live = tok->gen == p->flow_gen;
+	int rc;
+
+	tok_put(p, tok);
+	if (!live) {
+		p->stale = true;
+		return;
+	}
+	p->flow_ev_time = INT64_MIN; /* consumed: the next resched pushes anew */
+	rc = ema_flownet_advance(p->net, now, on_flow_done, p, &p->err);
+	if (rc == EMA_OK)
+		rc = resched(p);
+	if (rc != EMA_OK)
+		event_fail(p, rc);
+}
+
+static int sim_transfer(struct ema_platform *pl, const struct ema_transfer *t,
+			ema_transfer_fn fn, void *arg)
+{
+	struct sim *p = to_sim(pl);
+	int idx, rc;
+
+	if (t == NULL || fn == NULL)
+		return op_fail(p, ema_error_set(&p->err, EMA_ERR_INTERNAL,
+						"sim: transfer without pages or callback"));
+	if ((unsigned)t->purpose >= EMA_XFER_PURPOSES)
+		return op_fail(p, ema_error_set(&p->err, EMA_ERR_INTERNAL,
+						"sim: transfer purpose %d unknown", (int)t->purpose));
+	if (p->free_xfer < 0) {
+		if (p->n_xfers == p->cap_xfers) {
+			int cap = p->cap_xfers ? 2 * p->cap_xfers : 64;
+			struct xfer *nx = realloc(p->xfers, (size_t)cap * sizeof *nx);
+
+			if (nx == NULL)
+				return op_fail(p, ema_error_set(&p->err, EMA_ERR_NOMEM,
+								"sim: out of memory"));
+			p->xfers = nx;
+			p->cap_xfers = cap;
+		}
+		idx = p->n_xfers++;
+	} else {
+		idx = p->free_xfer;
+		p->free_xfer = p->xfers[idx].next_free;
+	}
+	rc = ema_flownet_start(p->net, p->now, t->src_gpu, t->dst_gpu, t->bytes,
+			       t->n_pages, t->method, TAG(TAG_XFER, 0, idx), NULL, &p->err);
+	if (rc != EMA_OK) {
+		p->xfers[idx].next_free = p->free_xfer;
+		p->free_xfer = idx;
+		return op_fail(p, rc);
+	}
+	p->xfers[idx].fn = fn;
+	p->xfers[idx].arg = arg;
+	count_bytes(p, t->src_gpu, t->dst_gpu, t->bytes, t->purpose);
+	rc = resched(p);
+	return rc == EMA_OK ? EMA_OK : op_fail(p, rc);
+}
+
+/* ---- clock, timers, run --------------------------------------------- */
+
+static int64_t sim_now(struct ema_platform *pl)
+{
+	return to_sim(pl)->now;
+}
+
+static int sim_timer(struct ema_platform *pl, int64_t at_ns, ema_timer_fn fn, void *arg)
+{
+	struct sim *p = to_sim(pl);
+
+	if (fn == NULL || at_ns < p->now)
+		return op_fail(p, ema_error_set(&p->err, EMA_ERR_INTERNAL,
+						"sim: timer at %lld ns, before now (%lld ns) or without callback",
+						(long long)at_ns, (long long)p->now));
+	if (ema_eventq_push(&p->q, at_ns, fn, arg) != EMA_OK)
+		return op_fail(p, ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory"));
+	return EMA_OK;
+}
+
+static int sim_run(struct ema_platform *pl, int64_t horizon_ns, struct ema_error *err)
+{
+	struct sim *p = to_sim(pl);
+	struct ema_event ev;
+
+	p->stopped = false;
+	while (!p->stopped) {
+		int64_t t = ema_eventq_peek_time(&p->q);
+
+		if (t == INT64_MAX)
+			break;
+		if (horizon_ns > 0 && t > horizon_ns) {
+			if (horizon_ns > p->now)
+				p->now = horizon_ns;
+			break;
+		}
+		ema_eventq_pop(&p->q, &ev);
+		p->now = ev.time_ns;
+		p->stale = false;
+		ev.fn(ev.arg, ev.time_ns);
+		if (!p->stale)
+			p->n_events++;
+	}
+	if (p->fail != 0) {
+		int rc = p->fail;
+
+		if (err != NULL)
+			*err = p->err;
+		p->fail = 0;
+		return rc;
+	}
+	return EMA_OK;
+}
+
+static void sim_stop(struct ema_platform *pl)
+{
+	to_sim(pl)->stopped = true;
+}
+
+static uint64_t sim_events(struct ema_platform *pl)
+{
+	return to_sim(pl)->n_events;
+}
+
+static const struct ema_link_stats *sim_link_stats(struct ema_platform *pl)
+{
+	return &to_sim(pl)->stats;
+}
+
+static void sim_destroy(struct ema_platform *pl)
+{
+	struct sim *p = to_sim(pl);
+
+	if (p == NULL)
+		return;
+	ema_eventq_destroy(&p->q);
+	ema_flownet_destroy(p->net);
+	while (p->chunks != NULL) {
+		struct tok_chunk *c = p->chunks;
+
+		p->chunks = c->next;
+		free(c);
+	}
+	for (int g = 0; g < EMA_MAX_GPUS; g++)
+		free(p->iters[g].pending);
+	free(p->xfers);
+	free(p);
+}
+
+static const struct ema_platform_ops sim_ops = {
+	.name = "sim",
+	.now = sim_now,
+	.timer = sim_timer,
+	.iteration = sim_iteration,
+	.transfer = sim_transfer,
+	.run = sim_run,
+	.stop = sim_stop,
+	.events = sim_events,
+	.link_stats = sim_link_stats,
+	.destroy = sim_destroy,
+};
+
+const char *ema_sim_platform_last_error(struct ema_platform *pl)
+{
+	return to_sim(pl)->last.msg;
+}
+
+int ema_sim_platform_create(struct ema_platform **out, const struct ema_config *cfg,
+			    struct ema_error *err)
+{
+	struct sim *p;
+	int rc;
+
+	*out = NULL;
+	p = calloc(1, sizeof *p);
+	if (p == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "sim: out of memory");
+	p->base.ops = &sim_ops;
+	p->base.cfg = cfg;
+	p->hw = &cfg->hw;
+	p->free_xfer = -1;
+	p->flow_ev_time = INT64_MAX;
+	for (int g = 0; g < EMA_MAX_GPUS; g++) {
+		p->iters[g].p = p;
+		p->iters[g].gpu = g;
+	}
+	rc = ema_flownet_create(&p->net, &cfg->hw, err);
+	if (rc != EMA_OK)
+		goto fail;
+	if (ema_eventq_init(&p->q, 1024) != EMA_OK) {
+		rc = ema_error_set(err, EMA_ERR_NOMEM, "sim: out of memory");
+		goto fail;
+	}
+	*out = &p->base;
+	return EMA_OK;
+fail:
+	sim_destroy(&p->base);
+	return rc;
+}

@@ -1,0 +1,541 @@
+/* experiment.c: runs a scenario under each policy on the same requests,
+ * turns engine state into per-tenant figures, and writes the run folder
+ * all at once (temporary folder renamed when complete). */
+#include "experiment.h"
+
+#include <errno.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include "ema_build.h"
+#include "plots.h"
+#include "policy.h"
+
+#define GIB (1073741824.0)
+
+static double wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double ema_quantile(double *v, size_t n, double q)
+{
+	if (n == 0)
+		return NAN;
+	gsl_sort(v, 1, n);
+	return gsl_stats_quantile_from_sorted_data(v, 1, n, q);
+}
+
+static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_config *cfg)
+{
+	struct ema_engine *e = &run->engine;
+	struct ema_tenant *t = &e->tenants[ti];
+	struct ema_tenant_result *res = &run->results[ti];
+	size_t n = (size_t)t->n_reqs;
+	double *ttft = malloc((n + 1) * sizeof *ttft);
+	double *tpot = malloc((n + 1) * sizeof *tpot);
+	double *e2e = malloc((n + 1) * sizeof *e2e);
+	double *rec = malloc(((size_t)e->n_reclaims + 1) * sizeof *rec);
+	size_t nt = 0, np = 0, ne = 0, nr = 0;
+	int64_t tokens = 0, first_arrival = -1, last_finish = -1;
+	double page_gib = (double)e->page_bytes / GIB;
+
+	memset(res, 0, sizeof *res);
+	snprintf(res->policy, sizeof res->policy, "%s", run->policy);
+	snprintf(res->tenant, sizeof res->tenant, "%s", cfg->tenants[ti].name);
+	res->gpu = t->gpu;
+	res->requests = (int64_t)n;
+	if (!ttft || !tpot || !e2e || !rec) {
+		free(ttft); free(tpot); free(e2e); free(rec);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct ema_request *r = &t->reqs[i];
+
+		if (first_arrival < 0 || r->arrival_ns < first_arrival)
+			first_arrival = r->arrival_ns;
+		if (r->finish_ns < 0)
+			continue;
+		res->completed++;
+		tokens += r->output_tokens;
+		if (r->finish_ns > last_finish)
+			last_finish = r->finish_ns;
+		ttft[nt++] = (double)(r->first_token_ns - r->arrival_ns) * 1e-6;
+		e2e[ne++] = (double)(r->finish_ns - r->arrival_ns) * 1e-6;
+		if (r->output_tokens > 1)
+			tpot[np++] = (double)(r->finish_ns - r->first_token_ns) * 1e-6 /
+				     (double)(r->output_tokens - 1);
+	}
+	if (last_finish > first_arrival && first_arrival >= 0) {
+		double span = (double)(last_finish - first_arrival) * 1e-9;
+
+		res->throughput_tok_s = (double)tokens / span;
+		res->req_s = (double)res->completed / span;
+	}
+	res->ttft_ms[0] = ema_quantile(ttft, nt, 0.50);
+	res->ttft_ms[1] = ema_quantile(ttft, nt, 0.90);
+	res->ttft_ms[2] = ema_quantile(ttft, nt, 0.99);
+	res->tpot_ms[0] = ema_quantile(tpot, np, 0.50);
+	res->tpot_ms[1] = ema_quantile(tpot, np, 0.90);
+	res->tpot_ms[2] = ema_quantile(tpot, np, 0.99);
+	res->e2e_ms[0] = ema_quantile(e2e, ne, 0.50);
+	res->e2e_ms[1] = ema_quantile(e2e, ne, 0.99);
+	res->preemptions = t->stats.preemptions;
+	res->swaps = t->stats.swaps;
+	res->recomputed_tokens = t->stats.recomputed_tokens;
+	res->kv_peak_gib = t->stats.kv_peak_pages * page_gib;
+	res->borrowed_peak_gib = t->stats.borrowed_peak_pages * page_gib;
+	res->remote_share = t->stats.kv_page_ns > 0 ? t->stats.remote_page_ns / t->stats.kv_page_ns : 0.0;
+	res->stall_ms = (double)t->stats.stall_ns * 1e-6;
+	res->reclaim_wait_ms = (double)t->stats.reclaim_wait_ns * 1e-6;
+	res->remote_gib = (double)t->stats.remote_bytes / GIB;
+	res->lent_peak_gib = run->lent_peak[t->gpu] * page_gib;
+	for (int32_t i = 0; i < e->n_reclaims; i++)
+		if (e->reclaims[i].lender_gpu == t->gpu)
+			rec[nr++] = (double)e->reclaims[i].latency_ns * 1e-6;
+	res->reclaims = (int64_t)nr;
+	res->reclaim_ms[0] = ema_quantile(rec, nr, 0.50);
+	res->reclaim_ms[1] = ema_quantile(rec, nr, 0.99);
+	res->reclaim_ms[2] = nr ? rec[nr - 1] : NAN;
+	res->vs_static_throughput = res->vs_static_ttft_p50 = res->vs_static_tpot_p50 = NAN;
+	res->vs_static_ttft_p99 = res->vs_static_tpot_p99 = res->vs_ideal_throughput = NAN;
+	res->guarantee = "-";
+	free(ttft); free(tpot); free(e2e); free(rec);
+}
+
+/* Comparisons against static and ideal on the same tenant. A lender
+ * (a tenant whose GPU lent pages) violates the guarantee when it does
+ * worse than under static by more than 5% in throughput or p50 latency,
+ * or 15% in p99 latency. */
+static void compare(struct ema_experiment *x)
+{
+	const struct ema_policy_run *st = NULL, *id = NULL;
+
+	for (int i = 0; i < x->n_runs; i++) {
+		if (strcmp(x->runs[i].policy, "static") == 0)
+			st = &x->runs[i];
+		if (strcmp(x->runs[i].policy, "ideal") == 0)
+			id = &x->runs[i];
+	}
+	for (int i = 0; i < x->n_runs; i++)
+		for (int ti = 0; ti < x->cfg.n_tenants; ti++) {
+			struct ema_tenant_result *r = &x->runs[i].results[ti];
+
+			if (st != NULL) {
+				const struct ema_tenant_result *s = &st->results[ti];
+
+				r->vs_static_throughput = r->throughput_tok_s / s->throughput_tok_s;
+				r->vs_static_ttft_p50 = r->ttft_ms[0] / s->ttft_ms[0];
+				r->vs_static_tpot_p50 = r->tpot_ms[0] / s->tpot_ms[0];
+				r->vs_static_ttft_p99 = r->ttft_ms[2] / s->ttft_ms[2];
+				r->vs_static_tpot_p99 = r->tpot_ms[2] / s->tpot_ms[2];
+				if (r->lent_peak_gib > 0) {
+					bool bad = r->vs_static_throughput < 0.95 ||
+						   r->vs_static_ttft_p50 > 1.05 ||
+						   r->vs_static_tpot_p50 > 1.05 ||
+						   r->vs_static_ttft_p99 > 1.15 ||
+						   r->vs_static_tpot_p99 > 1.15;
+					r->guarantee = bad ? "violated" : "ok";
+				}
+			}
+			if (id != NULL)
+				r->vs_ideal_throughput = r->throughput_tok_s /
+							 id->results[ti].throughput_tok_s;
+		}
+}
+
+/* Lent pages peak per GPU, from the timeline samples. */
+static void lent_peaks(struct ema_policy_run *run)
+{
+	const struct ema_engine *e = &run->engine;
+
+	memset(run->lent_peak, 0, sizeof run->lent_peak);
+	for (int32_t i = 0; i < e->n_timeline; i++)
+		if (e->timeline[i].lent > run->lent_peak[e->timeline[i].gpu])
+			run->lent_peak[e->timeline[i].gpu] = e->timeline[i].lent;
+}
+
+int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
+{
+	const struct ema_config *cfg = &x->cfg;
+	double t0 = wall_now();
+	int rc;
+
+	for (int i = 0; i < cfg->n_policies; i++)
+		if (ema_policy_find(cfg->policies[i]) == NULL)
+			return ema_error_set(err, EMA_ERR_INPUT,
+					     "%s: unknown policy \"%s\" (see `ema list policies`)",
+					     cfg->source_file, cfg->policies[i]);
+	for (int ti = 0; ti < cfg->n_tenants; ti++) {
+		const struct ema_workload_cfg *wc = &cfg->tenants[ti].workload;
+		uint64_t seed = wc->seed ? wc->seed : ema_seed_derive(cfg->seed, ti, "workload");
+
+		rc = ema_workload_build(wc, seed, &x->workloads[ti], err);
+		if (rc != EMA_OK)
+			return rc;
+	}
+	for (int i = 0; i < cfg->n_policies; i++) {
+		struct ema_policy_run *run = &x->runs[i];
+		struct ema_platform *p = NULL;
+		double w0 = wall_now();
+
+		memset(run, 0, sizeof *run);
+		snprintf(run->policy, sizeof run->policy, "%s", cfg->policies[i]);
+		x->n_runs = i + 1;
+		if (x->backend == EMA_BACKEND_HW) {
+			uint64_t page_bytes = (uint64_t)llround(cfg->page_mib * 1048576.0);
+			uint64_t pool[EMA_MAX_GPUS];
+			const struct ema_policy_ops *pol = ema_policy_find(cfg->policies[i]);
+			double factor = pol->memory_factor ? pol->memory_factor(cfg) : 1.0;
+			double mem = cfg->gpu_mem_cap_gib > 0 ? cfg->gpu_mem_cap_gib : cfg->hw.gpu_mem_gib;
+
+			for (int g = 0; g < cfg->hw.n_gpus; g++)
+				pool[g] = (uint64_t)floor(mem * factor * GIB / (double)page_bytes);
+			rc = ema_hw_platform_create(&p, cfg, page_bytes, pool, x->verify, err);
+		} else {
+			rc = ema_sim_platform_create(&p, cfg, err);
+		}
+		if (rc != EMA_OK)
+			return rc;
+		rc = ema_engine_create(&run->engine, cfg, ema_policy_find(cfg->policies[i]), p,
+				       x->workloads, err);
+		if (rc != EMA_OK) {
+			p->ops->destroy(p);
+			return rc;
+		}
+		run->have_engine = true;
+		run->engine.page_lists = x->backend == EMA_BACKEND_HW;
+		run->engine.progress = !x->quiet;
+		run->engine.progress_label = run->policy;
+		if (!x->quiet)
+			fprintf(stderr, "ema: running %s on %s (%s, %d tenants, %lld requests)\n",
+				run->policy, p->ops->name, cfg->hw.name, cfg->n_tenants,
+				(long long)run->engine.total_requests);
+		rc = ema_engine_run(&run->engine, err);
+		if (rc == EMA_OK) {
+			run->events = p->ops->events(p);
+			if (p->ops->link_stats(p) != NULL)
+				run->links = *p->ops->link_stats(p);
+		}
+		p->ops->destroy(p);
+		run->engine.platform = NULL;
+		if (rc != EMA_OK)
+			return rc;
+		run->wall_s = wall_now() - w0;
+		lent_peaks(run);
+		for (int ti = 0; ti < cfg->n_tenants; ti++)
+			tenant_result(run, ti, cfg);
+	}
+	compare(x);
+	x->wall_s = wall_now() - t0;
+	return EMA_OK;
+}
+
+void ema_experiment_free(struct ema_experiment *x)
+{
+	for (int i = 0; i < x->n_runs; i++)
+		if (x->runs[i].have_engine)
+			ema_engine_destroy(&x->runs[i].engine);
+	for (int ti = 0; ti < EMA_MAX_TENANTS; ti++)
+		ema_workload_free(&x->workloads[ti]);
+	x->n_runs = 0;
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+static void put_num(FILE *f, double v)
+{
+	if (isnan(v) || isinf(v))
+		fputs("", f);
+	else
+		fprintf(f, "%.6g", v);
+}
+
+int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f)
+{
+	fputs("policy,tenant,gpu,requests,completed,throughput_tok_s,req_s,"
+	      "ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,tpot_p50_ms,tpot_p90_ms,tpot_p99_ms,"
+	      "e2e_p50_ms,e2e_p99_ms,preemptions,kv_peak_gib,"
+	      "swaps,recomputed_tokens,borrowed_peak_gib,remote_share,remote_read_gib,stall_ms,"
+	      "lent_peak_gib,reclaim_wait_ms,reclaims,reclaim_p50_ms,reclaim_p99_ms,reclaim_max_ms,"
+	      "vs_static_throughput,vs_static_ttft_p50,vs_static_tpot_p50,"
+	      "vs_static_ttft_p99,vs_static_tpot_p99,vs_ideal_throughput,lender_guarantee\n", f);
+	for (int i = 0; i < x->n_runs; i++)
+		for (int ti = 0; ti < x->cfg.n_tenants; ti++) {
+			const struct ema_tenant_result *r = &x->runs[i].results[ti];
+			const double nums[] = {
+				r->throughput_tok_s, r->req_s, r->ttft_ms[0], r->ttft_ms[1], r->ttft_ms[2],
+				r->tpot_ms[0], r->tpot_ms[1], r->tpot_ms[2], r->e2e_ms[0], r->e2e_ms[1],
+			};
+
+			fprintf(f, "%s,%s,%d,%lld,%lld", r->policy, r->tenant, r->gpu,
+				(long long)r->requests, (long long)r->completed);
+			for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
+				fputc(',', f);
+				put_num(f, nums[k]);
+			}
+			fprintf(f, ",%lld,", (long long)r->preemptions);
+			put_num(f, r->kv_peak_gib);
+			fprintf(f, ",%lld,%lld,", (long long)r->swaps, (long long)r->recomputed_tokens);
+			{
+				const double more[] = {
+					r->borrowed_peak_gib, r->remote_share, r->remote_gib, r->stall_ms,
+					r->lent_peak_gib, r->reclaim_wait_ms,
+				};
+				for (size_t k = 0; k < sizeof more / sizeof more[0]; k++) {
+					if (k)
+						fputc(',', f);
+					put_num(f, more[k]);
+				}
+			}
+			fprintf(f, ",%lld", (long long)r->reclaims);
+			{
+				const double cmp[] = {
+					r->reclaim_ms[0], r->reclaim_ms[1], r->reclaim_ms[2],
+					r->vs_static_throughput, r->vs_static_ttft_p50, r->vs_static_tpot_p50,
+					r->vs_static_ttft_p99, r->vs_static_tpot_p99, r->vs_ideal_throughput,
+				};
+				for (size_t k = 0; k < sizeof cmp / sizeof cmp[0]; k++) {
+					fputc(',', f);
+					put_num(f, cmp[k]);
+				}
+			}
+			fprintf(f, ",%s\n", r->guarantee);
+		}
+	return ferror(f) ? EMA_ERR_IO : EMA_OK;
+}
+
+static void put_ms(FILE *f, int64_t ns)
+{
+	if (ns >= 0)
+		fprintf(f, "%.6f", (double)ns * 1e-6);
+}
+
+static int write_requests_csv(const struct ema_experiment *x, FILE *f)
+{
+	fputs("policy,tenant,request,arrival_ms,first_token_ms,finish_ms,prompt_tokens,"
+	      "output_tokens,preemptions,ttft_ms,tpot_ms,e2e_ms\n", f);
+	for (int i = 0; i < x->n_runs; i++) {
+		const struct ema_engine *e = &x->runs[i].engine;
+
+		for (int ti = 0; ti < e->n_tenants; ti++) {
+			const struct ema_tenant *t = &e->tenants[ti];
+
+			for (int32_t k = 0; k < t->n_reqs; k++) {
+				const struct ema_request *r = &t->reqs[k];
+				bool done = r->finish_ns >= 0;
+
+				fprintf(f, "%s,%s,%d,", x->runs[i].policy, x->cfg.tenants[ti].name, r->id);
+				put_ms(f, r->arrival_ns);
+				fputc(',', f);
+				put_ms(f, r->first_token_ns);
+				fputc(',', f);
+				put_ms(f, r->finish_ns);
+				fprintf(f, ",%d,%d,%d,", r->prompt_tokens, r->output_tokens, r->preemptions);
+				if (r->first_token_ns >= 0)
+					put_ms(f, r->first_token_ns - r->arrival_ns);
+				fputc(',', f);
+				if (done && r->output_tokens > 1)
+					fprintf(f, "%.6f", (double)(r->finish_ns - r->first_token_ns) * 1e-6 /
+						(r->output_tokens - 1));
+				fputc(',', f);
+				if (done)
+					put_ms(f, r->finish_ns - r->arrival_ns);
+				fputc('\n', f);
+			}
+		}
+	}
+	return ferror(f) ? EMA_ERR_IO : EMA_OK;
+}
+
+static int write_timeline_csv(const struct ema_experiment *x, FILE *f)
+{
+	fputs("policy,time_s,gpu,weights_gib,kv_used_gib,staging_gib,free_gib,lent_gib,borrowed_gib\n", f);
+	for (int i = 0; i < x->n_runs; i++) {
+		const struct ema_engine *e = &x->runs[i].engine;
+		double pg = (double)e->page_bytes / GIB;
+
+		for (int32_t k = 0; k < e->n_timeline; k++) {
+			const struct ema_timeline_sample *s = &e->timeline[k];
+
+			fprintf(f, "%s,%.3f,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", x->runs[i].policy,
+				s->time_s, s->gpu, s->weights * pg, s->kv_used * pg, s->staging * pg,
+				s->free_pages * pg, s->lent * pg, s->borrowed * pg);
+		}
+	}
+	return ferror(f) ? EMA_ERR_IO : EMA_OK;
+}
+
+static const char *const purpose_names[EMA_XFER_PURPOSES] = {
+	"prefetch", "reclaim", "demote", "swap_out", "swap_in", "migrate",
+};
+
+static int write_links_csv(const struct ema_experiment *x, FILE *f)
+{
+	int n = x->cfg.hw.n_gpus;
+
+	fputs("policy,src,dst,bytes,gib\n", f);
+	for (int i = 0; i < x->n_runs; i++) {
+		const struct ema_link_stats *l = &x->runs[i].links;
+
+		for (int s = -1; s < n; s++)
+			for (int d = -1; d < n; d++) {
+				uint64_t b = l->bytes[s + 1][d + 1];
+
+				if (b == 0)
+					continue;
+				fprintf(f, "%s,%s%d,%s%d,%llu,%.4f\n", x->runs[i].policy,
+					s < 0 ? "host" : "gpu", s < 0 ? 0 : s,
+					d < 0 ? "host" : "gpu", d < 0 ? 0 : d,
+					(unsigned long long)b, (double)b / GIB);
+			}
+	}
+	fputs("\n", f);
+	return ferror(f) ? EMA_ERR_IO : EMA_OK;
+}
+
+static int write_transfers_csv(const struct ema_experiment *x, FILE *f)
+{
+	fputs("policy,purpose,bytes,gib\n", f);
+	for (int i = 0; i < x->n_runs; i++)
+		for (int p = 0; p < EMA_XFER_PURPOSES; p++) {
+			uint64_t b = x->runs[i].links.bytes_by_purpose[p];
+
+			fprintf(f, "%s,%s,%llu,%.4f\n", x->runs[i].policy, purpose_names[p],
+				(unsigned long long)b, (double)b / GIB);
+		}
+	return ferror(f) ? EMA_ERR_IO : EMA_OK;
+}
+
+static int write_run_json(const struct ema_experiment *x, FILE *f)
+{
+	fprintf(f, "{\n  \"program\": \"ema\",\n  \"version\": \"%s\",\n", PACKAGE_VERSION);
+	fputs("  \"command\": \"", f);
+	for (const char *c = x->command; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			fputc('\\', f);
+		fputc(*c, f);
+	}
+	fprintf(f, "\",\n  \"backend\": \"%s\",\n  \"seed\": %llu,\n",
+		x->backend == EMA_BACKEND_HW ? "hw" : "sim", (unsigned long long)x->cfg.seed);
+	fprintf(f, "  \"wall_s\": %.3f,\n  \"policies\": [\n", x->wall_s);
+	for (int i = 0; i < x->n_runs; i++)
+		fprintf(f, "    {\"policy\": \"%s\", \"events\": %llu, \"wall_s\": %.3f, \"end_s\": %.6f}%s\n",
+			x->runs[i].policy, (unsigned long long)x->runs[i].events, x->runs[i].wall_s,
+			(double)x->runs[i].engine.end_ns * 1e-9, i + 1 < x->n_runs ? "," : "");
+	fputs("  ]\n}\n", f);
+	return ferror(f) ? EMA_ERR_IO : EMA_OK;
+}
+
+typedef int (*writer_fn)(const struct ema_experiment *x, FILE *f);
+
+static int write_file(const char *dir, const char *name, const struct ema_experiment *x,
+		      writer_fn fn, struct ema_error *err)
+{
+	char path[EMA_PATH_MAX + 64];
+	FILE *f;
+	int rc;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (f == NULL)
+		return ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+	rc = fn(x, f);
+	if (fclose(f) != 0 || rc != EMA_OK)
+		return ema_error_set(err, EMA_ERR_IO, "%s: write failed", path);
+	return EMA_OK;
+}
+
+static int write_config(const struct ema_experiment *x, FILE *f)
+{
+	return ema_config_write_json(&x->cfg, f, NULL);
+}
+
+static void remove_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *ent;
+	char path[EMA_PATH_MAX + 300];
+
+	if (d == NULL)
+		return;
+	while ((ent = readdir(d)) != NULL) {
+		struct stat st;
+
+		if (strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			remove_tree(path);
+		else
+			unlink(path);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+int ema_experiment_write(struct ema_experiment *x, const char *dir, bool plots,
+			 struct ema_error *err)
+{
+	char tmp[EMA_PATH_MAX + 64];
+	struct stat st;
+	int rc;
+
+	if (stat(dir, &st) == 0)
+		return ema_error_set(err, EMA_ERR_INPUT, "%s: already exists (choose another --out)", dir);
+	snprintf(tmp, sizeof tmp, "%s.tmp-%ld", dir, (long)getpid());
+	if (mkdir(tmp, 0777) != 0)
+		return ema_error_set(err, EMA_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+	if ((rc = write_file(tmp, "config.json", x, write_config, err)) != EMA_OK ||
+	    (rc = write_file(tmp, "summary.csv", x, ema_experiment_write_summary_csv, err)) != EMA_OK ||
+	    (rc = write_file(tmp, "requests.csv", x, write_requests_csv, err)) != EMA_OK ||
+	    (rc = write_file(tmp, "timeline.csv", x, write_timeline_csv, err)) != EMA_OK ||
+	    (rc = write_file(tmp, "links.csv", x, write_links_csv, err)) != EMA_OK ||
+	    (rc = write_file(tmp, "transfers.csv", x, write_transfers_csv, err)) != EMA_OK ||
+	    (rc = write_file(tmp, "run.json", x, write_run_json, err)) != EMA_OK)
+		goto fail;
+	if (plots) {
+		int rendered = 0;
+
+		rc = ema_plots_render(tmp, EMA_GNUPLOT, &rendered, err);
+		if (rc != EMA_OK)
+			goto fail;
+		if (rendered == 0 && !x->quiet)
+			fprintf(stderr, "ema: gnuplot not found: figures skipped (scripts are in %s/plots)\n", dir);
+	}
+	if (rename(tmp, dir) != 0) {
+		rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot rename to %s: %s", tmp, dir, strerror(errno));
+		goto fail;
+	}
+	return EMA_OK;
+fail:
+	remove_tree(tmp);
+	return rc;
+}
+
+void ema_experiment_print(const struct ema_experiment *x, FILE *out)
+{
+	fprintf(out, "%-14s %-8s %4s %9s %11s %10s %10s %10s %10s %7s %8s %8s %9s\n",
+		"policy", "tenant", "gpu", "completed", "tok/s", "ttft_p50", "ttft_p99",
+		"tpot_p50", "tpot_p99", "preempt", "remote", "vs_stat", "lender");
+	for (int i = 0; i < x->n_runs; i++)
+		for (int ti = 0; ti < x->cfg.n_tenants; ti++) {
+			const struct ema_tenant_result *r = &x->runs[i].results[ti];
+
+			fprintf(out, "%-14s %-8s %4d %4lld/%-4lld %11.1f %8.1fms %8.1fms %8.2fms %8.2fms %7lld %7.1f%% %8.3f %9s\n",
+				r->policy, r->tenant, r->gpu, (long long)r->completed,
+				(long long)r->requests, r->throughput_tok_s, r->ttft_ms[0], r->ttft_ms[2],
+				r->tpot_ms[0], r->tpot_ms[2], (long long)r->preemptions,
+				100.0 * r->remote_share, r->vs_static_throughput, r->guarantee);
+		}
+}

@@ -1,0 +1,82 @@
+/* experiment.h: one experiment = one scenario run under each of its
+ * policies on exactly the same requests, on the simulator or on GPUs, with
+ * the results gathered per (policy, tenant) and written as one folder. */
+#ifndef EMA_EXPERIMENT_H
+#define EMA_EXPERIMENT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "engine.h"
+#include "workload.h"
+
+enum ema_backend { EMA_BACKEND_SIM = 0, EMA_BACKEND_HW };
+
+/* Per (policy, tenant) figures: the rows of summary.csv. */
+struct ema_tenant_result {
+	char policy[EMA_NAME_MAX];
+	char tenant[EMA_NAME_MAX];
+	int gpu;
+	int64_t requests, completed;
+	double throughput_tok_s, req_s;
+	double ttft_ms[3];      /* p50 p90 p99 */
+	double tpot_ms[3];
+	double e2e_ms[2];       /* p50 p99 */
+	int64_t preemptions, swaps, recomputed_tokens;
+	double kv_peak_gib, borrowed_peak_gib;
+	double remote_share;    /* time-averaged share of KV held remotely */
+	double stall_ms;        /* prefetch stall, total */
+	double reclaim_wait_ms; /* as a lender, waiting for its pages */
+	int64_t reclaims;       /* reclaims of this tenant's GPU */
+	double reclaim_ms[3];   /* p50 p99 max */
+	double lent_peak_gib;
+	double remote_gib;      /* KV bytes read from peers */
+	/* against the same tenant under static and ideal (NAN if not run) */
+	double vs_static_throughput, vs_static_ttft_p50, vs_static_tpot_p50;
+	double vs_static_ttft_p99, vs_static_tpot_p99;
+	double vs_ideal_throughput;
+	const char *guarantee;  /* "ok", "violated", "-" (not a lender / no static run) */
+};
+
+struct ema_policy_run {
+	char policy[EMA_NAME_MAX];
+	struct ema_engine engine;
+	bool have_engine;
+	struct ema_link_stats links;
+	uint64_t events;
+	double wall_s;
+	struct ema_tenant_result results[EMA_MAX_TENANTS];
+	int32_t lent_peak[EMA_MAX_GPUS];
+};
+
+struct ema_experiment {
+	struct ema_config cfg;
+	enum ema_backend backend;
+	bool verify;
+	bool quiet;
+	int n_runs;
+	struct ema_policy_run runs[EMA_MAX_POLICIES];
+	struct ema_workload workloads[EMA_MAX_TENANTS];
+	double wall_s;
+	char command[4096];
+};
+
+/* Builds workloads and runs every policy of cfg. Progress on stderr unless
+ * quiet. */
+int ema_experiment_run(struct ema_experiment *x, struct ema_error *err);
+void ema_experiment_free(struct ema_experiment *x);
+
+/* Writes the run folder (config.json, run.json, summary.csv,
+ * requests.csv, timeline.csv, links.csv, plots/) atomically: into a
+ * temporary sibling, renamed at the end. */
+int ema_experiment_write(struct ema_experiment *x, const char *dir, bool plots,
+			 struct ema_error *err);
+/* The summary table for the terminal. */
+void ema_experiment_print(const struct ema_experiment *x, FILE *out);
+int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f);
+
+/* Quantile q (0..1) of n values (sorted in place); NAN when n == 0. */
+double ema_quantile(double *v, size_t n, double q);
+
+#endif

@@ -1,0 +1,377 @@
+/* test_engine.c: the serving model on hand-computed cases, over a minimal
+ * platform whose iterations take exactly the cost model's time (rounded to
+ * the ns) and whose transfers take a fixed time: one request alone, chunked
+ * prefill, preemption, FCFS order, determinism, and no page left behind. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "costmodel.h"
+#include "engine.h"
+#include "eventq.h"
+#include "policy.h"
+#include "test_main.h"
+
+/* ---- a platform for tests ---- */
+struct mock {
+	struct ema_platform base;
+	struct ema_eventq q;
+	int64_t now;
+	uint64_t events;
+	bool stopped;
+	struct ema_link_stats links;
+	struct ema_iteration_result res[EMA_MAX_GPUS];
+	ema_iteration_fn fn[EMA_MAX_GPUS];
+	void *arg[EMA_MAX_GPUS];
+	int64_t xfer_ns;
+};
+
+static int64_t mock_now(struct ema_platform *p) { return ((struct mock *)p)->now; }
+
+static int mock_timer(struct ema_platform *p, int64_t at, ema_timer_fn fn, void *arg)
+{
+	return ema_eventq_push(&((struct mock *)p)->q, at, fn, arg);
+}
+
+struct iter_slot { struct mock *m; int gpu; };
+static struct iter_slot slots[EMA_MAX_GPUS];
+
+static void mock_fire(void *arg, int64_t now)
+{
+	struct iter_slot *s = arg;
+
+	s->m->fn[s->gpu](s->m->arg[s->gpu], &s->m->res[s->gpu]);
+}
+
+static int mock_iteration(struct ema_platform *p, const struct ema_iteration *it,
+			  ema_iteration_fn fn, void *arg)
+{
+	struct mock *m = (struct mock *)p;
+	struct ema_cost c;
+
+	ema_cost_iteration(&p->cfg->hw, &p->cfg->model, it, &c);
+	m->res[it->gpu].start_ns = m->now;
+	m->res[it->gpu].end_ns = m->now + llround(c.total_ns);
+	m->res[it->gpu].stall_ns = 0;
+	m->fn[it->gpu] = fn;
+	m->arg[it->gpu] = arg;
+	slots[it->gpu].m = m;
+	slots[it->gpu].gpu = it->gpu;
+	return ema_eventq_push(&m->q, m->res[it->gpu].end_ns, mock_fire, &slots[it->gpu]);
+}
+
+static int mock_transfer(struct ema_platform *p, const struct ema_transfer *t,
+			 ema_transfer_fn fn, void *arg)
+{
+	struct mock *m = (struct mock *)p;
+
+	m->links.bytes[t->src_gpu + 1][t->dst_gpu + 1] += t->bytes;
+	m->links.bytes_by_purpose[t->purpose] += t->bytes;
+	return ema_eventq_push(&m->q, m->now + m->xfer_ns, fn, arg);
+}
+
+static int mock_run(struct ema_platform *p, int64_t horizon, struct ema_error *err)
+{
+	struct mock *m = (struct mock *)p;
+	struct ema_event ev;
+
+	while (!m->stopped && ema_eventq_pop(&m->q, &ev) == 0) {
+		if (horizon > 0 && ev.time_ns > horizon)
+			break;
+		m->now = ev.time_ns;
+		m->events++;
+		ev.fn(ev.arg, ev.time_ns);
+	}
+	return EMA_OK;
+}
+
+static void mock_stop(struct ema_platform *p) { ((struct mock *)p)->stopped = true; }
+static uint64_t mock_events(struct ema_platform *p) { return ((struct mock *)p)->events; }
+static const struct ema_link_stats *mock_links(struct ema_platform *p) { return &((struct mock *)p)->links; }
+static void mock_destroy(struct ema_platform *p)
+{
+	ema_eventq_destroy(&((struct mock *)p)->q);
+	free(p);
+}
+
+static const struct ema_platform_ops mock_ops = {
+	.name = "mock", .now = mock_now, .timer = mock_timer, .iteration = mock_iteration,
+	.transfer = mock_transfer, .run = mock_run, .stop = mock_stop, .events = mock_events,
+	.link_stats = mock_links, .destroy = mock_destroy,
+};
+
+static struct mock *mock_new(const struct ema_config *cfg)
+{
+	struct mock *m = calloc(1, sizeof *m);
+
+	m->base.ops = &mock_ops;
+	m->base.cfg = cfg;
+	m->xfer_ns = 1000;
+	ema_eventq_init(&m->q, 64);
+	return m;
+}
+
+/* A tiny model and GPU with round numbers: 1e3 FLOP/ns, 1000 B/ns, no
+ * overhead; 1e6 parameters (2 MB of weights), KV 256 B per token,
+ * activations 512 B per token. */
+static void tiny_config(struct ema_config *c, int tenants, double mem_mib)
+{
+	memset(c, 0, sizeof *c);
+	snprintf(c->name, sizeof c->name, "t");
+	snprintf(c->source_file, sizeof c->source_file, "test");
+	c->seed = 1;
+	c->hw.n_gpus = tenants;
+	c->hw.gpu_mem_gib = mem_mib / 1024.0;
+	c->hw.hbm_read_gbps = 1000;
+	c->hw.hbm_efficiency = 1;
+	c->hw.peak_tflops = 1;
+	c->hw.flops_efficiency = 1;
+	c->hw.iter_overhead_us = 0;
+	c->hw.link_gbps = 100;
+	c->hw.remote_read_gbps = 100;
+	c->model.layers = 1;
+	c->model.heads = 1;
+	c->model.kv_heads = 1;
+	c->model.head_dim = 64;
+	c->model.hidden = 64;
+	c->model.ffn = 0;
+	c->model.params_b = 0.001;
+	c->model.bytes_per_param = 2;
+	c->model.tensor_parallel = 1;
+	c->page_mib = 1.0 / 256;    /* 4 KiB pages = 16 tokens = one block */
+	c->serving.block_tokens = 16;
+	c->serving.max_batch = 256;
+	c->serving.max_batch_tokens = 4096;
+	c->serving.watermark = 0;
+	c->serving.layer_groups = 1;
+	c->policy.ideal_factor = 2;
+	c->policy.host_gib = 1;
+	snprintf(c->policy.copy_method, sizeof c->policy.copy_method, "gather");
+	snprintf(c->policy.reclaim_mode, sizeof c->policy.reclaim_mode, "auto");
+	c->n_tenants = tenants;
+	for (int i = 0; i < tenants; i++) {
+		snprintf(c->tenants[i].name, sizeof c->tenants[i].name, "t%d", i);
+		c->tenants[i].gpu = i;
+	}
+}
+
+static struct ema_request_spec spec(int64_t at, int p, int o)
+{
+	struct ema_request_spec s = {at, p, o};
+	return s;
+}
+
+static int run_engine(struct ema_engine *e, const struct ema_config *cfg, const char *policy,
+		      struct ema_workload *w)
+{
+	struct ema_error err = {0};
+	struct mock *m = mock_new(cfg);
+	int rc = ema_engine_create(e, cfg, ema_policy_find(policy), &m->base, w, &err);
+
+	if (rc == EMA_OK)
+		rc = ema_engine_run(e, &err);
+	if (rc != EMA_OK)
+		fprintf(stderr, "engine: %s\n", err.msg);
+	e->platform = NULL;
+	mock_destroy(&m->base);
+	return rc;
+}
+
+/* prefill 100 tokens: 2e8 linear + 256 x 5050 attention = 201,292,800
+ * FLOP -> 201,292.8 ns (compute-bound; memory is 2,051,200 B -> 2,051 ns).
+ * Decode at context c: memory-bound, (2e6 + 256 c + 512) B -> 2000.512 +
+ * 0.256 c ns. */
+static void test_one_request_by_hand(void)
+{
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_request_spec r[1] = {spec(0, 100, 4)};
+	struct ema_workload w = {r, 1, 1};
+	int64_t decode_total = 0;
+
+	tiny_config(&cfg, 1, 64);
+	CU_ASSERT_EQUAL_FATAL(run_engine(&e, &cfg, "static", &w), EMA_OK);
+	CU_ASSERT_EQUAL(e.tenants[0].reqs[0].first_token_ns, 201293);
+	for (int c = 100; c < 103; c++)
+		decode_total += llround(2000.512 + 0.256 * c);
+	CU_ASSERT_EQUAL(decode_total, 2026 + 2026 + 2027);
+	CU_ASSERT_EQUAL(e.tenants[0].reqs[0].finish_ns, 201293 + decode_total);
+	CU_ASSERT_EQUAL(e.tenants[0].stats.iterations, 4);
+	CU_ASSERT_EQUAL(e.tenants[0].stats.preemptions, 0);
+	/* every KV page is back */
+	CU_ASSERT_EQUAL(ema_ledger_free_pages(&e.ledger, 0) + e.weight_pages, e.ledger.gpu[0].capacity);
+	CU_ASSERT_EQUAL(ema_ledger_check(&e.ledger, NULL), EMA_OK);
+	ema_engine_destroy(&e);
+}
+
+/* Chunked prefill splits a 1000-token prompt into 4 chunks of <= 256. */
+static void test_chunked_prefill(void)
+{
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_request_spec r[1] = {spec(0, 1000, 2)};
+	struct ema_workload w = {r, 1, 1};
+	int64_t expect = 0;
+
+	tiny_config(&cfg, 1, 64);
+	cfg.serving.chunked_prefill = true;
+	cfg.serving.max_batch_tokens = 256;
+	CU_ASSERT_EQUAL_FATAL(run_engine(&e, &cfg, "static", &w), EMA_OK);
+	for (int done = 0; done < 1000; done += 256) {
+		int chunk = 1000 - done < 256 ? 1000 - done : 256;
+		double fl = 2e6 * chunk + 256.0 * (chunk * (double)done + chunk * (chunk + 1.0) / 2);
+		double mem = (2e6 + 256.0 * done + 512.0 * chunk) / 1000;
+
+		expect += llround(fmax(fl / 1000, mem));
+	}
+	CU_ASSERT_EQUAL(e.tenants[0].reqs[0].first_token_ns, expect);
+	CU_ASSERT_EQUAL(e.tenants[0].stats.iterations, 5);
+	ema_engine_destroy(&e);
+}
+
+/* Two long requests whose KV cannot both fit: the newer is preempted,
+ * recomputed, and both still finish; pages all come back. */
+static void test_preemption(void)
+{
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_request_spec r[2] = {spec(0, 64, 200), spec(0, 64, 200)};
+	struct ema_workload w = {r, 2, 2};
+
+	/* 2e6 B of weights = 489 pages of 4 KiB; 20 KV pages = 320 tokens */
+	tiny_config(&cfg, 1, (489 + 20) * 4.0 / 1024);
+	CU_ASSERT_EQUAL_FATAL(run_engine(&e, &cfg, "static", &w), EMA_OK);
+	CU_ASSERT_EQUAL(e.tenants[0].kv_capacity_pages, 20);
+	CU_ASSERT(e.tenants[0].stats.preemptions >= 1);
+	CU_ASSERT(e.tenants[0].stats.recomputed_tokens > 0);
+	CU_ASSERT(e.tenants[0].reqs[1].preemptions >= 1);
+	CU_ASSERT_EQUAL(e.tenants[0].reqs[0].preemptions, 0);
+	CU_ASSERT(e.tenants[0].reqs[0].finish_ns > 0);
+	CU_ASSERT(e.tenants[0].reqs[1].finish_ns > e.tenants[0].reqs[0].finish_ns);
+	CU_ASSERT(e.tenants[0].stats.kv_peak_pages <= 20);
+	CU_ASSERT_EQUAL(ema_ledger_free_pages(&e.ledger, 0), 20);
+	ema_engine_destroy(&e);
+}
+
+/* host_swap swaps the victim instead: no recomputed tokens. */
+static void test_swap_preemption(void)
+{
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_request_spec r[2] = {spec(0, 64, 200), spec(0, 64, 200)};
+	struct ema_workload w = {r, 2, 2};
+
+	tiny_config(&cfg, 1, (489 + 20) * 4.0 / 1024);
+	CU_ASSERT_EQUAL_FATAL(run_engine(&e, &cfg, "host_swap", &w), EMA_OK);
+	CU_ASSERT(e.tenants[0].stats.swaps >= 1);
+	CU_ASSERT_EQUAL(e.tenants[0].stats.recomputed_tokens, 0);
+	CU_ASSERT(e.tenants[0].reqs[1].finish_ns > 0);
+	CU_ASSERT_EQUAL(ema_ledger_free_pages(&e.ledger, 0), 20);
+	CU_ASSERT_EQUAL(e.host_free[0], e.host_capacity);
+	ema_engine_destroy(&e);
+}
+
+/* Requests of equal size arriving in order finish in order (FCFS). */
+static void test_fcfs(void)
+{
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_request_spec r[6];
+	struct ema_workload w = {r, 6, 6};
+
+	for (int i = 0; i < 6; i++)
+		r[i] = spec(i * 1000, 200, 30);
+	tiny_config(&cfg, 1, (489 + 40) * 4.0 / 1024);
+	CU_ASSERT_EQUAL_FATAL(run_engine(&e, &cfg, "static", &w), EMA_OK);
+	for (int i = 1; i < 6; i++)
+		CU_ASSERT(e.tenants[0].reqs[i].first_token_ns >= e.tenants[0].reqs[i - 1].first_token_ns);
+	ema_engine_destroy(&e);
+}
+
+static uint64_t xs = 99;
+static uint32_t rnd(uint32_t n)
+{
+	xs ^= xs << 13; xs ^= xs >> 7; xs ^= xs << 17;
+	return (uint32_t)(xs % n);
+}
+
+/* Random loads on 2 tenants under every policy: every request finishes,
+ * every page comes back, the ledger invariant holds, and two runs give
+ * the same times (determinism). */
+static void test_random_all_policies(void)
+{
+	struct ema_request_spec r0[120], r1[40];
+	struct ema_workload w[2] = {{r0, 120, 120}, {r1, 40, 40}};
+	int64_t t = 0;
+
+	for (int i = 0; i < 120; i++) {
+		t += rnd(20000);
+		r0[i] = spec(t, 1 + (int)rnd(400), 1 + (int)rnd(120));
+	}
+	t = 0;
+	for (int i = 0; i < 40; i++) {
+		t += rnd(60000);
+		r1[i] = spec(t, 1 + (int)rnd(200), 1 + (int)rnd(60));
+	}
+	for (int p = 0; ema_policy_table[p] != NULL; p++) {
+		struct ema_config cfg;
+		struct ema_engine a, b;
+		const char *name = ema_policy_table[p]->name;
+
+		tiny_config(&cfg, 2, (489 + 60) * 4.0 / 1024);
+		cfg.policy.lender_floor = 0.1;
+		cfg.policy.lender_reserve = 0.05;
+		cfg.policy.max_remote_share = 0.5;
+		cfg.policy.prefetch_depth = 1;
+		cfg.policy.headroom = 0.1;
+		cfg.serving.layer_groups = 1;
+		CU_ASSERT_EQUAL_FATAL(run_engine(&a, &cfg, name, w), EMA_OK);
+		CU_ASSERT_EQUAL_FATAL(run_engine(&b, &cfg, name, w), EMA_OK);
+		for (int ti = 0; ti < 2; ti++) {
+			CU_ASSERT_EQUAL(a.tenants[ti].n_done, a.tenants[ti].n_reqs);
+			for (int32_t k = 0; k < a.tenants[ti].n_reqs; k++) {
+				CU_ASSERT(a.tenants[ti].reqs[k].finish_ns >= a.tenants[ti].reqs[k].arrival_ns);
+				CU_ASSERT_EQUAL(a.tenants[ti].reqs[k].finish_ns, b.tenants[ti].reqs[k].finish_ns);
+			}
+			CU_ASSERT_EQUAL(ema_ledger_borrowed_pages(&a.ledger, ti), 0);
+		}
+		for (int g = 0; g < 2; g++)
+			CU_ASSERT_EQUAL(ema_ledger_free_pages(&a.ledger, g) + a.weight_pages,
+					a.ledger.gpu[g].capacity);
+		CU_ASSERT_EQUAL(ema_ledger_check(&a.ledger, NULL), EMA_OK);
+		if (strcmp(name, "ema") == 0 || strcmp(name, "remote_direct") == 0)
+			CU_ASSERT(a.tenants[0].stats.borrowed_peak_pages > 0);
+		ema_engine_destroy(&a);
+		ema_engine_destroy(&b);
+	}
+}
+
+/* A prompt larger than the whole KV pool is rejected, not waited on. */
+static void test_oversized_request(void)
+{
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_request_spec r[2] = {spec(0, 5000, 2), spec(10, 10, 2)};
+	struct ema_workload w = {r, 2, 2};
+
+	tiny_config(&cfg, 1, (489 + 20) * 4.0 / 1024);
+	CU_ASSERT_EQUAL_FATAL(run_engine(&e, &cfg, "static", &w), EMA_OK);
+	CU_ASSERT_EQUAL(e.tenants[0].reqs[0].finish_ns, -1);
+	CU_ASSERT(e.tenants[0].reqs[1].finish_ns > 0);
+	ema_engine_destroy(&e);
+}
+
+int main(void)
+{
+	static const struct ema_test_case cases[] = {
+		{"one request by hand", test_one_request_by_hand},
+		{"chunked prefill", test_chunked_prefill},
+		{"preemption recomputes the newest", test_preemption},
+		{"host_swap swaps instead", test_swap_preemption},
+		{"FCFS order", test_fcfs},
+		{"random loads, every policy", test_random_all_policies},
+		{"oversized request rejected", test_oversized_request},
+		{NULL, NULL},
+	};
+	return ema_test_run("engine", cases);
+}

@@ -1,0 +1,583 @@
+/* test_flownet.c: the fluid link model: hand-computed max-min shares on
+ * direct and switch topologies, rate caps, latency and copy-engine
+ * queueing, exact completion times, the H200x2 figures of CALIBRATION.md
+ * within 5%, invariants over random flows, and every error message. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ema_error.h"
+#include "flownet.h"
+#include "test_main.h"
+
+#define MIB (1024.0 * 1024.0)
+#define KIB 1024.0
+
+/* Round figures for hand computation: 100 GB/s = 100 bytes per ns. */
+static void plain_hw(struct ema_hw_profile *hw, int n, const char *topo)
+{
+	memset(hw, 0, sizeof *hw);
+	snprintf(hw->name, sizeof hw->name, "plain");
+	snprintf(hw->topology, sizeof hw->topology, "%s", topo);
+	hw->n_gpus = n;
+	hw->hbm_read_gbps = 1000;
+	hw->hbm_efficiency = 1;
+	hw->link_gbps = 100;
+	hw->host_link_gbps = 10;
+	hw->copy_engines = 8;
+}
+
+/* profiles/hardware/h200x2.json, by hand (CALIBRATION.md). */
+static void h200x2_hw(struct ema_hw_profile *hw)
+{
+	static const struct ema_curve_point curve[] = {
+		{ 1048576, 65.948 }, { 4194304, 167 }, { 16777216, 318 },
+		{ 67108864, 369 }, { 268435456, 390 }, { 1073741824, 395 },
+	};
+
+	memset(hw, 0, sizeof *hw);
+	snprintf(hw->name, sizeof hw->name, "h200x2");
+	snprintf(hw->topology, sizeof hw->topology, "direct");
+	hw->n_gpus = 2;
+	hw->hbm_read_gbps = 4430;
+	hw->hbm_efficiency = 0.7;
+	hw->peak_tflops = 872;
+	hw->flops_efficiency = 0.65;
+	hw->iter_overhead_us = 30;
+	hw->link_gbps = 395;
+	hw->host_link_gbps = 55.4;
+	hw->copy_engines = 3;
+	hw->copy_fixed_us = 15.9;
+	hw->copy_call_us = 6.3;
+	hw->batch_page_us = 0.5;
+	hw->gather_gbps = 365;
+	hw->n_copy_curve = 6;
+	memcpy(hw->copy_curve, curve, sizeof curve);
+	hw->remote_read_gbps = 373;
+	hw->interference_lender = 1.122;
+	hw->interference_borrower = 1.94;
+	hw->interference_compute = 0.007;
+}
+
+#define REC_MAX 256
+struct rec {
+	int n;
+	uint64_t tag[REC_MAX];
+	int64_t t[REC_MAX];
+};
+
+static void rec_fn(void *arg, uint64_t id, uint64_t tag, int64_t now)
+{
+	struct rec *r = arg;
+
+	(void)id;
+	if (r->n < REC_MAX) {
+		r->tag[r->n] = tag;
+		r->t[r->n] = now;
+	}
+	r->n++;
+}
+
+static void run_all(struct ema_flownet *net, struct rec *r)
+{
+	struct ema_error err = { 0 };
+	int64_t t;
+
+	while ((t = ema_flownet_next_event_time(net)) != INT64_MAX)
+		CU_ASSERT_EQUAL_FATAL(ema_flownet_advance(net, t, rec_fn, r, &err), EMA_OK);
+}
+
+static int64_t done_at(const struct rec *r, uint64_t tag)
+{
+	for (int i = 0; i < r->n && i < REC_MAX; i++)
+		if (r->tag[i] == tag)
+			return r->t[i];
+	return -1;
+}
+
+static uint64_t raw(struct ema_flownet *net, int64_t now, int s, int d, double bytes,
+		    int64_t lat, double cap, bool engine, uint64_t tag)
+{
+	struct ema_flow_params p = { s, d, (uint64_t)bytes, lat, cap, engine };
+	struct ema_error err = { 0 };
+	uint64_t id = 0;
+
+	CU_ASSERT_EQUAL(ema_flownet_start_params(net, now, &p, tag, &id, &err), EMA_OK);
+	return id;
+}
+
+static void test_two_flows_half_each(void)
+{
+	struct ema_hw_profile hw;
+	struct ema_flownet *net;
+	struct ema_error err = { 0 };
+	struct rec r = { 0 };
+	uint64_t a, b;
+
+	plain_hw(&hw, 2, "direct");
+	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, &hw, &err), EMA_OK);
+	a = raw(net, 0, 1, 0, 1e6, 0, 0, false, 1);
+	b = raw(net, 0, 1, 0, 1e6, 0, 0, false, 2);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, a), 50, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, b), 50, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_hbm_out_gbps(net, 1), 100, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_hbm_in_gbps(net, 0), 100, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_hbm_out_gbps(net, 0), 0, 1e-9);
+	/* the other direction is a separate link */
+	raw(net, 0, 0, 1, 1e6, 0, 0, false, 3);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, a), 50, 1e-9);
+	run_all(net, &r);
+	CU_ASSERT_EQUAL(r.n, 3);
+	/* simultaneous completions come in start order */
+	CU_ASSERT_EQUAL(r.tag[0], 3);
+	CU_ASSERT_EQUAL(r.tag[1], 1);
+	CU_ASSERT_EQUAL(r.tag[2], 2);
+	CU_ASSERT_EQUAL(r.t[0], 10000);
+	CU_ASSERT_EQUAL(r.t[1], 20000);
+	CU_ASSERT_EQUAL(r.t[2], 20000);
+	CU_ASSERT_EQUAL(ema_flownet_rate_gbps(net, a), -1);
+	CU_ASSERT_EQUAL(ema_flownet_active(net), 0);
+	ema_flownet_destroy(net);
+}
+
+static void test_cap_leaves_rest(void)
+{
+	struct ema_hw_profile hw;
+	struct ema_flownet *net;
+	struct ema_error err = { 0 };
+	struct rec r = { 0 };
+	uint64_t a, b;
+
+	plain_hw(&hw, 2, "direct");
+	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, &hw, &err), EMA_OK);
+	a = raw(net, 0, 0, 1, 3e5, 0, 30, false, 1);
+	b = raw(net, 0, 0, 1, 7e5, 0, 0, false, 2);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, a), 30, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, b), 70, 1e-9);
+	run_all(net, &r);
+	CU_ASSERT_EQUAL(done_at(&r, 1), 10000);
+	CU_ASSERT_EQUAL(done_at(&r, 2), 10000);
+	ema_flownet_destroy(net);
+}
+
+static void test_switch_ports(void)
+{
+	struct ema_hw_profile hw;
+	struct ema_flownet *net;
+	struct ema_error err = { 0 };
+	struct rec r = { 0 };
+	uint64_t a, b, c;
+
+	/* two borrowers (1, 2) pull from one lender (0): its egress port */
+	plain_hw(&hw, 4, "switch");
+	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, &hw, &err), EMA_OK);
+	a = raw(net, 0, 0, 1, 1e6, 0, 0, false, 1);
+	b = raw(net, 0, 0, 2, 1e6, 0, 0, false, 2);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, a), 50, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, b), 50, 1e-9);
+	/* an unrelated pair is not affected */
+	c = raw(net, 0, 3, 1, 1e6, 0, 0, false, 3);
+	/* 1's ingress now carries a (50) and c: c gets the other 50 */
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, c), 50, 1e-9);
+	run_all(net, &r);
+	CU_ASSERT_EQUAL(r.n, 3);
+	ema_flownet_destroy(net);
+
+	/* one borrower (0) pulls from two lenders: its ingress port binds */
+	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, &hw, &err), EMA_OK);
+	a = raw(net, 0, 1, 0, 1e6, 0, 0, false, 1);
+	b = raw(net, 0, 2, 0, 1e6, 0, 0, false, 2);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, a), 50, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, b), 50, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_hbm_in_gbps(net, 0), 100, 1e-9);
+	ema_flownet_destroy(net);
+
+	/* the same on a direct topology: two links, full rate each */
+	plain_hw(&hw, 3, "direct");
+	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, &hw, &err), EMA_OK);
+	a = raw(net, 0, 1, 0, 1e6, 0, 0, false, 1);
+	b = raw(net, 0, 2, 0, 1e6, 0, 0, false, 2);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, a), 100, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, b), 100, 1e-9);
+	ema_flownet_destroy(net);
+}
+
+/* Max-min with a cap on a switch: 0->1 capped at 20, 0->2 and 1->2 share
+ * ingress(2) at 50 each; egress(0) has 30 spare, which nobody can use. */
+static void test_switch_maxmin(void)
+{
+	struct ema_hw_profile hw;
+	struct ema_flownet *net;
+	struct ema_error err = { 0 };
+	uint64_t a, b, c;
+
+	plain_hw(&hw, 4, "switch");
+	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, &hw, &err), EMA_OK);
+	a = raw(net, 0, 0, 1, 1e6, 0, 20, false, 1);
+	b = raw(net, 0, 0, 2, 1e6, 0, 0, false, 2);
+	c = raw(net, 0, 1, 2, 1e6, 0, 0, false, 3);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, a), 20, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, b), 50, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, c), 50, 1e-9);
+	ema_flownet_destroy(net);
+}
+
+static void test_release_speeds_up(void)
+{
+	struct ema_hw_profile hw;
+	struct ema_flownet *net;
+	struct ema_error err = { 0 };
+	struct rec r = { 0 };
+	uint64_t b;
+
+	plain_hw(&hw, 2, "direct");
+	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, &hw, &err), EMA_OK);
+	raw(net, 0, 0, 1, 1e6, 0, 0, false, 1);
+	b = raw(net, 0, 0, 1, 3e6, 0, 0, false, 2);
+	CU_ASSERT_EQUAL(ema_flownet_next_event_time(net), 20000);
+	CU_ASSERT_EQUAL(ema_flownet_advance(net, 19999, rec_fn, &r, &err), EMA_OK);
+	CU_ASSERT_EQUAL(r.n, 0);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, b), 50, 1e-9);
+	CU_ASSERT_EQUAL(ema_flownet_advance(net, 20000, rec_fn, &r, &err), EMA_OK);
+	CU_ASSERT_EQUAL(r.n, 1);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, b), 100, 1e-9);
+	/* 2e6 bytes left at 100 bytes/ns */
+	CU_ASSERT_EQUAL(ema_flownet_next_event_time(net), 40000);
+	/* a third flow at 30000 halves it again: 1e6 left at 30000, 50/ns */
+	raw(net, 30000, 1, 0, 1e6, 0, 0, false, 3); /* other direction: no effect */
+	raw(net, 30000, 0, 1, 1e6, 0, 0, false, 4);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, b), 50, 1e-9);
+	run_all(net, &r);
+	CU_ASSERT_EQUAL(done_at(&r, 3), 40000);
+	CU_ASSERT_EQUAL(done_at(&r, 2), 50000);
+	CU_ASSERT_EQUAL(done_at(&r, 4), 50000);
+	ema_flownet_destroy(net);
+}
+
+static void test_latency_phase(void)
+{
+	struct ema_hw_profile hw;
+	struct ema_flownet *net;
+	struct ema_error err = { 0 };
+	struct rec r = { 0 };
+	uint64_t a, b;
+
+	plain_hw(&hw, 2, "direct");
+	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, &hw, &err), EMA_OK);
+	a = raw(net, 0, 0, 1, 1e6, 5000, 0, false, 1);
+	b = raw(net, 0, 0, 1, 1e6, 0, 0, false, 2);
+	/* the latency phase uses no bandwidth */
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, a), 0, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, b), 100, 1e-9);
+	CU_ASSERT_EQUAL(ema_flownet_next_event_time(net), 5000);
+	/* b: 5e5 by 5000, then 50/ns: done at 15000; a: 5e5 at 50 by 15000,
+	 * then 5e5 at 100: done at 20000 */
+	run_all(net, &r);
+	CU_ASSERT_EQUAL(done_at(&r, 2), 15000);
+	CU_ASSERT_EQUAL(done_at(&r, 1), 20000);
+	/* a zero-byte flow completes when its latency ends */
+	raw(net, 20000, 0, 1, 0, 700, 0, true, 3);
+	run_all(net, &r);
+	CU_ASSERT_EQUAL(done_at(&r, 3), 20700);
+	ema_flownet_destroy(net);
+}
+
+static void test_copy_engine_queue(void)
+{
+	struct ema_hw_profile hw;
+	struct ema_flownet *net;
+	struct ema_error err = { 0 };
+	struct rec r = { 0 };
+
+	plain_hw(&hw, 3, "direct");
+	hw.copy_engines = 1;
+	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, &hw, &err), EMA_OK);
+	/* GPU 0 pulls from 1 and 2: one engine, so the second waits */
+	CU_ASSERT_EQUAL(ema_flownet_start(net, 0, 1, 0, 1000000, 1, EMA_COPY_PER_PAGE, 1, NULL, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_flownet_start(net, 0, 2, 0, 1000000, 1, EMA_COPY_BATCH, 2, NULL, &err), EMA_OK);
+	/* a host transfer into GPU 0 uses GPU 0's engine too */
+	CU_ASSERT_EQUAL(ema_flownet_start(net, 0, EMA_HOST, 0, 100000, 1, EMA_COPY_PER_PAGE, 3, NULL, &err), EMA_OK);
+	/* GPU 1 pulling from 0 uses its own engine: not queued */
+	CU_ASSERT_EQUAL(ema_flownet_start(net, 0, 0, 1, 1000000, 1, EMA_COPY_PER_PAGE, 4, NULL, &err), EMA_OK);
+	/* a gather kernel uses SMs: not queued; 5 us launch, no cap here */
+	CU_ASSERT_EQUAL(ema_flownet_start(net, 0, 2, 0, 500000, 4, EMA_COPY_GATHER, 5, NULL, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_flownet_queued(net), 2);
+	CU_ASSERT_EQUAL(ema_flownet_active(net), 5);
+	run_all(net, &r);
+	CU_ASSERT_EQUAL(done_at(&r, 1), 10000);
+	CU_ASSERT_EQUAL(done_at(&r, 4), 10000);
+	/* gather: 5000 launch, then link 2->0 alone (flow 2 still queued):
+	 * 5e5 bytes at 100 from 5000 ends at 10000 */
+	CU_ASSERT_EQUAL(done_at(&r, 5), 10000);
+	/* FIFO: flow 2 next (10000..20000), then the host flow: 1e5 at 10 */
+	CU_ASSERT_EQUAL(done_at(&r, 2), 20000);
+	CU_ASSERT_EQUAL(done_at(&r, 3), 30000);
+	CU_ASSERT_EQUAL(r.tag[0], 1);
+	CU_ASSERT_EQUAL(r.tag[1], 4);
+	CU_ASSERT_EQUAL(r.tag[2], 5);
+	ema_flownet_destroy(net);
+}
+
+/* Effective GB/s of one transfer alone: bytes / completion time. */
+static double alone_gbps(const struct ema_hw_profile *hw, int s, int d, double bytes,
+			 int n_pages, enum ema_copy_method m, int64_t *t_out)
+{
+	struct ema_flownet *net;
+	struct ema_error err = { 0 };
+	struct rec r = { 0 };
+
+	if (ema_flownet_create(&net, hw, &err) != EMA_OK)
+		return -1;
+	CU_ASSERT_EQUAL(ema_flownet_start(net, 0, s, d, (uint64_t)bytes, n_pages, m, 1, NULL, &err), EMA_OK);
+	run_all(net, &r);
+	ema_flownet_destroy(net);
+	CU_ASSERT_EQUAL(r.n, 1);
+	if (t_out)
+		*t_out = r.t[0];
+	return r.n == 1 && r.t[0] > 0 ? bytes / (double)r.t[0] : -1;
+}
+
+static void check5(const char *what, double got, double want)
+{
+	bool ok = fabs(got - want) <= 0.05 * want;
+
+	if (!ok)
+		fprintf(stderr, "  %s: %.3f, expected %.3f +- 5%%\n", what, got, want);
+	CU_ASSERT(ok);
+}
+
+static void test_h200_single_copy(void)
+{
+	struct ema_hw_profile hw;
+	static const double sizes[] = { 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB, 1024 * MIB };
+	static const double want[] = { 167, 318, 369, 390, 395 };
+	int64_t t;
+
+	h200x2_hw(&hw);
+	for (int i = 0; i < 5; i++) {
+		char what[64];
+
+		snprintf(what, sizeof what, "single copy %.0f MiB", sizes[i] / MIB);
+		check5(what, alone_gbps(&hw, 1, 0, sizes[i], 1, EMA_COPY_PER_PAGE, NULL), want[i]);
+		check5(what, alone_gbps(&hw, 0, 1, sizes[i], 1, EMA_COPY_BATCH, NULL), want[i]);
+	}
+	/* any size <= 1 MiB: ~15.9 us */
+	alone_gbps(&hw, 1, 0, 1 * MIB, 1, EMA_COPY_PER_PAGE, &t);
+	check5("1 MiB copy, us", (double)t / 1e3, 15.9);
+	alone_gbps(&hw, 1, 0, 64 * KIB, 1, EMA_COPY_PER_PAGE, &t);
+	check5("64 KiB copy, us", (double)t / 1e3, 15.9);
+	alone_gbps(&hw, 1, 0, 4 * KIB, 1, EMA_COPY_PER_PAGE, &t);
+	check5("4 KiB copy, us", (double)t / 1e3, 15.9);
+}
+
+static void test_h200_bidirectional(void)
+{
+	struct ema_hw_profile hw;
+	struct ema_flownet *net;
+	struct ema_error err = { 0 };
+	struct rec r = { 0 };
+	double agg;
+
+	h200x2_hw(&hw);
+	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, &hw, &err), EMA_OK);
+	ema_flownet_start(net, 0, 0, 1, 1u << 30, 1, EMA_COPY_PER_PAGE, 1, NULL, &err);
+	ema_flownet_start(net, 0, 1, 0, 1u << 30, 1, EMA_COPY_PER_PAGE, 2, NULL, &err);
+	run_all(net, &r);
+	CU_ASSERT_EQUAL_FATAL(r.n, 2);
+	agg = 2.0 * (1u << 30) / (double)(r.t[0] > r.t[1] ? r.t[0] : r.t[1]);
+	check5("bidirectional 2 x 1 GiB aggregate", agg, 777);
+	ema_flownet_destroy(net);
+}
+
+static void test_h200_batch_gather_per_page(void)
+{
+	struct ema_hw_profile hw;
+	static const double page[] = { 16 * KIB, 64 * KIB, 256 * KIB, 2 * MIB };
+	static const double batch[] = { 30, 94, 218, 357 };
+	double total = 256 * MIB;
+
+	h200x2_hw(&hw);
+	for (int i = 0; i < 4; i++) {
+		char what[64];
+		int n = (int)(total / page[i]);
+
+		snprintf(what, sizeof what, "batch copy, %.0f KiB pages", page[i] / KIB);
+		check5(what, alone_gbps(&hw, 1, 0, total, n, EMA_COPY_BATCH, NULL), batch[i]);
+		snprintf(what, sizeof what, "gather, %.0f KiB pages", page[i] / KIB);
+		check5(what, alone_gbps(&hw, 1, 0, total, n, EMA_COPY_GATHER, NULL), 365.5);
+	}
+	check5("per-page calls, 16 KiB",
+	       alone_gbps(&hw, 1, 0, 1000 * 16 * KIB, 1000, EMA_COPY_PER_PAGE, NULL), 2.6);
+	check5("per-page calls, 64 KiB",
+	       alone_gbps(&hw, 1, 0, 1000 * 64 * KIB, 1000, EMA_COPY_PER_PAGE, NULL), 10);
+	check5("per-page calls, 2 MiB",
+	       alone_gbps(&hw, 1, 0, 128 * 2 * MIB, 128, EMA_COPY_PER_PAGE, NULL), 150);
+	check5("per-page calls, 16 MiB",
+	       alone_gbps(&hw, 1, 0, 32 * 16 * MIB, 32, EMA_COPY_PER_PAGE, NULL), 317);
+	check5("pinned host to device, 256 MiB",
+	       alone_gbps(&hw, EMA_HOST, 0, 256 * MIB, 1, EMA_COPY_PER_PAGE, NULL), 55.4);
+	check5("device to pinned host, 256 MiB",
+	       alone_gbps(&hw, 1, EMA_HOST, 256 * MIB, 1, EMA_COPY_BATCH, NULL), 55.4);
+}
+
+/* Random flows on a 4-GPU switch with host traffic: every flow finishes,
+ * none beats its path's capacity, port loads stay within capacity at
+ * every step, and the same sequence gives the same times. */
+static void random_run(int64_t *times, int nflows)
+{
+	struct ema_hw_profile hw;
+	struct ema_flownet *net;
+	struct ema_error err = { 0 };
+	static struct rec r;
+	unsigned s = 777;
+	int64_t now = 0;
+	int started = 0;
+
+	memset(&r, 0, sizeof r);
+	plain_hw(&hw, 4, "switch");
+	hw.copy_engines = 2;
+	hw.copy_fixed_us = 3;
+	hw.copy_call_us = 1;
+	hw.batch_page_us = 0.2;
+	hw.gather_gbps = 60;
+	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, &hw, &err), EMA_OK);
+	while (r.n < nflows) {
+		int64_t t = ema_flownet_next_event_time(net);
+
+		s = s * 1103515245u + 12345u;
+		if (started < nflows && (t == INT64_MAX || (s >> 16) % 2 == 0)) {
+			int src = (int)((s >> 4) % 5) - 1;
+			int dst = (int)((s >> 9) % 4);
+			uint64_t bytes = 1000 + (s >> 12) % 500000;
+
+			if (src == dst)
+				src = EMA_HOST;
+			now += (int64_t)((s >> 20) % 3000);
+			if (t != INT64_MAX && now > t)
+				now = t;
+			CU_ASSERT_EQUAL_FATAL(ema_flownet_advance(net, now, rec_fn, &r, &err), EMA_OK);
+			CU_ASSERT_EQUAL_FATAL(ema_flownet_start(net, now, src, dst, bytes,
+								1 + (int)((s >> 3) % 8),
+								(enum ema_copy_method)((s >> 7) % 3),
+								(uint64_t)started, NULL, &err), EMA_OK);
+			started++;
+		} else {
+			CU_ASSERT_FATAL(t != INT64_MAX);
+			now = t;
+			CU_ASSERT_EQUAL_FATAL(ema_flownet_advance(net, now, rec_fn, &r, &err), EMA_OK);
+		}
+		for (int g = 0; g < 4; g++) {
+			/* host flows included: a port plus its host link at most */
+			CU_ASSERT(ema_flownet_hbm_out_gbps(net, g) <= 100 + 10 + 1e-6);
+			CU_ASSERT(ema_flownet_hbm_in_gbps(net, g) <= 100 + 10 + 1e-6);
+		}
+	}
+	for (int i = 1; i < r.n; i++)
+		CU_ASSERT(r.t[i] >= r.t[i - 1]);
+	for (int i = 0; i < r.n; i++)
+		times[i] = r.t[i] * 1000 + (int64_t)r.tag[i];
+	CU_ASSERT_EQUAL(r.n, nflows);
+	CU_ASSERT_EQUAL(ema_flownet_active(net), 0);
+	CU_ASSERT_EQUAL(ema_flownet_next_event_time(net), INT64_MAX);
+	ema_flownet_destroy(net);
+}
+
+static void test_random_invariants(void)
+{
+	int64_t a[200] = { 0 }, b[200] = { 0 };
+
+	random_run(a, 200);
+	random_run(b, 200);
+	CU_ASSERT_EQUAL(memcmp(a, b, sizeof a), 0);
+}
+
+static void test_errors(void)
+{
+	struct ema_hw_profile hw;
+	struct ema_flownet *net;
+	struct ema_error err = { 0 };
+	struct ema_flow_params p;
+
+	h200x2_hw(&hw);
+	hw.n_gpus = 0;
+	CU_ASSERT_EQUAL(ema_flownet_create(&net, &hw, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "h200x2: n_gpus must be 1..16, got 0"));
+	h200x2_hw(&hw);
+	hw.link_gbps = 0;
+	CU_ASSERT_EQUAL(ema_flownet_create(&net, &hw, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "link_gbps must be > 0"));
+	h200x2_hw(&hw);
+	hw.host_link_gbps = -1;
+	CU_ASSERT_EQUAL(ema_flownet_create(&net, &hw, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "host_link_gbps must be > 0"));
+	h200x2_hw(&hw);
+	hw.hbm_read_gbps = 0;
+	CU_ASSERT_EQUAL(ema_flownet_create(&net, &hw, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "hbm_read_gbps must be > 0"));
+	h200x2_hw(&hw);
+	hw.copy_engines = 0;
+	CU_ASSERT_EQUAL(ema_flownet_create(&net, &hw, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "copy_engines must be >= 1"));
+	h200x2_hw(&hw);
+	hw.copy_call_us = -2;
+	CU_ASSERT_EQUAL(ema_flownet_create(&net, &hw, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "must be >= 0"));
+	h200x2_hw(&hw);
+	hw.copy_curve[2].bytes = 1;
+	CU_ASSERT_EQUAL(ema_flownet_create(&net, &hw, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "copy_curve point 2"));
+	h200x2_hw(&hw);
+	hw.n_copy_curve = 99;
+	CU_ASSERT_EQUAL(ema_flownet_create(&net, &hw, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "copy_curve must have 0..16 points"));
+	h200x2_hw(&hw);
+	snprintf(hw.topology, sizeof hw.topology, "ring");
+	CU_ASSERT_EQUAL(ema_flownet_create(&net, &hw, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "topology must be \"direct\" or \"switch\", got \"ring\""));
+
+	h200x2_hw(&hw);
+	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, &hw, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_flownet_start(net, 0, 5, 0, 10, 1, EMA_COPY_GATHER, 0, NULL, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "transfer 5 -> 0: expected GPUs 0..1 or host (-1)"));
+	CU_ASSERT_EQUAL(ema_flownet_start(net, 0, EMA_HOST, EMA_HOST, 10, 1, EMA_COPY_BATCH, 0, NULL, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not both host"));
+	CU_ASSERT_EQUAL(ema_flownet_start(net, 0, 0, 1, 10, 1, (enum ema_copy_method)9, 0, NULL, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "unknown copy method 9"));
+	p = (struct ema_flow_params){ 0, 1, 10, -1, 0, false };
+	CU_ASSERT_EQUAL(ema_flownet_start_params(net, 0, &p, 0, NULL, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "negative latency"));
+	p = (struct ema_flow_params){ 1, 1, 10, 0, 0, false };
+	CU_ASSERT_EQUAL(ema_flownet_start_params(net, 0, &p, 0, NULL, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "within GPU 1 needs a rate cap"));
+	/* a copy within a GPU is allowed through the method model */
+	CU_ASSERT_EQUAL(ema_flownet_start(net, 0, 1, 1, 1000, 1, EMA_COPY_BATCH, 0, NULL, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_flownet_advance(net, 100000, NULL, NULL, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_flownet_start(net, 50, 0, 1, 10, 1, EMA_COPY_BATCH, 0, NULL, &err), EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "start at 50 ns, before the net's time 100000 ns"));
+	CU_ASSERT_EQUAL(ema_flownet_advance(net, 10, NULL, NULL, &err), EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "advance to 10 ns, before"));
+	ema_flownet_destroy(net);
+	ema_flownet_destroy(NULL);
+}
+
+int main(void)
+{
+	static const struct ema_test_case cases[] = {
+		{ "two flows on one link get half each", test_two_flows_half_each },
+		{ "a capped flow leaves the rest to the other", test_cap_leaves_rest },
+		{ "switch ports: shared egress, bound ingress", test_switch_ports },
+		{ "switch max-min with a capped flow", test_switch_maxmin },
+		{ "a flow ending speeds the other up, exact times", test_release_speeds_up },
+		{ "latency phase uses no bandwidth", test_latency_phase },
+		{ "copy engines queue FIFO per pulling GPU", test_copy_engine_queue },
+		{ "h200x2: single cudaMemcpyPeerAsync by size", test_h200_single_copy },
+		{ "h200x2: bidirectional 2 x 1 GiB", test_h200_bidirectional },
+		{ "h200x2: batch, gather, per-page, host", test_h200_batch_gather_per_page },
+		{ "random flows: invariants and determinism", test_random_invariants },
+		{ "error paths and messages", test_errors },
+		{ NULL, NULL }
+	};
+
+	return ema_test_run("flownet", cases);
+}

@@ -1,0 +1,167 @@
+/* test_ledger.c: the page ledger: hand-computed counts, the invariant
+ * under long random sequences of alloc/free/borrow across GPUs, and every
+ * error path. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ledger.h"
+#include "test_main.h"
+
+static void test_counts_by_hand(void)
+{
+	struct ema_ledger l;
+	struct ema_error err = {0};
+	int32_t cap[2] = {10, 8};
+	int tg[2] = {0, 1};
+
+	CU_ASSERT_EQUAL_FATAL(ema_ledger_init(&l, 2, cap, 2 << 20, 2, tg, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_ledger_reserve_weights(&l, 0, 4, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_ledger_reserve_weights(&l, 1, 4, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_ledger_free_pages(&l, 0), 6);
+	/* weights take the lowest pages */
+	for (int p = 0; p < 4; p++)
+		CU_ASSERT_EQUAL(ema_ledger_page(&l, 0, p)->state, EMA_PAGE_WEIGHTS);
+	CU_ASSERT_EQUAL(ema_ledger_alloc(&l, 0, 0, EMA_PAGE_KV), 4);
+	CU_ASSERT_EQUAL(ema_ledger_alloc(&l, 0, 0, EMA_PAGE_KV), 5);
+	/* tenant 1 borrows two pages of GPU 0 */
+	CU_ASSERT_EQUAL(ema_ledger_alloc(&l, 0, 1, EMA_PAGE_KV), 6);
+	CU_ASSERT_EQUAL(ema_ledger_alloc(&l, 0, 1, EMA_PAGE_KV), 7);
+	CU_ASSERT_EQUAL(ema_ledger_used_pages(&l, 0), 2);
+	CU_ASSERT_EQUAL(ema_ledger_lent_pages(&l, 0), 2);
+	CU_ASSERT_EQUAL(ema_ledger_free_pages(&l, 0), 2);
+	CU_ASSERT_EQUAL(ema_ledger_borrowed_pages(&l, 1), 2);
+	CU_ASSERT_EQUAL(ema_ledger_borrowed_pages(&l, 0), 0);
+	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_OK);
+	ema_ledger_free(&l, 0, 6);
+	CU_ASSERT_EQUAL(ema_ledger_lent_pages(&l, 0), 1);
+	CU_ASSERT_EQUAL(ema_ledger_borrowed_pages(&l, 1), 1);
+	/* a freed page is handed out next */
+	CU_ASSERT_EQUAL(ema_ledger_alloc(&l, 0, 0, EMA_PAGE_STAGING), 6);
+	CU_ASSERT_EQUAL(ema_ledger_alloc(&l, 0, 0, EMA_PAGE_KV), 8);
+	CU_ASSERT_EQUAL(ema_ledger_alloc(&l, 0, 0, EMA_PAGE_KV), 9);
+	CU_ASSERT_EQUAL(ema_ledger_alloc(&l, 0, 0, EMA_PAGE_KV), EMA_ERR_NOSPACE);
+	/* weights + used + free + lent = capacity */
+	CU_ASSERT_EQUAL(4 + ema_ledger_used_pages(&l, 0) + ema_ledger_free_pages(&l, 0) +
+			ema_ledger_lent_pages(&l, 0), 10);
+	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_OK);
+	ema_ledger_destroy(&l);
+}
+
+static uint64_t rng_state = 12345;
+static uint32_t rnd(uint32_t n)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (uint32_t)(rng_state % n);
+}
+
+struct held { int gpu; int32_t page; int holder; };
+
+/* Random alloc/borrow/free across 4 GPUs, 3 tenants (GPU 3 is a pure
+ * lender); after each step the counters match a recount, and at the end
+ * freeing everything restores every GPU to weights + free = capacity. */
+static void test_random_sequences(void)
+{
+	struct ema_ledger l;
+	struct ema_error err = {0};
+	int32_t cap[4] = {300, 200, 257, 100};
+	int tg[3] = {0, 1, 2};
+	struct held *h = malloc(2000 * sizeof *h);
+	int n = 0;
+
+	CU_ASSERT_EQUAL_FATAL(ema_ledger_init(&l, 4, cap, 1 << 21, 3, tg, &err), EMA_OK);
+	for (int g = 0; g < 3; g++)
+		CU_ASSERT_EQUAL(ema_ledger_reserve_weights(&l, g, 17 + g, &err), EMA_OK);
+	for (int step = 0; step < 200000; step++) {
+		if (n > 0 && (rnd(100) < 45 || n == 2000)) {
+			int i = (int)rnd((uint32_t)n);
+
+			ema_ledger_free(&l, h[i].gpu, h[i].page);
+			h[i] = h[--n];
+		} else {
+			int holder = (int)rnd(3);
+			int gpu = rnd(4) == 0 ? (int)rnd(4) : holder;
+			int32_t p = ema_ledger_alloc(&l, gpu, holder, rnd(8) ? EMA_PAGE_KV : EMA_PAGE_STAGING);
+
+			if (p >= 0) {
+				CU_ASSERT(ema_ledger_page(&l, gpu, p)->holder == holder);
+				h[n].gpu = gpu;
+				h[n].page = p;
+				h[n].holder = holder;
+				n++;
+			} else {
+				CU_ASSERT_EQUAL(p, EMA_ERR_NOSPACE);
+				CU_ASSERT_EQUAL(ema_ledger_free_pages(&l, gpu), 0);
+			}
+		}
+		if (step % 997 == 0) {
+			int rc = ema_ledger_check(&l, &err);
+
+			CU_ASSERT_EQUAL(rc, EMA_OK);
+			if (rc != EMA_OK) {
+				fprintf(stderr, "%s\n", err.msg);
+				break;
+			}
+			for (int g = 0; g < 4; g++)
+				CU_ASSERT_EQUAL(l.gpu[g].count[EMA_PAGE_WEIGHTS] + ema_ledger_used_pages(&l, g) +
+						ema_ledger_free_pages(&l, g) + ema_ledger_lent_pages(&l, g),
+						cap[g]);
+		}
+	}
+	while (n > 0) {
+		n--;
+		ema_ledger_free(&l, h[n].gpu, h[n].page);
+	}
+	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_OK);
+	for (int g = 0; g < 4; g++) {
+		CU_ASSERT_EQUAL(ema_ledger_free_pages(&l, g) + l.gpu[g].count[EMA_PAGE_WEIGHTS], cap[g]);
+		CU_ASSERT_EQUAL(ema_ledger_lent_pages(&l, g), 0);
+	}
+	for (int t = 0; t < 3; t++)
+		CU_ASSERT_EQUAL(ema_ledger_borrowed_pages(&l, t), 0);
+	free(h);
+	ema_ledger_destroy(&l);
+}
+
+static void test_errors(void)
+{
+	struct ema_ledger l;
+	struct ema_error err = {0};
+	int32_t cap[2] = {10, 10};
+	int same[2] = {0, 0};
+	int tg[2] = {0, 1};
+
+	CU_ASSERT_EQUAL(ema_ledger_init(&l, 0, cap, 4096, 0, tg, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "0 GPUs"));
+	CU_ASSERT_EQUAL(ema_ledger_init(&l, 2, cap, 0, 2, tg, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "page size 0"));
+	CU_ASSERT_EQUAL(ema_ledger_init(&l, 2, cap, 4096, 3, tg, &err), EMA_ERR_INPUT);
+	CU_ASSERT_EQUAL(ema_ledger_init(&l, 2, cap, 4096, 2, same, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "distinct GPU"));
+	CU_ASSERT_EQUAL_FATAL(ema_ledger_init(&l, 2, cap, 4096, 2, tg, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_ledger_reserve_weights(&l, 0, 11, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "do not fit"));
+	CU_ASSERT_EQUAL(ema_ledger_alloc(&l, 0, 0, EMA_PAGE_KV), 0);
+	CU_ASSERT_EQUAL(ema_ledger_reserve_weights(&l, 0, 2, &err), EMA_ERR_INTERNAL);
+	/* a corrupted counter is caught by the check */
+	l.gpu[1].lent = 3;
+	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "lent"));
+	l.gpu[1].lent = 0;
+	l.borrowed[0][1] = 1;
+	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "borrowed"));
+	ema_ledger_destroy(&l);
+}
+
+int main(void)
+{
+	static const struct ema_test_case cases[] = {
+		{"counts by hand", test_counts_by_hand},
+		{"random sequences keep the invariant", test_random_sequences},
+		{"errors", test_errors},
+		{NULL, NULL},
+	};
+	return ema_test_run("ledger", cases);
+}

@@ -1,0 +1,599 @@
+/* test_sim_platform.c: the simulated platform: iterations take the cost
+ * model's time, timers tie in scheduling order, the prefetch pipeline
+ * stalls by the hand-computed amount, interference slows memory-bound
+ * work by the documented factor, the horizon and stop end a run, the same
+ * ops give the same events, and every failed op says why. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "costmodel.h"
+#include "ema_error.h"
+#include "platform.h"
+#include "sim.h"
+#include "test_main.h"
+
+/* Round figures: 100 GB/s links (100 bytes/ns), HBM 1000 bytes/ns, no
+ * copy costs, 20 us iteration overhead, compute negligible. */
+static void plain_cfg(struct ema_config *cfg, int n)
+{
+	struct ema_hw_profile *hw = &cfg->hw;
+
+	memset(cfg, 0, sizeof *cfg);
+	snprintf(hw->name, sizeof hw->name, "plain");
+	snprintf(hw->topology, sizeof hw->topology, "direct");
+	hw->n_gpus = n;
+	hw->hbm_read_gbps = 1000;
+	hw->hbm_efficiency = 1;
+	hw->peak_tflops = 1e6;
+	hw->flops_efficiency = 1;
+	hw->iter_overhead_us = 20;
+	hw->link_gbps = 100;
+	hw->host_link_gbps = 10;
+	hw->copy_engines = 3;
+	hw->gather_gbps = 100;
+	hw->remote_read_gbps = 50;
+	snprintf(cfg->model.name, sizeof cfg->model.name, "toy");
+}
+
+static void h200x2_cfg(struct ema_config *cfg)
+{
+	static const struct ema_curve_point curve[] = {
+		{ 1048576, 65.948 }, { 4194304, 167 }, { 16777216, 318 },
+		{ 67108864, 369 }, { 268435456, 390 }, { 1073741824, 395 },
+	};
+	struct ema_hw_profile *hw = &cfg->hw;
+
+	memset(cfg, 0, sizeof *cfg);
+	snprintf(hw->name, sizeof hw->name, "h200x2");
+	snprintf(hw->topology, sizeof hw->topology, "direct");
+	hw->n_gpus = 2;
+	hw->hbm_read_gbps = 4430;
+	hw->hbm_efficiency = 0.7;
+	hw->peak_tflops = 872;
+	hw->flops_efficiency = 0.65;
+	hw->iter_overhead_us = 30;
+	hw->link_gbps = 395;
+	hw->host_link_gbps = 55.4;
+	hw->copy_engines = 3;
+	hw->copy_fixed_us = 15.9;
+	hw->copy_call_us = 6.3;
+	hw->batch_page_us = 0.5;
+	hw->gather_gbps = 365;
+	hw->n_copy_curve = 6;
+	memcpy(hw->copy_curve, curve, sizeof curve);
+	hw->remote_read_gbps = 373;
+	hw->interference_lender = 1.122;
+	hw->interference_borrower = 1.94;
+	hw->interference_compute = 0.007;
+	snprintf(cfg->model.name, sizeof cfg->model.name, "llama-3-8b");
+	cfg->model.layers = 32;
+	cfg->model.heads = 32;
+	cfg->model.kv_heads = 8;
+	cfg->model.head_dim = 128;
+	cfg->model.hidden = 4096;
+	cfg->model.ffn = 14336;
+	cfg->model.params_b = 8.03;
+	cfg->model.bytes_per_param = 2;
+	cfg->model.tensor_parallel = 1;
+}
+
+struct log {
+	int n;
+	int64_t t[64];
+	intptr_t who[64];
+	struct ema_iteration_result res[8];
+	int n_res;
+	struct ema_platform *p;
+};
+
+static struct log g_log; /* reset by every test; the callbacks' record */
+
+static void log_timer(void *arg, int64_t now)
+{
+	if (g_log.n < 64) {
+		g_log.t[g_log.n] = now;
+		g_log.who[g_log.n] = (intptr_t)arg;
+	}
+	g_log.n++;
+}
+
+static void log_iter(void *arg, const struct ema_iteration_result *r)
+{
+	if (g_log.n_res < 8)
+		g_log.res[g_log.n_res++] = *r;
+	log_timer(arg, r->end_ns);
+}
+
+static void stop_timer(void *arg, int64_t now)
+{
+	log_timer(arg, now);
+	g_log.p->ops->stop(g_log.p);
+}
+
+static struct ema_platform *make(const struct ema_config *cfg)
+{
+	struct ema_platform *p = NULL;
+	struct ema_error err = { 0 };
+
+	CU_ASSERT_EQUAL(ema_sim_platform_create(&p, cfg, &err), EMA_OK);
+	memset(&g_log, 0, sizeof g_log);
+	g_log.p = p;
+	return p;
+}
+
+/* A decode-like step: 16 GB of weights and 4 GB of KV. */
+static void decode_iter(struct ema_iteration *it, int gpu)
+{
+	memset(it, 0, sizeof *it);
+	it->gpu = gpu;
+	it->n_seqs = 64;
+	it->decode_tokens = 64;
+	it->flops = 64 * 2 * 8.03e9;
+	it->weight_bytes = 16060000000ULL;
+	it->kv_local_bytes = 4000000000ULL;
+	it->act_bytes = 10000000;
+	it->layer_groups = 4;
+	it->staging_page = -1;
+}
+
+static void test_iteration_alone(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_iteration it;
+	struct ema_cost c;
+	struct ema_error err = { 0 };
+
+	h200x2_cfg(&cfg);
+	p = make(&cfg);
+	CU_ASSERT_STRING_EQUAL(p->ops->name, "sim");
+	decode_iter(&it, 1);
+	ema_cost_iteration(&cfg.hw, &cfg.model, &it, &c);
+	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)7), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
+	CU_ASSERT_EQUAL(g_log.res[0].start_ns, 0);
+	CU_ASSERT_EQUAL(g_log.res[0].end_ns, llround(c.total_ns));
+	CU_ASSERT_EQUAL(g_log.res[0].stall_ns, 0);
+	CU_ASSERT_EQUAL(g_log.who[0], 7);
+	CU_ASSERT_EQUAL(p->ops->now(p), llround(c.total_ns));
+	CU_ASSERT_EQUAL(p->ops->events(p), 1);
+	p->ops->destroy(p);
+}
+
+static void test_timer_ties(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_error err = { 0 };
+
+	plain_cfg(&cfg, 2);
+	p = make(&cfg);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 500, log_timer, (void *)1), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 500, log_timer, (void *)2), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 100, log_timer, (void *)3), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 500, log_timer, (void *)4), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n, 4);
+	CU_ASSERT_EQUAL(g_log.who[0], 3);
+	CU_ASSERT_EQUAL(g_log.who[1], 1);
+	CU_ASSERT_EQUAL(g_log.who[2], 2);
+	CU_ASSERT_EQUAL(g_log.who[3], 4);
+	CU_ASSERT_EQUAL(g_log.t[3], 500);
+	CU_ASSERT_EQUAL(p->ops->events(p), 4);
+	p->ops->destroy(p);
+}
+
+/* Borrower GPU 0, lender GPU 1; 36 MB local bytes (36 us at 1000/ns),
+ * `remote` bytes staged over 4 groups with depth 1 and the gather kernel
+ * (5 us launch, 100 bytes/ns). */
+static void prefetch_iter(struct ema_iteration *it, uint64_t remote)
+{
+	memset(it, 0, sizeof *it);
+	it->gpu = 0;
+	it->n_seqs = 1;
+	it->decode_tokens = 1;
+	it->weight_bytes = 36000000;
+	it->layer_groups = 4;
+	it->prefetch_depth = 1;
+	it->n_remote = 1;
+	it->remote[0].gpu = 1;
+	it->remote[0].n_pages = 8;
+	it->remote[0].bytes = remote;
+	it->method = EMA_COPY_GATHER;
+	it->staging_page = -1;
+}
+
+static void test_prefetch_small_hidden(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_iteration it;
+	struct ema_error err = { 0 };
+
+	plain_cfg(&cfg, 2);
+	p = make(&cfg);
+	/* the same bytes, all local: 20 us overhead + 36.004 us */
+	prefetch_iter(&it, 0);
+	it.n_remote = 0;
+	it.kv_local_bytes = 4000;
+	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)1), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	/* staged: 1000 bytes per group, 5.01 us each, hidden behind the
+	 * overhead (group 0) and the previous group's 9 us */
+	prefetch_iter(&it, 4000);
+	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)2), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 2);
+	CU_ASSERT_EQUAL(g_log.res[0].end_ns - g_log.res[0].start_ns, 56004);
+	CU_ASSERT_EQUAL(g_log.res[1].end_ns - g_log.res[1].start_ns, 56004);
+	CU_ASSERT_EQUAL(g_log.res[1].stall_ns, 0);
+	CU_ASSERT_EQUAL(g_log.res[1].remote_bytes, 4000);
+	CU_ASSERT_EQUAL(p->ops->link_stats(p)->bytes[2][1], 4000);
+	CU_ASSERT_EQUAL(p->ops->link_stats(p)->bytes_by_purpose[EMA_XFER_PREFETCH], 4000);
+	p->ops->destroy(p);
+}
+
+/* The worked example of sim_platform.c: 4 MB remote, so each group's KV
+ * takes 5 + 10 = 15 us; groups compute 10 us each after 20 us overhead.
+ * Group 0: KV at 15, runs 20-30. Group 1's KV starts at 20 (group 0
+ * starts), lands at 35: runs 35-45 (stall 5). Group 2's KV 35-50, runs
+ * 50-60 (stall 5). Group 3's KV 50-65, runs 65-75 (stall 5). */
+static void test_prefetch_large_stalls(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_iteration it;
+	struct ema_error err = { 0 };
+
+	plain_cfg(&cfg, 2);
+	p = make(&cfg);
+	prefetch_iter(&it, 4000000);
+	it.weight_bytes = 36000000;
+	CU_ASSERT_EQUAL(p->ops->timer(p, 1000, log_timer, (void *)9), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)1), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
+	CU_ASSERT_EQUAL(g_log.res[0].start_ns, 1000);
+	CU_ASSERT_EQUAL(g_log.res[0].end_ns, 1000 + 75000);
+	CU_ASSERT_EQUAL(g_log.res[0].stall_ns, 15000);
+	CU_ASSERT_EQUAL(g_log.res[0].remote_bytes, 4000000);
+
+	/* depth 4 >= groups: all KV starts at once and shares the link:
+	 * 4 MB at 100/ns after the 5 us launch = 45 us; group 0 waits from
+	 * 20 to 45 (stall 25), then 4 x 10 us: end 85 */
+	it.prefetch_depth = 4;
+	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)2), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 2);
+	CU_ASSERT_EQUAL(g_log.res[1].end_ns - g_log.res[1].start_ns, 85000);
+	CU_ASSERT_EQUAL(g_log.res[1].stall_ns, 25000);
+	p->ops->destroy(p);
+}
+
+static void start_iter_timer(void *arg, int64_t now)
+{
+	struct ema_iteration *it = arg;
+
+	(void)now;
+	CU_ASSERT_EQUAL(g_log.p->ops->iteration(g_log.p, it, log_iter, (void *)(intptr_t)it->gpu), EMA_OK);
+}
+
+static void xfer_done(void *arg, int64_t now)
+{
+	log_timer(arg, now);
+}
+
+/* A 1 GiB copy 0 -> 1 runs at 395 GB/s from the start (no latency at that
+ * size); iterations started at 100 us see 395 GB/s leaving GPU 0 (lender)
+ * and entering GPU 1 (borrower). */
+static void test_interference(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_iteration a, b;
+	struct ema_transfer t = { 0 };
+	struct ema_cost ca, cb;
+	struct ema_error err = { 0 };
+	double f_lender = 1 + 1.122 * 395 / 4430.0;
+	double f_borrower = 1 + 1.94 * 395 / 4430.0;
+
+	h200x2_cfg(&cfg);
+	p = make(&cfg);
+	t.src_gpu = 0;
+	t.dst_gpu = 1;
+	t.n_pages = 1;
+	t.bytes = 1ULL << 30;
+	t.purpose = EMA_XFER_RECLAIM;
+	t.method = EMA_COPY_PER_PAGE;
+	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, xfer_done, (void *)5), EMA_OK);
+	decode_iter(&a, 0);
+	decode_iter(&b, 1);
+	ema_cost_iteration(&cfg.hw, &cfg.model, &a, &ca);
+	ema_cost_iteration(&cfg.hw, &cfg.model, &b, &cb);
+	CU_ASSERT(ca.memory_ns > ca.compute_ns);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 100000, start_iter_timer, &a), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 100000, start_iter_timer, &b), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 2);
+	CU_ASSERT_EQUAL(g_log.res[0].end_ns - g_log.res[0].start_ns,
+			llround(ca.overhead_ns + ca.memory_ns * f_lender));
+	CU_ASSERT_EQUAL(g_log.res[1].end_ns - g_log.res[1].start_ns,
+			llround(cb.overhead_ns + cb.memory_ns * f_borrower));
+	/* the transfer arrives at 1 GiB / 395 GB/s */
+	for (int i = 0; i < g_log.n; i++)
+		if (g_log.who[i] == 5)
+			CU_ASSERT_EQUAL(g_log.t[i], (int64_t)ceil((double)(1ULL << 30) / 395 - 1e-6));
+	CU_ASSERT_EQUAL(p->ops->link_stats(p)->bytes[1][2], 1ULL << 30);
+	CU_ASSERT_EQUAL(p->ops->link_stats(p)->bytes_by_purpose[EMA_XFER_RECLAIM], 1ULL << 30);
+	p->ops->destroy(p);
+}
+
+/* Compute-bound prefill during the same transfer loses
+ * interference_compute x 395 / 395. */
+static void test_interference_compute(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_iteration a;
+	struct ema_transfer t = { 0 };
+	struct ema_cost c;
+	struct ema_error err = { 0 };
+
+	h200x2_cfg(&cfg);
+	p = make(&cfg);
+	t.src_gpu = 1;
+	t.dst_gpu = 0;
+	t.n_pages = 1;
+	t.bytes = 1ULL << 30;
+	t.method = EMA_COPY_BATCH;
+	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, xfer_done, (void *)5), EMA_OK);
+	decode_iter(&a, 0);
+	a.flops = 8192 * 2 * 8.03e9;
+	a.prefill_tokens = 8192;
+	ema_cost_iteration(&cfg.hw, &cfg.model, &a, &c);
+	CU_ASSERT(c.compute_ns > c.memory_ns * (1 + 1.94 * 395 / 4430.0));
+	CU_ASSERT_EQUAL(p->ops->timer(p, 100000, start_iter_timer, &a), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
+	CU_ASSERT_EQUAL(g_log.res[0].end_ns - g_log.res[0].start_ns,
+			llround(c.overhead_ns + c.compute_ns * (1 + 0.007)));
+	p->ops->destroy(p);
+}
+
+/* remote_direct: a 1 MB in-place read over an iteration of 50 us (20
+ * overhead + 10 local + 20 in place) holds 20 bytes/ns of link 1->0; a
+ * 4.8 MB transfer on it gets 80 until 50 us (4 MB), then 100: 58 us. */
+static void test_remote_direct_shares_link(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_iteration it;
+	struct ema_transfer t = { 0 };
+	struct ema_error err = { 0 };
+
+	plain_cfg(&cfg, 2);
+	p = make(&cfg);
+	prefetch_iter(&it, 1000000);
+	it.weight_bytes = 10000000;
+	it.prefetch_depth = 0;
+	t.src_gpu = 1;
+	t.dst_gpu = 0;
+	t.n_pages = 1;
+	t.bytes = 4800000;
+	t.purpose = EMA_XFER_MIGRATE;
+	t.method = EMA_COPY_PER_PAGE;
+	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)1), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, xfer_done, (void *)2), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n, 2);
+	CU_ASSERT_EQUAL(g_log.who[0], 1);
+	CU_ASSERT_EQUAL(g_log.t[0], 50000);
+	CU_ASSERT_EQUAL(g_log.who[1], 2);
+	CU_ASSERT_EQUAL(g_log.t[1], 58000);
+	CU_ASSERT_EQUAL(g_log.res[0].remote_bytes, 1000000);
+	CU_ASSERT_EQUAL(p->ops->link_stats(p)->bytes[2][1], 5800000);
+	p->ops->destroy(p);
+}
+
+static void test_horizon_and_stop(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_error err = { 0 };
+
+	plain_cfg(&cfg, 2);
+	p = make(&cfg);
+	p->ops->timer(p, 1000000, log_timer, (void *)1);
+	p->ops->timer(p, 2000000, log_timer, (void *)2);
+	p->ops->timer(p, 3000000, log_timer, (void *)3);
+	CU_ASSERT_EQUAL(p->ops->run(p, 2500000, &err), EMA_OK);
+	CU_ASSERT_EQUAL(g_log.n, 2);
+	CU_ASSERT_EQUAL(p->ops->now(p), 2500000);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL(g_log.n, 3);
+	CU_ASSERT_EQUAL(p->ops->now(p), 3000000);
+	/* stop from a callback leaves the rest pending */
+	p->ops->timer(p, 4000000, stop_timer, (void *)4);
+	p->ops->timer(p, 4000000, log_timer, (void *)5);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL(g_log.n, 4);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL(g_log.n, 5);
+	CU_ASSERT_EQUAL(p->ops->events(p), 5);
+	p->ops->destroy(p);
+}
+
+/* A mix of everything, driven from callbacks; run twice. */
+struct script {
+	struct ema_platform *p;
+	struct ema_iteration it[2];
+	int rounds;
+	int64_t trace[256];
+	int n;
+};
+
+static void script_note(struct script *s, int64_t v)
+{
+	if (s->n < 256)
+		s->trace[s->n++] = v;
+}
+
+static void script_xfer(void *arg, int64_t now)
+{
+	script_note(arg, now);
+}
+
+static void script_iter(void *arg, const struct ema_iteration_result *r)
+{
+	struct script *s = arg;
+	struct ema_transfer t = { 0 };
+	int gpu = r->end_ns % 2 == 0 ? 0 : 1;
+
+	script_note(s, r->end_ns);
+	script_note(s, r->stall_ns);
+	if (s->rounds-- <= 0)
+		return;
+	t.src_gpu = 1 - gpu;
+	t.dst_gpu = s->rounds % 3 == 0 ? EMA_HOST : gpu;
+	if (t.dst_gpu == t.src_gpu)
+		t.dst_gpu = EMA_HOST;
+	t.n_pages = 1 + s->rounds % 7;
+	t.bytes = (uint64_t)t.n_pages * (16384u << (s->rounds % 8));
+	t.method = (enum ema_copy_method)(s->rounds % 3);
+	t.purpose = (enum ema_transfer_purpose)(s->rounds % EMA_XFER_PURPOSES);
+	CU_ASSERT_EQUAL(s->p->ops->transfer(s->p, &t, script_xfer, s), EMA_OK);
+	for (int g = 0; g < 2; g++) {
+		s->it[g].prefetch_depth = s->rounds % 3;
+		s->it[g].remote[0].bytes = 1000000u * (uint64_t)(1 + s->rounds % 5);
+	}
+	/* the GPU whose iteration ended starts its next one */
+	for (int g = 0; g < 2; g++)
+		if (s->p->ops->iteration(s->p, &s->it[g], script_iter, s) == EMA_OK)
+			break;
+}
+
+static void run_script(struct script *s, uint64_t *events)
+{
+	struct ema_config cfg;
+	struct ema_error err = { 0 };
+
+	h200x2_cfg(&cfg);
+	memset(s, 0, sizeof *s);
+	CU_ASSERT_EQUAL_FATAL(ema_sim_platform_create(&s->p, &cfg, &err), EMA_OK);
+	s->rounds = 60;
+	for (int g = 0; g < 2; g++) {
+		decode_iter(&s->it[g], g);
+		s->it[g].weight_bytes /= 100;
+		s->it[g].kv_local_bytes /= 100;
+		s->it[g].n_remote = 1;
+		s->it[g].remote[0].gpu = 1 - g;
+		s->it[g].remote[0].n_pages = 16;
+		s->it[g].method = (enum ema_copy_method)g;
+		CU_ASSERT_EQUAL(s->p->ops->iteration(s->p, &s->it[g], script_iter, s), EMA_OK);
+	}
+	CU_ASSERT_EQUAL(s->p->ops->run(s->p, 0, &err), EMA_OK);
+	*events = s->p->ops->events(s->p);
+	s->p->ops->destroy(s->p);
+}
+
+static void test_determinism(void)
+{
+	static struct script a, b;
+	uint64_t ea, eb;
+
+	run_script(&a, &ea);
+	run_script(&b, &eb);
+	CU_ASSERT(ea > 100);
+	CU_ASSERT_EQUAL(ea, eb);
+	CU_ASSERT(a.n > 100);
+	CU_ASSERT_EQUAL(a.n, b.n);
+	CU_ASSERT_EQUAL(memcmp(a.trace, b.trace, sizeof a.trace), 0);
+	for (int i = 2; i < a.n; i++)
+		CU_ASSERT(a.trace[i] >= 0);
+}
+
+static void test_errors(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_iteration it;
+	struct ema_transfer t = { 0 };
+	struct ema_error err = { 0 };
+
+	plain_cfg(&cfg, 2);
+	cfg.hw.link_gbps = 0;
+	p = (struct ema_platform *)&cfg;
+	CU_ASSERT_EQUAL(ema_sim_platform_create(&p, &cfg, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NULL(p);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "plain: link_gbps must be > 0, got 0"));
+
+	plain_cfg(&cfg, 2);
+	p = make(&cfg);
+	CU_ASSERT_STRING_EQUAL(ema_sim_platform_last_error(p), "");
+	p->ops->timer(p, 1000, log_timer, NULL);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 999, log_timer, NULL), EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(ema_sim_platform_last_error(p),
+				      "timer at 999 ns, before now (1000 ns)"));
+	decode_iter(&it, 5);
+	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, NULL), EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(ema_sim_platform_last_error(p),
+				      "iteration on GPU 5, expected 0..1"));
+	decode_iter(&it, 0);
+	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, NULL), EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(ema_sim_platform_last_error(p),
+				      "GPU 0 already runs an iteration"));
+	decode_iter(&it, 1);
+	it.n_remote = 1;
+	it.remote[0].gpu = 1;
+	it.remote[0].bytes = 10;
+	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, NULL), EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(ema_sim_platform_last_error(p),
+				      "remote KV on GPU 1 for an iteration on GPU 1"));
+	it.n_remote = 0;
+	it.prefetch_depth = -1;
+	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, NULL), EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(ema_sim_platform_last_error(p), "prefetch depth -1"));
+	t.src_gpu = 7;
+	t.dst_gpu = 0;
+	t.bytes = 10;
+	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, xfer_done, NULL), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(ema_sim_platform_last_error(p),
+				      "transfer 7 -> 0: expected GPUs 0..1 or host (-1)"));
+	t.src_gpu = 1;
+	t.purpose = (enum ema_transfer_purpose)99;
+	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, xfer_done, NULL), EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(ema_sim_platform_last_error(p), "purpose 99 unknown"));
+	t.purpose = EMA_XFER_DEMOTE;
+	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, NULL, NULL), EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(ema_sim_platform_last_error(p), "without pages or callback"));
+	/* failed ops left nothing behind: the one iteration completes */
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL(g_log.n_res, 1);
+	CU_ASSERT_EQUAL(p->ops->link_stats(p)->bytes_by_purpose[EMA_XFER_DEMOTE], 0);
+	p->ops->destroy(p);
+}
+
+int main(void)
+{
+	static const struct ema_test_case cases[] = {
+		{ "an iteration alone takes the cost model's time", test_iteration_alone },
+		{ "timers at the same time fire in scheduling order", test_timer_ties },
+		{ "small prefetch hides: no stall, local end time", test_prefetch_small_hidden },
+		{ "large prefetch stalls by the hand-computed amount", test_prefetch_large_stalls },
+		{ "interference slows memory-bound work on both ends", test_interference },
+		{ "interference on compute-bound work", test_interference_compute },
+		{ "remote_direct reads occupy the link", test_remote_direct_shares_link },
+		{ "horizon and stop end a run", test_horizon_and_stop },
+		{ "same ops, same events and times", test_determinism },
+		{ "failed ops say why", test_errors },
+		{ NULL, NULL }
+	};
+
+	return ema_test_run("sim_platform", cases);
+}
