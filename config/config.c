@@ -137,11 +137,11 @@ static int config_defaults(struct ema_config *c, struct ema_error *err)
 	snprintf(c->policies[1], sizeof c->policies[1], "ideal");
 	c->serving = (struct ema_serving_cfg){
 		.block_tokens = 16, .max_batch = 256, .max_batch_tokens = 8192,
-		.chunked_prefill = false, .watermark = 0.01, .layer_groups = 4,
+		.chunked_prefill = false, .watermark = 0.01, .layer_groups = 8,
 	};
 	c->policy = (struct ema_policy_cfg){
 		.ideal_factor = 2, .lender_floor = 0.25, .lender_reserve = 0.05,
-		.max_remote_share = 0.5, .prefetch_depth = 2, .headroom = 0.05,
+		.max_remote_share = 0, .prefetch_depth = 1, .headroom = 0.05,
 		.reclaim_mode = "auto", .host_gib = 64, .copy_method = "gather",
 	};
 	rc = ema_hw_profile_load(&c->hw, c->hardware, err);

@@ -9,6 +9,7 @@
  * ("pre-preemption"), and a lender that still runs out reclaims at once. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lending.h"
 
@@ -19,14 +20,41 @@ struct ema_state {
 	int32_t cap_staging[EMA_MAX_TENANTS];
 };
 
+/* Share of the link the auto cap plans to use: prefetches must finish
+ * within an iteration with some slack for reclaim traffic and jitter. */
+#define EMA_LINK_SAFETY 0.85
+
+/* Remote KV is re-read at every decode step, so it is hidden only while
+ * copying it takes no longer than the step that reads it:
+ *     R / link <= (W + L + R) / hbm   =>   R <= (W + L) / (hbm/link - 1)
+ * with W the weights, L the local KV and hbm, link the effective rates.
+ * Worked example, h200x2 capped at 24 GiB, llama-3-8b: W = 16.1 GB,
+ * L = 8.3 GiB, hbm = 4430 x 0.7 = 3101 GB/s, link = min(gather 365,
+ * link 395) = 365 GB/s: R <= 0.85 x 25 GB / 7.5 = 2.8 GB, about a third of
+ * the local KV. With max_remote_share > 0 the cap is that share of the
+ * tenant's KV instead. */
 static int32_t max_borrow(struct ema_engine *e, int tenant)
 {
+	const struct ema_hw_profile *hw = &e->cfg->hw;
 	double s = e->cfg->policy.max_remote_share;
+	double hbm, link, local, cap;
 
 	if (s >= 1.0)
 		return INT32_MAX / 2;
-	/* remote <= s x (local + remote)  <=>  remote <= s/(1-s) x local */
-	return (int32_t)floor(s / (1.0 - s) * e->tenants[tenant].kv_capacity_pages);
+	if (s > 0)
+		/* remote <= s x (local + remote)  <=>  remote <= s/(1-s) x local */
+		return (int32_t)floor(s / (1.0 - s) * e->tenants[tenant].kv_capacity_pages);
+	hbm = hw->hbm_read_gbps * hw->hbm_efficiency;
+	link = strcmp(hw->topology, "switch") == 0 ? hw->link_gbps
+						   : hw->link_gbps * (hw->n_gpus - 1);
+	if (hw->gather_gbps > 0 && hw->gather_gbps < link)
+		link = hw->gather_gbps;
+	if (link <= 0 || hbm <= link)
+		return INT32_MAX / 2;
+	local = (double)ema_model_weight_bytes(&e->cfg->model) +
+		(double)e->tenants[tenant].kv_capacity_pages * (double)e->page_bytes;
+	cap = EMA_LINK_SAFETY * local / (hbm / link - 1.0);
+	return (int32_t)floor(cap / (double)e->page_bytes);
 }
 
 /* Staging pages that `borrowed` remote pages need for the window. */

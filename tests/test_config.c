@@ -136,7 +136,7 @@ static void test_default_scenario(void)
 	CU_ASSERT_STRING_EQUAL(cfg_a.model.name, "llama-3-8b");
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.gpu_mem_cap_gib, 24, 0);
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.page_mib, 2, 0);
-	CU_ASSERT_EQUAL(cfg_a.n_policies, 2);
+	CU_ASSERT_EQUAL(cfg_a.n_policies, 5);
 	CU_ASSERT_STRING_EQUAL(cfg_a.policies[0], "static");
 	CU_ASSERT_STRING_EQUAL(cfg_a.policies[1], "ideal");
 	CU_ASSERT_EQUAL(cfg_a.serving.block_tokens, 16);
@@ -144,12 +144,12 @@ static void test_default_scenario(void)
 	CU_ASSERT_EQUAL(cfg_a.serving.max_batch_tokens, 8192);
 	CU_ASSERT_FALSE(cfg_a.serving.chunked_prefill);
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.serving.watermark, 0.01, 0);
-	CU_ASSERT_EQUAL(cfg_a.serving.layer_groups, 4);
+	CU_ASSERT_EQUAL(cfg_a.serving.layer_groups, 8);
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.policy.ideal_factor, 2, 0);
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.policy.lender_floor, 0.25, 0);
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.policy.lender_reserve, 0.05, 0);
-	CU_ASSERT_DOUBLE_EQUAL(cfg_a.policy.max_remote_share, 0.5, 0);
-	CU_ASSERT_EQUAL(cfg_a.policy.prefetch_depth, 2);
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.policy.max_remote_share, 0, 0);
+	CU_ASSERT_EQUAL(cfg_a.policy.prefetch_depth, 1);
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.policy.headroom, 0.05, 0);
 	CU_ASSERT_STRING_EQUAL(cfg_a.policy.reclaim_mode, "auto");
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.policy.host_gib, 64, 0);
@@ -176,7 +176,7 @@ static void test_default_scenario(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"chunked_prefill\": false"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"watermark\": 0.01,"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"link_gbps\": 395,"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"policies\": [\"static\", \"ideal\"],"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"policies\": [\"static\", \"ideal\", \"host_swap\", \"remote_direct\", \"ema\"],"));
 	free(json);
 }
 
