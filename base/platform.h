@@ -36,7 +36,8 @@ enum ema_copy_method {
 
 /* A set of pages moved from one place to another in one operation.
  * Page numbers index the GPU's pool (page * page_bytes is the offset) or,
- * for EMA_HOST, the host staging pool. Arrays are owned by the caller and
+ * for EMA_HOST, the host pool (policy.host_gib per GPU, one numbering for
+ * all: GPU g's tenant uses slots [g x slots per GPU, (g + 1) x ...)). Arrays are owned by the caller and
  * valid only during the call. */
 struct ema_transfer {
 	int src_gpu;                /* EMA_HOST for host memory */
@@ -84,7 +85,9 @@ struct ema_iteration {
 	int n_remote;
 	struct ema_remote_read remote[EMA_MAX_GPUS];
 	enum ema_copy_method method;
-	int32_t staging_page;       /* first local page of the staging area, or -1 */
+	/* Local pages the policy set aside for staging (any order, not
+	 * necessarily contiguous), or NULL. */
+	const int32_t *staging_pages;
 	int n_staging_pages;
 };
 
@@ -125,6 +128,11 @@ struct ema_platform_ops {
 	/* Events (sim) or completions (hw) dispatched so far. */
 	uint64_t (*events)(struct ema_platform *p);
 	const struct ema_link_stats *(*link_stats)(struct ema_platform *p);
+	/* Optional (NULL: nothing to do). The KV in these pages is now the
+	 * content named by tags; a backend that checks data integrity writes
+	 * it so that later moves of the pages can be verified. */
+	int (*tag_pages)(struct ema_platform *p, int gpu, int n, const int32_t *pages,
+			 const uint64_t *tags);
 	void (*destroy)(struct ema_platform *p);
 };
 

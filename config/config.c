@@ -3,6 +3,7 @@
  * cross-field checks and resolution of hardware and model) and the writer
  * of the effective configuration that reproduces a run exactly. */
 #include "config_internal.h"
+#include "policy.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -370,6 +371,21 @@ static int validate(struct ema_config *c, const struct origin *o,
 		return vfail(o, "model", true, err,
 			     "tensor_parallel %d exceeds the %d GPUs of %s",
 			     c->model.tensor_parallel, c->hw.n_gpus, c->hw.name);
+	for (int i = 0; i < c->n_policies; i++) {
+		if (ema_policy_find(c->policies[i]) == NULL) {
+			char names[512] = "";
+
+			for (int k = 0; ema_policy_table[k] != NULL; k++)
+				snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+					 k ? ", " : "", ema_policy_table[k]->name);
+			return vfail(o, "policies", true, err,
+				     "unknown policy \"%s\" (expected one of: %s)", c->policies[i], names);
+		}
+		for (int k = 0; k < i; k++)
+			if (strcmp(c->policies[k], c->policies[i]) == 0)
+				return vfail(o, "policies", true, err,
+					     "policy \"%s\" listed twice", c->policies[i]);
+	}
 	if (c->n_tenants == 0)
 		return vfail(o, "tenants", false, err,
 			     "expected at least one tenant in \"tenants\"");

@@ -3,7 +3,8 @@
 libema_a_SOURCES += config/config.c config/config.h config/config_internal.h \
 	config/config_keys.c config/json_pos.c config/profile.c
 
-EMA_CONFIG_HW_JSON = profiles/hardware/h200x2.json profiles/hardware/h200x8.json \
+EMA_CONFIG_HW_JSON = profiles/hardware/h200x2.json profiles/hardware/h200x2_hw.json \
+	profiles/hardware/h200x8.json \
 	profiles/hardware/h100x8.json profiles/hardware/a100x4_40gb.json \
 	profiles/hardware/a100x8_80gb.json
 EMA_CONFIG_MODEL_JSON = profiles/models/llama-2-7b.json profiles/models/llama-2-13b.json \

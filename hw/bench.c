@@ -190,7 +190,7 @@ static int bench_loop(bool quick, FILE *csv, struct ema_error *err)
 	struct ema_config *cfg = malloc(sizeof *cfg);
 	uint64_t pb = 2 * BENCH_MIB, pool[EMA_MAX_GPUS] = { 0 };
 	struct ema_platform *p = NULL;
-	int32_t local[256], remote[256];
+	int32_t local[256], remote[256], staging[16];
 	int n_iter = quick ? 100 : 400, rc;
 	static const char *const label[3] = { "decode, local only", "decode, staged remote KV",
 					      "decode, remote KV in place" };
@@ -208,6 +208,8 @@ static int bench_loop(bool quick, FILE *csv, struct ema_error *err)
 	for (int i = 0; i < 256; i++) {
 		local[i] = 256 + i;
 		remote[i] = 300 + 2 * i;
+		if (i < 16)
+			staging[i] = 600 + i;
 	}
 	printf("\n%-28s %6s %10s %10s %10s %9s %10s\n", "iterations (GPU 0)", "count",
 	       "wall ms", "GPU ms", "gap us/it", "overhead", "stall ms");
@@ -228,7 +230,7 @@ static int bench_loop(bool quick, FILE *csv, struct ema_error *err)
 		c.it.kv_local_bytes = 64 * pb;
 		c.it.layer_groups = 8;
 		c.it.method = EMA_COPY_GATHER;
-		c.it.staging_page = -1;
+		c.it.staging_pages = NULL;
 		if (v > 0) {
 			c.it.n_remote = 1;
 			c.it.remote[0].gpu = 1;
@@ -238,7 +240,7 @@ static int bench_loop(bool quick, FILE *csv, struct ema_error *err)
 		}
 		if (v == 1) {
 			c.it.prefetch_depth = 2;
-			c.it.staging_page = 600;
+			c.it.staging_pages = staging;
 			c.it.n_staging_pages = 16;
 		}
 		t0 = p->ops->now(p);

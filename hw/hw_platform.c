@@ -404,17 +404,25 @@ static int hw_issue_gemm(struct hw_platform *p, struct hw_gpu *g, int cols)
 	return 0;
 }
 
+/* Prefetch inside an iteration must overlap the read kernel, and two
+ * kernels share SMs only where blocks fit beside each other: the gather
+ * keeps its 2 blocks per SM (a quarter of the SMs alone copied too slowly,
+ * 2026-11-30) and the read kernel of a staged iteration leaves those
+ * slots free (6 of its 8 blocks per SM). */
+#define HW_PREFETCH_GRID(g) (2 * (g)->sms)
+#define HW_READ_GRID(g, staged) ((staged) ? 6 * (g)->sms : 8 * (g)->sms)
+
 /* Copies segs [first, first+n) with the iteration's method on stream s.
  * d_segs are on the device (gather); the host copy drives the APIs. */
 static int hw_copy_segs(struct hw_platform *p, struct hw_gpu *g,
 			enum ema_copy_method m, const struct ema_hwk_seg *h,
 			const struct ema_hwk_seg *d, int n, uint64_t chunks,
-			cudaStream_t s)
+			int grid, cudaStream_t s)
 {
 	if (n == 0)
 		return 0;
 	if (m == EMA_COPY_GATHER) {
-		int e = ema_hwk_gather(d, n, chunks, 2 * g->sms, s);
+		int e = ema_hwk_gather(d, n, chunks, grid, s);
 
 		if (e != 0)
 			return hw_fail(p, EMA_ERR_DEVICE, "gather kernel: %s",
@@ -461,6 +469,36 @@ static int hw_copy_segs(struct hw_platform *p, struct hw_gpu *g,
 	return 0;
 }
 
+/* Adds the pieces covering bytes [at, at + len) of an iteration's staging
+ * area, which is the list of pool pages it->staging_pages taken as one
+ * ring: a copy into it when src != 0, a read of it when src == 0. Pieces
+ * split at page edges because the ledger hands out pages, not runs. */
+static int hw_add_staged(struct ema_hwk_seg *h, int k, struct hw_platform *p,
+			 const struct ema_iteration *it, uint64_t at, uint64_t len, uint64_t src)
+{
+	uint64_t pb = p->page_bytes, done = 0;
+
+	while (done < len) {
+		uint64_t a = at + done;
+		uint64_t pg = a / pb, po = a % pb;
+		uint64_t l = pb - po < len - done ? pb - po : len - done;
+		uint64_t addr = (uint64_t)(uintptr_t)
+			(hw_page_addr(p, it->gpu, it->staging_pages[pg % (uint64_t)it->n_staging_pages]) + po);
+
+		if (src != 0) {
+			h[k].src = src + done;
+			h[k].dst = addr;
+		} else {
+			h[k].src = addr;
+			h[k].dst = 0;
+		}
+		h[k].bytes = l;
+		k++;
+		done += l;
+	}
+	return k;
+}
+
 /*
  * An iteration in L layer groups. With staging (prefetch_depth D > 0 and a
  * staging area), group g's slice of every remote page is copied into the
@@ -489,7 +527,6 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 	uint64_t ring = 0, gmax = 0;
 	int cols_total;
 	size_t nseg;
-	char *stage_base = NULL;
 
 	if (it->gpu < 0 || it->gpu >= p->n_gpus)
 		return hw_fail(p, EMA_ERR_INTERNAL, "iteration on GPU %d of %d", it->gpu,
@@ -514,12 +551,12 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 					       rr->pages[i], rr->gpu);
 		n_remote_pages += (uint64_t)rr->n_pages;
 	}
-	staged = D > 0 && n_remote_pages > 0 && it->staging_page >= 0 &&
+	staged = D > 0 && n_remote_pages > 0 && it->staging_pages != NULL &&
 		 it->n_staging_pages > 0;
-	if (staged && (!hw_page_ok(p, it->gpu, it->staging_page) ||
-		       !hw_page_ok(p, it->gpu, it->staging_page + it->n_staging_pages - 1)))
-		return hw_fail(p, EMA_ERR_INTERNAL, "staging pages %d+%d not in GPU %d's pool",
-			       it->staging_page, it->n_staging_pages, it->gpu);
+	for (int i = 0; staged && i < it->n_staging_pages; i++)
+		if (!hw_page_ok(p, it->gpu, it->staging_pages[i]))
+			return hw_fail(p, EMA_ERR_INTERNAL, "staging page %d not in GPU %d's pool",
+				       it->staging_pages[i], it->gpu);
 	L = it->layer_groups < 1 ? 1 : it->layer_groups;
 	if (L > HW_MAX_GROUPS)
 		L = HW_MAX_GROUPS;
@@ -563,7 +600,6 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 	if (staged) {
 		uint64_t cap = (uint64_t)it->n_staging_pages * pb;
 
-		stage_base = hw_page_addr(p, it->gpu, it->staging_page);
 		for (int gi = 0; gi < L; gi++) {
 			uint64_t sum = 0;
 
@@ -592,7 +628,9 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 		 * copies can run */
 		if (D > nslots - 1)
 			D = nslots - 1;
-		nseg += (size_t)L * (size_t)(gmax / ring + 2);
+		/* staged pieces split at the staging pages' edges */
+		nseg += (size_t)L * (size_t)(gmax / ring + 2) +
+			2 * ((size_t)n_remote_pages * (size_t)L + (size_t)L * (ring / pb + 2));
 	}
 	rc = hw_slot_reserve(p, sl, nseg, 0);
 	if (rc != 0)
@@ -630,14 +668,14 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 
 					if (at + len > ring)
 						at = 0;
-					sl->h[k].src = (uint64_t)(uintptr_t)
-						(hw_page_addr(p, rr->gpu, rr->pages[i]) + off);
-					sl->h[k].dst = (uint64_t)(uintptr_t)(stage_base + at);
-					sl->h[k].bytes = len > ring ? ring : len;
-					op->lender_bytes[rr->gpu] += sl->h[k].bytes;
-					op->remote_bytes += sl->h[k].bytes;
+					uint64_t piece = len > ring ? ring : len;
+
+					k = hw_add_staged(sl->h, k, p, it, at, piece,
+							  (uint64_t)(uintptr_t)
+							  (hw_page_addr(p, rr->gpu, rr->pages[i]) + off));
+					op->lender_bytes[rr->gpu] += piece;
+					op->remote_bytes += piece;
 					stage_off += len;
-					k++;
 				}
 			}
 		}
@@ -665,10 +703,7 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 				uint64_t a = at % ring;
 				uint64_t len = ring - a < n ? ring - a : n;
 
-				sl->h[k].src = (uint64_t)(uintptr_t)(stage_base + a);
-				sl->h[k].dst = 0;
-				sl->h[k].bytes = len;
-				k++;
+				k = hw_add_staged(sl->h, k, p, it, a, len, 0);
 				n -= len;
 				at = a + len;
 			}
@@ -714,7 +749,7 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 			goto fail_dev;
 		for (int gi = 0; gi <= D && gi < L; gi++) {
 			rc = hw_copy_segs(p, g, it->method, sl->h + c_first[gi], sl->d + c_first[gi],
-					  c_n[gi], c_chunks[gi], g->s_pref);
+					  c_n[gi], c_chunks[gi], HW_PREFETCH_GRID(g), g->s_pref);
 			if (rc != 0)
 				goto fail_free;
 			if (cudaEventRecord(g->ev_copied[gi], g->s_pref) != cudaSuccess)
@@ -727,7 +762,7 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 		if (staged && cudaStreamWaitEvent(g->s_comp, g->ev_copied[gi], 0) != cudaSuccess)
 			goto fail_dev;
 		e = ema_hwk_read(sl->d + r_first[gi], r_n[gi],
-				 r_chunks[gi], 8 * g->sms, g->sink, g->s_comp);
+				 r_chunks[gi], HW_READ_GRID(g, staged), g->sink, g->s_comp);
 		if (e != 0) {
 			rc = hw_fail(p, EMA_ERR_DEVICE, "read kernel: %s",
 				     cudaGetErrorString((cudaError_t)e));
@@ -752,7 +787,7 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 			if (cudaStreamWaitEvent(g->s_pref, g->ev_done[gi], 0) != cudaSuccess)
 				goto fail_dev;
 			rc = hw_copy_segs(p, g, it->method, sl->h + c_first[nx], sl->d + c_first[nx],
-					  c_n[nx], c_chunks[nx], g->s_pref);
+					  c_n[nx], c_chunks[nx], HW_PREFETCH_GRID(g), g->s_pref);
 			if (rc != 0)
 				goto fail_free;
 			if (cudaEventRecord(g->ev_copied[nx], g->s_pref) != cudaSuccess)
@@ -930,13 +965,14 @@ static int hw_transfer(struct ema_platform *pp, const struct ema_transfer *t,
 									       t->dst_pages[i]);
 				h[i].bytes = pb;
 			}
-			rc = hw_copy_segs(p, &p->g[dev], EMA_COPY_BATCH, h, NULL, n, 0, s);
+			rc = hw_copy_segs(p, &p->g[dev], EMA_COPY_BATCH, h, NULL, n, 0, 0, s);
 			free(h);
 		} else {
 			rc = hw_copy_runs(p, t, s);
 		}
 	} else {
-		rc = hw_copy_segs(p, &p->g[dev], t->method, sl->h, sl->d, k, gchunks, s);
+		rc = hw_copy_segs(p, &p->g[dev], t->method, sl->h, sl->d, k, gchunks,
+				  2 * p->g[dev].sms, s);
 	}
 	if (rc != 0)
 		goto fail;
@@ -1309,6 +1345,7 @@ static const struct ema_platform_ops hw_ops = {
 	.stop = hw_stop,
 	.events = hw_events,
 	.link_stats = hw_link_stats,
+	.tag_pages = ema_hw_fill_pages,
 	.destroy = hw_destroy,
 };
 

@@ -1,8 +1,9 @@
 /* ema.c: the EMA design. A tenant whose GPU is full borrows pages from
- * peers, up to policy.max_remote_share of its KV; before attention reads
- * remote KV, a sliding window of policy.prefetch_depth layer groups is
- * copied into a local staging area (charged to the borrower's memory:
- * ceil(depth x remote bytes / layer groups) per iteration), so that
+ * peers, up to what the link can hide (or policy.max_remote_share of its
+ * KV); before attention reads remote KV, a sliding window of
+ * policy.prefetch_depth layer groups is copied into a local staging area
+ * (charged to the borrower's memory: (depth + 1) x remote bytes / layer
+ * groups, for the duration of each iteration), so that
  * remote memory performs like local memory while the link keeps up.
  * Lenders stay whole: after every iteration each lender with lent pages
  * keeps policy.headroom of its KV free by reclaiming ahead of need
@@ -57,15 +58,18 @@ static int32_t max_borrow(struct ema_engine *e, int tenant)
 	return (int32_t)floor(cap / (double)e->page_bytes);
 }
 
-/* Staging pages that `borrowed` remote pages need for the window. */
+/* Staging pages that `borrowed` remote pages need for the window: the
+ * group being computed reads its slot while `depth` more are filled, so
+ * depth + 1 group slots (found on the H200s: with `depth` slots the copy
+ * of the next group waits for the current one and nothing overlaps). */
 static int32_t staging_for(struct ema_engine *e, int32_t borrowed)
 {
 	int groups = e->cfg->serving.layer_groups > 0 ? e->cfg->serving.layer_groups : 1;
-	int depth = e->cfg->policy.prefetch_depth;
+	int slots = e->cfg->policy.prefetch_depth + 1;
 
-	if (depth > groups)
-		depth = groups;
-	return (int32_t)(((int64_t)borrowed * depth + groups - 1) / groups);
+	if (slots > groups)
+		slots = groups;
+	return (int32_t)(((int64_t)borrowed * slots + groups - 1) / groups);
 }
 
 static int32_t ema_borrowable(struct ema_engine *e, void *state, int tenant)
@@ -110,14 +114,15 @@ static void ema_plan(struct ema_engine *e, void *state, struct ema_iteration *it
 		remote += it->remote[i].bytes;
 	it->layer_groups = groups;
 	it->method = EMA_COPY_GATHER;
-	it->staging_page = -1;
+	it->staging_pages = NULL;
 	it->n_staging_pages = 0;
 	if (remote == 0 || depth <= 0) {
 		it->prefetch_depth = remote == 0 ? depth : 0;
 		return;
 	}
-	want = (int32_t)(((remote * (uint64_t)depth) / (uint64_t)groups + e->page_bytes - 1) /
-			 e->page_bytes);
+	/* depth + 1 slots of one group each, see staging_for() */
+	want = (int32_t)(((remote * (uint64_t)(depth + 1 < groups ? depth + 1 : groups)) /
+			  (uint64_t)groups + e->page_bytes - 1) / e->page_bytes);
 	if (want > st->cap_staging[tn]) {
 		int32_t *n = realloc(st->staging[tn], (size_t)want * 2 * sizeof *n);
 
@@ -136,10 +141,11 @@ static void ema_plan(struct ema_engine *e, void *state, struct ema_iteration *it
 	st->n_staging[tn] = got;
 	/* A smaller staging area means a shallower window; none at all
 	 * means reading in place. */
-	it->prefetch_depth = got >= want ? depth : (int)((int64_t)depth * got / (want > 0 ? want : 1));
-	if (it->prefetch_depth == 0 && got > 0)
-		it->prefetch_depth = 1;
-	it->staging_page = got > 0 ? st->staging[tn][0] : -1;
+	it->prefetch_depth = got >= want ? depth :
+			     (int)((int64_t)(depth + 1) * got / (want > 0 ? want : 1)) - 1;
+	if (it->prefetch_depth <= 0)
+		it->prefetch_depth = got > 0 ? 1 : 0;
+	it->staging_pages = got > 0 ? st->staging[tn] : NULL;
 	it->n_staging_pages = got;
 	e->tenants[tn].staging_pages = got;
 }

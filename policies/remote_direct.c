@@ -24,7 +24,7 @@ static void remote_direct_plan(struct ema_engine *e, void *state, struct ema_ite
 {
 	it->prefetch_depth = 0;
 	it->n_staging_pages = 0;
-	it->staging_page = -1;
+	it->staging_pages = NULL;
 }
 
 const struct ema_policy_ops ema_policy_remote_direct = {

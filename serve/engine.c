@@ -378,6 +378,27 @@ bool ema_engine_preempt_swap(struct ema_engine *e, struct ema_request *r)
 		return false;
 	for (int32_t i = 0; i < r->n_pages; i++)
 		per_src[r->pages[i].gpu]++;
+	if (e->platform->ops->tag_pages != NULL && per_src[t->gpu] > 0) {
+		/* Local KV gets its content now (borrowed pages have theirs). */
+		int32_t *pages = malloc((size_t)per_src[t->gpu] * sizeof *pages);
+		uint64_t *tags = malloc((size_t)per_src[t->gpu] * sizeof *tags);
+		int n = 0;
+
+		if (pages == NULL || tags == NULL) {
+			free(pages);
+			free(tags);
+			return false;
+		}
+		for (int32_t i = 0; i < r->n_pages; i++)
+			if (r->pages[i].gpu == t->gpu) {
+				pages[n] = r->pages[i].page;
+				tags[n++] = page_tag(r, i);
+			}
+		if (e->platform->ops->tag_pages(e->platform, t->gpu, n, pages, tags) != EMA_OK)
+			engine_fail(e, EMA_ERR_DEVICE, "engine: cannot write a page's content");
+		free(pages);
+		free(tags);
+	}
 	running_remove(t, r->id);
 	r->state = EMA_REQ_SWAPPED;
 	r->preemptions++;
@@ -620,6 +641,14 @@ static int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 			engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
 			return ALLOC_NOSPACE;
 		}
+		/* Borrowed pages are the ones reclaim moves: give them content
+		 * that the move can be checked against. */
+		if (gpu != t->gpu && e->platform->ops->tag_pages != NULL) {
+			uint64_t tag = page_tag(r, r->n_pages - 1);
+
+			if (e->platform->ops->tag_pages(e->platform, gpu, 1, &page, &tag) != EMA_OK)
+				engine_fail(e, EMA_ERR_DEVICE, "engine: cannot write a page's content");
+		}
 	}
 	return ALLOC_OK;
 }
@@ -637,7 +666,7 @@ static void launch(struct ema_engine *e, struct ema_tenant *t)
 	it.gpu = t->gpu;
 	it.weight_bytes = ema_model_weight_bytes(m);
 	it.layer_groups = e->cfg->serving.layer_groups;
-	it.staging_page = -1;
+	it.staging_pages = NULL;
 	for (int32_t i = 0; i < t->iter_n; i++)
 		total_pages += t->reqs[t->iter_batch[i]].n_pages;
 	if (ensure_bufs(t, total_pages + 1) != EMA_OK) {
@@ -685,8 +714,8 @@ static void launch(struct ema_engine *e, struct ema_tenant *t)
 		t->stats.remote_bytes += rem_bytes[g];
 		it.n_remote++;
 	}
-	it.staging_page = t->staging_pages > 0 ? t->staging_first : -1;
-	it.n_staging_pages = t->staging_pages;
+	it.staging_pages = NULL;
+	it.n_staging_pages = 0;
 	if (e->policy->plan_iteration != NULL)
 		e->policy->plan_iteration(e, e->policy_state, &it);
 	t->busy = true;
@@ -1078,8 +1107,9 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 			rc = ema_error_set(err, EMA_ERR_NOMEM, "engine: out of memory");
 			goto fail;
 		}
+		/* one numbering over the hosts pools of all GPUs */
 		for (int32_t k = 0; k < e->host_capacity; k++)
-			e->host_stack[g][k] = e->host_capacity - 1 - k;
+			e->host_stack[g][k] = g * e->host_capacity + e->host_capacity - 1 - k;
 		e->host_free[g] = e->host_capacity;
 	}
 	for (int i = 0; i < cfg->n_tenants; i++) {

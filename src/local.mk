@@ -6,3 +6,14 @@ libema_a_SOURCES += src/experiment.c src/experiment.h src/bench.c src/bench.h \
 bench: ema$(EXEEXT)
 	./ema$(EXEEXT) bench --trace $(abs_top_srcdir)/../shared/traces/AzureLLMInferenceTrace_conv.csv
 .PHONY: bench
+
+if HAVE_CUNIT
+check_PROGRAMS += tests/test_experiment
+TESTS += tests/test_experiment tests/test_cli.sh
+tests_test_experiment_SOURCES = tests/test_experiment.c tests/test_main.h
+tests_test_experiment_CFLAGS = $(TEST_CFLAGS)
+tests_test_experiment_LDADD = $(TEST_LIBS)
+endif
+EXTRA_DIST += tests/test_cli.sh tests/data/cli/one_request.json tests/data/cli/trace_ok.csv \
+	tests/data/cli/trace_bad_row.csv tests/data/cli/trace_backwards.csv \
+	tests/data/cli/trace_empty.csv

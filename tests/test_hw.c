@@ -289,7 +289,7 @@ static void test_iterations(void)
 	struct iter_log log;
 	struct iter_tag t0 = { &log, 0 }, t1 = { &log, 1 }, t2 = { &log, 2 }, t3 = { &log, 3 };
 	struct ema_iteration a, b;
-	int32_t local[64], remote[40];
+	int32_t local[64], remote[40], staging[32];
 	const struct ema_link_stats *ls;
 
 	memset(&log, 0, sizeof log);
@@ -303,12 +303,12 @@ static void test_iterations(void)
 	a.n_local_pages = 64;
 	a.local_pages = local;
 	a.kv_local_bytes = 64 * pb;
-	a.staging_page = -1;
+	a.staging_pages = NULL;
 	memset(&b, 0, sizeof b);
 	b.tenant = 1;
 	b.gpu = 1;
 	b.weight_bytes = 16 * MIB;
-	b.staging_page = -1;
+	b.staging_pages = NULL;
 	CU_ASSERT_EQUAL(p->ops->iteration(p, &a, iter_done, &t0), 0);
 	CU_ASSERT_EQUAL(p->ops->iteration(p, &b, iter_done, &t1), 0);
 	/* one iteration per GPU at a time */
@@ -335,7 +335,10 @@ static void test_iterations(void)
 	a.remote[0].bytes = 40 * pb;
 	a.layer_groups = 8;
 	a.prefetch_depth = 2;
-	a.staging_page = 900;
+	/* scattered staging pages: the platform must split at page edges */
+	for (int i = 0; i < 32; i++)
+		staging[i] = 900 + 2 * i;
+	a.staging_pages = staging;
 	a.n_staging_pages = 32;
 	for (int m = 0; m < 3; m++) {
 		a.method = (enum ema_copy_method)m;
@@ -355,7 +358,7 @@ static void test_iterations(void)
 	CU_ASSERT_EQUAL(log.r[2].remote_bytes, 40 * pb);
 	/* in place: no staging */
 	a.prefetch_depth = 0;
-	a.staging_page = -1;
+	a.staging_pages = NULL;
 	a.n_staging_pages = 0;
 	CU_ASSERT_EQUAL(p->ops->iteration(p, &a, iter_done, &t3), 0);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), 0);
@@ -370,7 +373,7 @@ static void test_iterations(void)
 	b.prefill_tokens = 2048;
 	b.flops = 4e13;
 	b.weight_bytes = 64 * MIB;
-	b.staging_page = -1;
+	b.staging_pages = NULL;
 	CU_ASSERT_EQUAL(p->ops->iteration(p, &b, iter_done, &t1), 0);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), 0);
 	printf("  GEMM of 40 TFLOP: %.3f ms (%.0f TFLOP/s)\n",

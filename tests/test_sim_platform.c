@@ -135,7 +135,7 @@ static void decode_iter(struct ema_iteration *it, int gpu)
 	it->kv_local_bytes = 4000000000ULL;
 	it->act_bytes = 10000000;
 	it->layer_groups = 4;
-	it->staging_page = -1;
+	it->staging_pages = NULL;
 }
 
 static void test_iteration_alone(void)
@@ -203,7 +203,7 @@ static void prefetch_iter(struct ema_iteration *it, uint64_t remote)
 	it->remote[0].n_pages = 8;
 	it->remote[0].bytes = remote;
 	it->method = EMA_COPY_GATHER;
-	it->staging_page = -1;
+	it->staging_pages = NULL;
 }
 
 static void test_prefetch_small_hidden(void)

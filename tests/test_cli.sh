@@ -1,0 +1,242 @@
+#!/bin/sh
+# test_cli.sh: end-to-end tests of the ema command line, as a user would
+# check it: `ema list`, the run folder and its files, reproducing a run from
+# its config.json, seeds, and every bad-input path (exit 2, a located
+# message, and nothing written). Run by Automake's harness from the build
+# folder (./ema) with EMA_SRCDIR set; exit 0 pass, 1 fail, 77 skip, 99 error.
+# Option lists ($SHORT, $TRACE) are split into words on purpose.
+# shellcheck disable=SC2086,SC2012,SC2016
+
+EMA=${EMA:-./ema}
+SRC=${EMA_SRCDIR:-$(dirname "$0")/..}
+DATA=$SRC/tests/data/cli
+# Short runs: the default scenario's 120 s of arrivals cut to 10 s.
+SHORT="--set tenants.0.workload.duration_s=10 --set tenants.1.workload.duration_s=10"
+POLICIES="static ideal host_swap remote_direct ema"
+
+if [ ! -x "$EMA" ]; then
+	echo "test_cli.sh: $EMA is not an executable (run from the build folder or set EMA)" >&2
+	exit 99
+fi
+if [ ! -f "$DATA/trace_ok.csv" ]; then
+	echo "test_cli.sh: fixtures not found in $DATA (set EMA_SRCDIR)" >&2
+	exit 99
+fi
+# The tests cd around; make both paths absolute first.
+EMA=$(cd "$(dirname "$EMA")" && pwd)/$(basename "$EMA")
+DATA=$(cd "$DATA" && pwd)
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/ema-cli.XXXXXX") || exit 99
+trap 'rm -rf "$T"' EXIT
+trap 'exit 1' HUP INT TERM
+# Runs happen in $T/cwd: after a failed run it must still be empty (no
+# output folder, no DIR.tmp-*, no runs/).
+mkdir "$T/cwd" "$T/in" "$T/log" || exit 99
+cd "$T/cwd" || exit 99
+
+passed=0
+failed=0
+
+pass() { passed=$((passed + 1)); }
+fail() {
+	failed=$((failed + 1))
+	echo "FAIL: $*"
+}
+# check DESCRIPTION COMMAND...: one assertion.
+check() {
+	d=$1
+	shift
+	if "$@"; then pass; else fail "$d"; fi
+}
+
+# ema ARGS...: runs ema, stdout and stderr to $T/log/out and $T/log/err,
+# status in $rc.
+ema() {
+	"$EMA" "$@" >"$T/log/out" 2>"$T/log/err"
+	rc=$?
+}
+
+# bad_input NAME EXPECTED_STDERR_TEXT ARGS...: `ema run ARGS` must exit 2,
+# say EXPECTED (a fixed string, e.g. "file:3:") on stderr, and leave
+# nothing behind.
+bad_input() {
+	name=$1
+	want=$2
+	shift 2
+	ema run "$@" --out "bad_$name"
+	check "$name: exit status 2 (got $rc)" [ "$rc" -eq 2 ]
+	if grep -qF -- "$want" "$T/log/err"; then
+		pass
+	else
+		fail "$name: stderr lacks \"$want\": $(cat "$T/log/err")"
+	fi
+	check "$name: nothing on stdout" [ ! -s "$T/log/out" ]
+	check "$name: nothing written ($(ls -A | tr '\n' ' '))" [ -z "$(ls -A)" ]
+	rm -rf ./* ./.[!.]* 2>/dev/null
+}
+
+# same_file A B: byte-identical; differ A B: not.
+same_file() { cmp -s "$1" "$2"; }
+differ() { ! cmp -s "$1" "$2"; }
+
+# ---- ema list ----------------------------------------------------------
+
+# list WHAT NAMES: each name is the first word of some line of `ema list WHAT`.
+list() {
+	what=$1
+	shift
+	ema list "$what"
+	check "list $what: exit 0" [ "$rc" -eq 0 ]
+	for n in "$@"; do
+		check "list $what: $n" awk -v n="$n" '$1 == n { f = 1 } END { exit !f }' "$T/log/out"
+	done
+}
+list policies $POLICIES
+list models llama-2-7b llama-2-13b llama-2-70b llama-3-8b llama-3-70b opt-13b opt-30b
+list hardware h200x2 h200x8 h100x8 a100x4_40gb a100x8_80gb
+list figures throughput latency_cdf memory
+ema list nothing_like_this
+check "list nothing_like_this: exit 2" [ "$rc" -eq 2 ]
+
+# ---- one run and its folder ------------------------------------------
+
+R=$T/runs
+mkdir "$R"
+ema run $SHORT --out "$R/r1"
+check "run: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+for f in config.json run.json summary.csv requests.csv timeline.csv links.csv transfers.csv; do
+	check "run: $f written" [ -s "$R/r1/$f" ]
+done
+check "run: no temporary folder left" [ "$(ls -A "$R")" = r1 ]
+check "run: stdout names the folder" grep -qF "$R/r1" "$T/log/out"
+check "run: summary.csv header" \
+	grep -q '^policy,tenant,gpu,requests,completed,throughput_tok_s,req_s,ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,tpot_p50_ms,tpot_p90_ms,tpot_p99_ms,e2e_p50_ms,e2e_p99_ms,preemptions,kv_peak_gib' \
+	"$R/r1/summary.csv"
+check "run: requests.csv header" grep -q '^policy,tenant,request,arrival_ms,' "$R/r1/requests.csv"
+# one row per (policy, tenant): 5 policies x 2 tenants, no pair twice
+rows=$(tail -n +2 "$R/r1/summary.csv" | wc -l)
+pairs=$(tail -n +2 "$R/r1/summary.csv" | cut -d, -f1,2 | sort -u | wc -l)
+check "run: 10 summary rows (got $rows)" [ "$rows" -eq 10 ]
+check "run: 10 distinct (policy, tenant) pairs (got $pairs)" [ "$pairs" -eq 10 ]
+for p in $POLICIES; do
+	for t in t0 t1; do
+		check "run: summary row $p,$t" grep -q "^$p,$t," "$R/r1/summary.csv"
+	done
+done
+# every row as wide as the header
+check "run: summary.csv rows as wide as the header" \
+	awk -F, 'NR == 1 { n = NF } NF != n { exit 1 }' "$R/r1/summary.csv"
+check "run: requests.csv rows as wide as the header" \
+	awk -F, 'NR == 1 { n = NF } NF != n { exit 1 }' "$R/r1/requests.csv"
+check "run: run.json records the seed" grep -q '"seed": 1' "$R/r1/run.json"
+check "run: config.json loads again" "$EMA" config --config "$R/r1/config.json" >/dev/null 2>&1
+if command -v gnuplot >/dev/null 2>&1; then
+	for fig in throughput latency_cdf memory; do
+		check "run: plots/$fig.pdf" [ -s "$R/r1/plots/$fig.pdf" ]
+		check "run: plots/$fig.png" [ -s "$R/r1/plots/$fig.png" ]
+	done
+else
+	echo "note: gnuplot not found, figures not checked"
+	check "run: plots/ scripts written" [ -n "$(ls "$R/r1/plots/"*.gp 2>/dev/null)" ]
+fi
+
+# ---- reproducing a run -------------------------------------------------
+
+# The effective configuration reproduces the run byte for byte.
+ema run --quiet --no-plots --config "$R/r1/config.json" --out "$R/r2"
+check "rerun from config.json: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+check "rerun from config.json: --quiet is silent on stderr" [ ! -s "$T/log/err" ]
+check "rerun from config.json: no plots/ with --no-plots" [ ! -e "$R/r2/plots" ]
+for f in summary.csv requests.csv timeline.csv links.csv transfers.csv config.json; do
+	check "rerun from config.json: same $f" same_file "$R/r1/$f" "$R/r2/$f"
+done
+ema run --quiet --no-plots $SHORT --out "$R/r3"
+check "same seed: exit 0" [ "$rc" -eq 0 ]
+check "same seed: same summary.csv" same_file "$R/r1/summary.csv" "$R/r3/summary.csv"
+check "same seed: same requests.csv" same_file "$R/r1/requests.csv" "$R/r3/requests.csv"
+ema run --quiet --no-plots $SHORT --seed 2 --out "$R/r4"
+check "--seed 2: exit 0" [ "$rc" -eq 0 ]
+check "--seed 2: other requests.csv" differ "$R/r1/requests.csv" "$R/r4/requests.csv"
+check "--seed 2: run.json records it" grep -q '"seed": 2' "$R/r4/run.json"
+
+# A trace the readers accept, as the control of the bad traces below.
+TRACE="--set tenants.0.workload.source=trace --set tenants.0.workload.format=azure"
+ema run --quiet --no-plots $TRACE --set "tenants.0.workload.trace=$DATA/trace_ok.csv" \
+	--set tenants.1.workload.duration_s=10 --set policies=static --out "$R/trace"
+check "good trace: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+check "good trace: its 3 requests" grep -q '^static,t0,0,3,3,' "$R/trace/summary.csv"
+check "runs left no temporary folder" [ -z "$(find "$R" -maxdepth 1 -name '*.tmp-*')" ]
+
+# ---- bad input: exit 2, where and what, nothing written ----------------
+
+I=$T/in
+bad_input missing_config "$I/nosuch.json:" --config "$I/nosuch.json"
+
+printf '{\n  "name": "x",\n  "seed": 1,,\n  "page_mib": 2\n}\n' >"$I/malformed.json"
+bad_input malformed_json "$I/malformed.json:3:" --config "$I/malformed.json"
+
+# Configs with one defect each, from the effective default scenario, so
+# that the defect is the only thing wrong; the line is found by grep.
+"$EMA" config >"$I/default.json" || fail "ema config"
+# at_line FILE PATTERN: line number of the first line matching PATTERN.
+at_line() { grep -n -- "$2" "$1" | head -1 | cut -d: -f1; }
+
+sed 's/"block_tokens": 16,/"block_tokens": 16, "bogus_knob": 1,/' "$I/default.json" >"$I/unknown_key.json"
+bad_input unknown_key_file "$I/unknown_key.json:$(at_line "$I/unknown_key.json" bogus_knob):" \
+	--config "$I/unknown_key.json"
+bad_input unknown_key_set "--set serving.bogus_knob=1:" --set serving.bogus_knob=1
+
+sed 's/"page_mib": 2,/"page_mib": "two",/' "$I/default.json" >"$I/wrong_type.json"
+bad_input wrong_type_file "$I/wrong_type.json:$(at_line "$I/wrong_type.json" '"page_mib"'):" \
+	--config "$I/wrong_type.json"
+bad_input wrong_type_set "--set serving.max_batch=many:" --set serving.max_batch=many
+bad_input wrong_type_seed "seed=abc" --seed abc
+
+sed 's/"max_batch": 256,/"max_batch": -4,/' "$I/default.json" >"$I/negative.json"
+bad_input negative_file "$I/negative.json:$(at_line "$I/negative.json" '"max_batch"'):" \
+	--config "$I/negative.json"
+bad_input negative_set "--set tenants.0.workload.duration_s=-10:" \
+	--set tenants.0.workload.duration_s=-10
+
+bad_input model_too_big "--set model=llama-2-70b:" --set model=llama-2-70b
+
+bad_input unknown_policy_set "--set policies=static,no_such_policy:" $SHORT \
+	--set policies=static,no_such_policy
+sed 's/"policies": \["static",/"policies": ["no_such_policy",/' "$I/default.json" >"$I/policy.json"
+bad_input unknown_policy_file "$I/policy.json:$(at_line "$I/policy.json" no_such_policy):" \
+	--config "$I/policy.json"
+# the same policy twice would give two rows for one (policy, tenant)
+bad_input duplicate_policy "--set policies=static,static:" $SHORT --set policies=static,static
+
+bad_input unknown_option "--no-such-option" --no-such-option
+
+bad_input bad_trace_row "$DATA/trace_bad_row.csv:3:" $TRACE --set "tenants.0.workload.trace=$DATA/trace_bad_row.csv"
+bad_input trace_backwards "$DATA/trace_backwards.csv:4:" $TRACE --set "tenants.0.workload.trace=$DATA/trace_backwards.csv"
+# An empty trace has no offending line: the file name is enough.
+bad_input trace_empty "$DATA/trace_empty.csv:" $TRACE --set "tenants.0.workload.trace=$DATA/trace_empty.csv"
+bad_input trace_missing "$I/nosuch.csv:" $TRACE --set "tenants.0.workload.trace=$I/nosuch.csv"
+
+# --out that exists: refused before running, contents untouched.
+mkdir keep
+echo "precious" >keep/summary.csv
+ema run --quiet $SHORT --out keep
+check "existing --out: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+check "existing --out: says so" grep -q 'keep.*already exists' "$T/log/err"
+check "existing --out: contents untouched" [ "$(ls -A keep)" = summary.csv ]
+check "existing --out: file untouched" [ "$(cat keep/summary.csv)" = precious ]
+check "existing --out: nothing else written" [ "$(ls -A)" = keep ]
+rm -rf keep
+
+# ---- the hardware backend without a GPU --------------------------------
+
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+	echo "note: a GPU is present, --backend hw failure not checked"
+else
+		ema run --quiet --backend hw $SHORT --out hw
+	check "--backend hw without GPU: exit 1 (got $rc)" [ "$rc" -eq 1 ]
+	check "--backend hw without GPU: says why" grep -qiE 'gpu|cuda|driver' "$T/log/err"
+	check "--backend hw without GPU: nothing written ($(ls -A | tr '\n' ' '))" [ -z "$(ls -A)" ]
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

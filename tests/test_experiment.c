@@ -1,0 +1,424 @@
+/* test_experiment.c: end-to-end tests of src/experiment.c through its
+ * public API: the determinism oracle (the same scenario twice, and with its
+ * policies in reverse order, gives byte-identical summary rows), the
+ * quantile definition on hand-computed cases, a one-request scenario whose
+ * summary is checked against that request's own timestamps, and the
+ * comparison columns (static against itself, the lender guarantee). */
+#include <gsl/gsl_errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "experiment.h"
+#include "test_main.h"
+
+/* Short enough that each test runs in well under a second, long enough
+ * that the borrowing policies do borrow (tenant 0 overloads its GPU). */
+#define SHORT_T0 "tenants.0.workload.duration_s=10"
+#define SHORT_T1 "tenants.1.workload.duration_s=10"
+
+/* Column numbers (0-based) in summary.csv, checked against the header by
+ * test_summary_shape so that a reordered header fails there, not here. */
+enum { COL_POLICY = 0, COL_TENANT = 1, COL_COMPLETED = 4, COL_THROUGHPUT = 5 };
+
+/* Loads the embedded default scenario with overrides and runs it quietly.
+ * Returns NULL (after a CUnit failure) when loading or running fails. */
+static struct ema_experiment *run_default(const char *const *sets, int n)
+{
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = {0};
+	int rc;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	rc = ema_config_load(&x->cfg, NULL, sets, n, &err);
+	if (rc != EMA_OK)
+		fprintf(stderr, "config: %s\n", err.msg);
+	CU_ASSERT_EQUAL(rc, EMA_OK);
+	if (rc != EMA_OK) {
+		free(x);
+		return NULL;
+	}
+	x->quiet = true;
+	rc = ema_experiment_run(x, &err);
+	if (rc != EMA_OK)
+		fprintf(stderr, "run: %s\n", err.msg);
+	CU_ASSERT_EQUAL(rc, EMA_OK);
+	if (rc != EMA_OK) {
+		ema_experiment_free(x);
+		free(x);
+		return NULL;
+	}
+	return x;
+}
+
+static void drop(struct ema_experiment *x)
+{
+	if (x != NULL) {
+		ema_experiment_free(x);
+		free(x);
+	}
+}
+
+/* summary.csv of x as a malloc'd string. */
+static char *summary_text(const struct ema_experiment *x)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(ema_experiment_write_summary_csv(x, f), EMA_OK);
+	fclose(f);
+	return buf;
+}
+
+/* The rows of a summary whose first field is policy, concatenated in
+ * their order, as a malloc'd string. */
+static char *rows_of(const char *csv, const char *policy)
+{
+	size_t plen = strlen(policy), cap = strlen(csv) + 1, len = 0;
+	char *out = calloc(1, cap);
+	const char *line = strchr(csv, '\n'); /* skip the header */
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+	while (line != NULL && *++line != '\0') {
+		const char *end = strchr(line, '\n');
+		size_t n = end ? (size_t)(end - line) + 1 : strlen(line);
+
+		if (strncmp(line, policy, plen) == 0 && line[plen] == ',') {
+			memcpy(out + len, line, n);
+			len += n;
+		}
+		line = end;
+	}
+	return out;
+}
+
+/* Field k (0-based) of a CSV line, copied into buf. */
+static const char *field(const char *line, int k, char *buf, size_t n)
+{
+	size_t i = 0;
+
+	for (int c = 0; c < k && *line && *line != '\n'; line++)
+		if (*line == ',')
+			c++;
+	while (line[i] && line[i] != ',' && line[i] != '\n' && i + 1 < n) {
+		buf[i] = line[i];
+		i++;
+	}
+	buf[i] = '\0';
+	return buf;
+}
+
+static int count_fields(const char *line)
+{
+	int n = 1;
+
+	for (; *line && *line != '\n'; line++)
+		if (*line == ',')
+			n++;
+	return n;
+}
+
+/* ---- determinism oracle ---- */
+
+static void test_same_run_twice(void)
+{
+	static const char *const sets[] = {SHORT_T0, SHORT_T1};
+	struct ema_experiment *a = run_default(sets, 2), *b;
+	char *sa, *sb;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	b = run_default(sets, 2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	sa = summary_text(a);
+	sb = summary_text(b);
+	CU_ASSERT_STRING_EQUAL(sa, sb);
+	/* one header and one row per (policy, tenant) */
+	{
+		int lines = 0;
+
+		for (const char *c = sa; *c; c++)
+			lines += *c == '\n';
+		CU_ASSERT_EQUAL(lines, 1 + a->cfg.n_policies * a->cfg.n_tenants);
+	}
+	free(sa);
+	free(sb);
+	drop(a);
+	drop(b);
+}
+
+/* Each policy runs on the same requests from its own fresh engine, so the
+ * order in which the policies are listed must not change any of them. */
+static void test_policy_order(void)
+{
+	static const char *const fwd[] = {SHORT_T0, SHORT_T1};
+	static const char *const rev[] = {
+		SHORT_T0, SHORT_T1, "policies=ema,remote_direct,host_swap,ideal,static",
+	};
+	struct ema_experiment *a = run_default(fwd, 2), *b;
+	char *sa, *sb;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	b = run_default(rev, 3);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	CU_ASSERT_EQUAL_FATAL(a->cfg.n_policies, 5);
+	CU_ASSERT_EQUAL_FATAL(b->cfg.n_policies, 5);
+	CU_ASSERT_STRING_EQUAL(b->cfg.policies[0], a->cfg.policies[4]);
+	sa = summary_text(a);
+	sb = summary_text(b);
+	for (int i = 0; i < a->cfg.n_policies; i++) {
+		char *ra = rows_of(sa, a->cfg.policies[i]);
+		char *rb = rows_of(sb, a->cfg.policies[i]);
+
+		CU_ASSERT(ra[0] != '\0');
+		CU_ASSERT_STRING_EQUAL(ra, rb);
+		if (strcmp(ra, rb) != 0)
+			fprintf(stderr, "policy %s depends on the order:\n%s---\n%s",
+				a->cfg.policies[i], ra, rb);
+		free(ra);
+		free(rb);
+	}
+	free(sa);
+	free(sb);
+	drop(a);
+	drop(b);
+}
+
+/* A different seed must give other requests (else the seed is ignored). */
+static void test_seed_matters(void)
+{
+	static const char *const s1[] = {SHORT_T0, SHORT_T1, "policies=static"};
+	static const char *const s2[] = {SHORT_T0, SHORT_T1, "policies=static", "seed=2"};
+	struct ema_experiment *a = run_default(s1, 3), *b;
+	char *sa, *sb;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	b = run_default(s2, 4);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	sa = summary_text(a);
+	sb = summary_text(b);
+	CU_ASSERT(strcmp(sa, sb) != 0);
+	free(sa);
+	free(sb);
+	drop(a);
+	drop(b);
+}
+
+/* ---- summary columns ---- */
+
+static void test_summary_shape(void)
+{
+	static const char *const sets[] = {SHORT_T0, SHORT_T1};
+	static const char head[] =
+		"policy,tenant,gpu,requests,completed,throughput_tok_s,req_s,"
+		"ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,tpot_p50_ms,tpot_p90_ms,tpot_p99_ms,"
+		"e2e_p50_ms,e2e_p99_ms,preemptions,kv_peak_gib";
+	struct ema_experiment *x = run_default(sets, 2);
+	char *s;
+	int cols;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	s = summary_text(x);
+	CU_ASSERT_EQUAL(strncmp(s, head, sizeof head - 1), 0);
+	cols = count_fields(s);
+	for (const char *line = strchr(s, '\n'); line && line[1]; line = strchr(line + 1, '\n'))
+		CU_ASSERT_EQUAL(count_fields(line + 1), cols);
+	free(s);
+	drop(x);
+}
+
+/* Static compared with itself is exactly 1; only a tenant whose GPU lent
+ * pages gets a guarantee verdict. */
+static void test_comparisons(void)
+{
+	static const char *const sets[] = {SHORT_T0, SHORT_T1};
+	struct ema_experiment *x = run_default(sets, 2);
+	int lenders = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	for (int i = 0; i < x->n_runs; i++)
+		for (int ti = 0; ti < x->cfg.n_tenants; ti++) {
+			const struct ema_tenant_result *r = &x->runs[i].results[ti];
+
+			if (strcmp(r->policy, "static") == 0) {
+				CU_ASSERT(r->vs_static_throughput == 1.0);
+				CU_ASSERT(r->vs_static_ttft_p50 == 1.0);
+				CU_ASSERT(r->vs_static_tpot_p99 == 1.0);
+			}
+			if (strcmp(r->policy, "ideal") == 0)
+				CU_ASSERT(r->vs_ideal_throughput == 1.0);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(r->guarantee);
+			if (r->lent_peak_gib > 0) {
+				lenders++;
+				CU_ASSERT(strcmp(r->guarantee, "ok") == 0 ||
+					  strcmp(r->guarantee, "violated") == 0);
+			} else {
+				CU_ASSERT_STRING_EQUAL(r->guarantee, "-");
+			}
+			CU_ASSERT_EQUAL(r->completed, r->requests);
+		}
+	/* the default scenario exists to show lending: t1 lends to t0 */
+	CU_ASSERT(lenders > 0);
+	/* and the CSV says the same: static rows carry 1 and "-" */
+	{
+		char *s = summary_text(x), *rows = rows_of(s, "static");
+		char buf[64];
+
+		for (const char *line = rows; *line; line = strchr(line, '\n') + 1) {
+			int last = count_fields(line) - 1;
+
+			CU_ASSERT_STRING_EQUAL(field(line, last - 6, buf, sizeof buf), "1");
+			CU_ASSERT_STRING_EQUAL(field(line, last, buf, sizeof buf), "-");
+		}
+		free(rows);
+		free(s);
+	}
+	drop(x);
+}
+
+/* ---- quantiles: GSL's definition, interpolating between order
+ * statistics at position (n - 1) q ---- */
+
+static void test_quantile(void)
+{
+	double one[] = {7};
+	double odd[] = {5, 1, 4, 2, 3};
+	double even[] = {40, 10, 30, 20};
+
+	CU_ASSERT(isnan(ema_quantile(one, 0, 0.5)));
+	CU_ASSERT_DOUBLE_EQUAL(ema_quantile(one, 1, 0.0), 7, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(ema_quantile(one, 1, 0.5), 7, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(ema_quantile(one, 1, 1.0), 7, 1e-12);
+	/* odd: 1 2 3 4 5 */
+	CU_ASSERT_DOUBLE_EQUAL(ema_quantile(odd, 5, 0.0), 1, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(ema_quantile(odd, 5, 1.0), 5, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(ema_quantile(odd, 5, 0.5), 3, 1e-12);
+	/* 4 x 0.9 = 3.6: 4 + 0.6 (5 - 4) */
+	CU_ASSERT_DOUBLE_EQUAL(ema_quantile(odd, 5, 0.9), 4.6, 1e-12);
+	/* sorted in place, as documented */
+	for (int i = 0; i < 5; i++)
+		CU_ASSERT_DOUBLE_EQUAL(odd[i], i + 1, 0);
+	/* even: 10 20 30 40; the median lies between the middle two */
+	CU_ASSERT_DOUBLE_EQUAL(ema_quantile(even, 4, 0.0), 10, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(ema_quantile(even, 4, 1.0), 40, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(ema_quantile(even, 4, 0.5), 25, 1e-12);
+	/* 3 x 0.9 = 2.7: 30 + 0.7 (40 - 30) */
+	CU_ASSERT_DOUBLE_EQUAL(ema_quantile(even, 4, 0.9), 37, 1e-12);
+	/* 3 x 0.99 = 2.97 */
+	CU_ASSERT_DOUBLE_EQUAL(ema_quantile(even, 4, 0.99), 39.7, 1e-12);
+	/* ties */
+	{
+		double t[] = {2, 2, 2, 9};
+
+		CU_ASSERT_DOUBLE_EQUAL(ema_quantile(t, 4, 0.5), 2, 1e-12);
+	}
+}
+
+/* ---- one request by hand ---- */
+
+/* One tenant, one request of fixed lengths: every figure of its summary
+ * row follows from the request's three timestamps. */
+static void test_one_request(void)
+{
+	static const char *const sets[] = {
+		"tenants.0.workload.prompt.kind=fixed",
+		"tenants.0.workload.prompt.mean=100",
+		"tenants.0.workload.output.kind=fixed",
+		"tenants.0.workload.output.mean=10",
+		"tenants.0.workload.max_requests=1",
+	};
+	char path[4096];
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = {0};
+	const struct ema_tenant_result *r;
+	const struct ema_request *q;
+	double ttft, e2e, tpot;
+	int rc;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	snprintf(path, sizeof path, "%s/tests/data/cli/one_request.json", ema_test_srcdir());
+	rc = ema_config_load(&x->cfg, path, sets, 5, &err);
+	if (rc != EMA_OK)
+		fprintf(stderr, "config: %s\n", err.msg);
+	CU_ASSERT_EQUAL_FATAL(rc, EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(x->cfg.n_tenants, 1);
+	x->quiet = true;
+	rc = ema_experiment_run(x, &err);
+	if (rc != EMA_OK)
+		fprintf(stderr, "run: %s\n", err.msg);
+	CU_ASSERT_EQUAL_FATAL(rc, EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(x->n_runs, 1);
+	CU_ASSERT_EQUAL_FATAL(x->runs[0].engine.tenants[0].n_reqs, 1);
+
+	q = &x->runs[0].engine.tenants[0].reqs[0];
+	r = &x->runs[0].results[0];
+	CU_ASSERT_EQUAL(q->prompt_tokens, 100);
+	CU_ASSERT_EQUAL(q->output_tokens, 10);
+	CU_ASSERT(q->arrival_ns >= 0);
+	CU_ASSERT(q->first_token_ns > q->arrival_ns);
+	CU_ASSERT(q->finish_ns > q->first_token_ns);
+	CU_ASSERT_STRING_EQUAL(r->tenant, "solo");
+	CU_ASSERT_EQUAL(r->requests, 1);
+	CU_ASSERT_EQUAL(r->completed, 1);
+	CU_ASSERT_EQUAL(r->preemptions, 0);
+
+	ttft = (double)(q->first_token_ns - q->arrival_ns) * 1e-6;
+	e2e = (double)(q->finish_ns - q->arrival_ns) * 1e-6;
+	tpot = (double)(q->finish_ns - q->first_token_ns) * 1e-6 / 9;
+	/* with one value, every quantile is that value */
+	for (int k = 0; k < 3; k++) {
+		CU_ASSERT_DOUBLE_EQUAL(r->ttft_ms[k], ttft, 1e-9);
+		CU_ASSERT_DOUBLE_EQUAL(r->tpot_ms[k], tpot, 1e-9);
+	}
+	CU_ASSERT_DOUBLE_EQUAL(r->e2e_ms[0], e2e, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(r->e2e_ms[1], e2e, 1e-9);
+	/* TTFT = e2e - (output - 1) x TPOT */
+	CU_ASSERT_DOUBLE_EQUAL(r->ttft_ms[0], r->e2e_ms[0] - 9 * r->tpot_ms[0], 1e-6);
+	/* throughput = output tokens over the span from arrival to finish */
+	CU_ASSERT_DOUBLE_EQUAL(r->throughput_tok_s,
+			       10.0 / ((double)(q->finish_ns - q->arrival_ns) * 1e-9), 1e-6);
+	CU_ASSERT_DOUBLE_EQUAL(r->req_s, 1.0 / ((double)(q->finish_ns - q->arrival_ns) * 1e-9),
+			       1e-9);
+	/* alone on its GPU: nothing borrowed, lent, or stalled on */
+	CU_ASSERT_DOUBLE_EQUAL(r->borrowed_peak_gib, 0, 0);
+	CU_ASSERT_DOUBLE_EQUAL(r->remote_share, 0, 0);
+	CU_ASSERT_STRING_EQUAL(r->guarantee, "-");
+	/* 110 tokens of llama-3-8b KV (128 KiB each) fit in 14 MiB: at most
+	 * 7 pages of 2 MiB, at least one */
+	CU_ASSERT(r->kv_peak_gib > 0);
+	CU_ASSERT(r->kv_peak_gib <= 7 * 2.0 / 1024 + 1e-12);
+
+	/* and the CSV row carries the same numbers */
+	{
+		char *s = summary_text(x), buf[64];
+		const char *row = strchr(s, '\n') + 1;
+
+		CU_ASSERT_STRING_EQUAL(field(row, COL_POLICY, buf, sizeof buf), "static");
+		CU_ASSERT_STRING_EQUAL(field(row, COL_TENANT, buf, sizeof buf), "solo");
+		CU_ASSERT_STRING_EQUAL(field(row, COL_COMPLETED, buf, sizeof buf), "1");
+		CU_ASSERT_DOUBLE_EQUAL(atof(field(row, COL_THROUGHPUT, buf, sizeof buf)),
+				       r->throughput_tok_s, r->throughput_tok_s * 1e-5);
+		free(s);
+	}
+	drop(x);
+}
+
+int main(void)
+{
+	static const struct ema_test_case cases[] = {
+		{"same scenario twice is byte-identical", test_same_run_twice},
+		{"policy order does not matter", test_policy_order},
+		{"another seed gives other requests", test_seed_matters},
+		{"summary.csv header and row widths", test_summary_shape},
+		{"static vs itself is 1, guarantee only for lenders", test_comparisons},
+		{"quantiles by hand", test_quantile},
+		{"one request by hand", test_one_request},
+		{NULL, NULL},
+	};
+
+	gsl_set_error_handler_off();
+	return ema_test_run("experiment", cases);
+}

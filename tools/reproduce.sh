@@ -1,0 +1,114 @@
+#!/bin/sh
+# reproduce.sh: runs every scenario of scenarios/published/ (the simulated
+# counterpart of the published EMA experiment) and prints one markdown table
+# comparing ema with static partitioning and with the 2x-memory ideal.
+#
+# usage: tools/reproduce.sh [EMA_BINARY] [OUT_DIR]
+#   EMA_BINARY  the ema program (default: ./ema, else ema on PATH)
+#   OUT_DIR     where the run folders go, one per scenario (default: a new
+#               folder under ${TMPDIR:-/tmp}); it must not hold them already
+#               since ema refuses to overwrite a run folder.
+#   PLOTS=1 in the environment keeps the plots (off by default: gnuplot is
+#   slow and optional).
+#
+# Overloaded tenants are those whose name starts with "hot" (the scenarios'
+# convention); every other tenant whose GPU lent memory under ema is a
+# lender, judged by summary.csv's lender_guarantee. summary.csv columns are
+# read by name from its header, so adding columns does not break this.
+set -eu
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+scen_dir="$here/scenarios/published"
+
+if [ $# -ge 1 ]; then
+	ema=$1
+elif [ -x ./ema ]; then
+	ema=./ema
+else
+	ema=ema
+fi
+if [ $# -ge 2 ]; then
+	out=$2
+	mkdir -p "$out"
+else
+	out=$(mktemp -d "${TMPDIR:-/tmp}/ema-reproduce.XXXXXX")
+fi
+if [ $# -gt 2 ]; then
+	echo "usage: $0 [EMA_BINARY] [OUT_DIR]" >&2
+	exit 2
+fi
+plots=--no-plots
+[ "${PLOTS:-0}" = 1 ] && plots=
+
+set -- "$scen_dir"/*.json
+[ -e "$1" ] || { echo "$0: no scenario in $scen_dir" >&2; exit 2; }
+
+for f in "$@"; do
+	name=$(basename "$f" .json)
+	echo "reproduce: $name" >&2
+	# $plots is empty or one word: left unquoted on purpose
+	"$ema" run --config "$f" --out "$out/$name" --quiet $plots >/dev/null
+done
+
+echo "Run folders: $out" >&2
+echo
+echo "| scenario | tenant | ema vs static thr | ema % of ideal | ideal vs static thr | TTFT p50 ema/static | TPOT p50 ema/static | remote share | stall s | preempt static/ema | worst lender (ema) |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+for f in "$@"; do
+	name=$(basename "$f" .json)
+	awk -F, -v scen="$name" '
+	# Worst lender: the one whose ratio goes furthest past (or closest to)
+	# the limits that experiment.c applies (5% on throughput and p50, 15% on
+	# p99), reported with that ratio.
+	function judge(row,   k, v, lim, m, bad) {
+		bad = 0
+		for (k = 1; k <= 5; k++) {
+			v = row[k]; lim = limit[k]
+			m = (k == 1) ? (v > 0 ? lim / v : 1e9) : v / lim
+			if (m > bad) { bad = m; badk = k; badv = v }
+		}
+		return bad
+	}
+	BEGIN {
+		limit[1] = 0.95; limit[2] = 1.05; limit[3] = 1.05; limit[4] = 1.15; limit[5] = 1.15
+		split("thr,ttft_p50,tpot_p50,ttft_p99,tpot_p99", kname, ",")
+	}
+	NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+	{
+		p = $c["policy"]; t = $c["tenant"]
+		if (!(t in seen)) { seen[t] = 1; order[++nt] = t }
+		if (p == "static") st_pre[t] = $c["preemptions"]
+		if (p == "ideal") id_thr[t] = $c["vs_static_throughput"]
+		if (p != "ema") next
+		thr[t] = $c["vs_static_throughput"]; idl[t] = $c["vs_ideal_throughput"]
+		ttft[t] = $c["vs_static_ttft_p50"]; tpot[t] = $c["vs_static_tpot_p50"]
+		rem[t] = $c["remote_share"]; stall[t] = $c["stall_ms"] / 1000
+		pre[t] = $c["preemptions"]
+		g = $c["lender_guarantee"]
+		if (g == "ok" || g == "violated") {
+			nl++
+			if (g == "violated") viol++
+			row[1] = $c["vs_static_throughput"]; row[2] = $c["vs_static_ttft_p50"]
+			row[3] = $c["vs_static_tpot_p50"]; row[4] = $c["vs_static_ttft_p99"]
+			row[5] = $c["vs_static_tpot_p99"]
+			m = judge(row)
+			if (nl == 1 || m > worst) {
+				worst = m; wt = t; wk = badk; wv = badv
+			}
+		}
+	}
+	END {
+		if (nl == 0)
+			lend = "no lending"
+		else
+			lend = sprintf("%s (%d/%d lenders ok): %s %s %.3f", viol ? "violated" : "ok",
+				       nl - viol, nl, wt, kname[wk], wv)
+		for (i = 1; i <= nt; i++) {
+			t = order[i]
+			if (t !~ /^hot/) continue
+			printf "| %s | %s | %+.1f%% | %.1f%% | %+.1f%% | %.2f | %.2f | %.1f%% | %.1f | %d/%d | %s |\n",
+			       scen, t, 100 * (thr[t] - 1), 100 * idl[t], 100 * (id_thr[t] - 1),
+			       ttft[t], tpot[t], 100 * rem[t], stall[t], st_pre[t], pre[t], lend
+		}
+	}' "$out/$name/summary.csv"
+done
