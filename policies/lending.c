@@ -25,6 +25,11 @@ int32_t ema_lending_lendable(struct ema_engine *e, int gpu)
 	int32_t by_floor = cap - floor_pages - ema_ledger_lent_pages(&e->ledger, gpu);
 	int32_t n = by_free < by_floor ? by_free : by_floor;
 
+	/* A tenant that borrows needs all it has: lending while borrowing
+	 * made two overloaded tenants trade pages and preempt each other
+	 * without end (found on 8 GPUs). */
+	if (has_tenant && ema_ledger_borrowed_pages(&e->ledger, e->ledger.gpu[gpu].home_tenant) > 0)
+		return 0;
 	return n > 0 ? n : 0;
 }
 

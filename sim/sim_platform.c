@@ -45,7 +45,7 @@
 #include "platform.h"
 #include "sim.h"
 
-enum tag_kind { TAG_XFER = 1, TAG_GROUP, TAG_INPLACE };
+enum tag_kind { TAG_XFER = 1, TAG_GROUP, TAG_INPLACE, TAG_SPEC };
 
 #define TAG(kind, gpu, idx) (((uint64_t)(kind) << 56) | ((uint64_t)(gpu) << 40) | \
 			     (uint64_t)(idx))
@@ -98,6 +98,15 @@ struct iter_slot {
 	int n_remote;
 	struct lender remote[EMA_MAX_GPUS];
 	enum ema_copy_method method;
+	/* Cross-iteration prefetch: while its last `depth` groups compute,
+	 * an iteration already fetches the first `depth` groups of the next
+	 * one, assuming the same remote KV (decode batches change little).
+	 * spec_gen tells these flows from those of an earlier speculation. */
+	uint32_t spec_gen;
+	int spec_groups;      /* next iteration's groups 0.. fetched or in flight */
+	int *spec_inflight;   /* per group, flows of the current speculation */
+	bool spec_adopted;    /* the running iteration counts them in pending */
+	uint64_t spec_bytes[EMA_MAX_GPUS]; /* per group, by lender GPU */
 };
 
 struct sim {
@@ -254,6 +263,71 @@ static int start_group_flows(struct iter_slot *s, int g, int64_t now)
 	return EMA_OK;
 }
 
+/* Fetches group j of the next iteration ahead of time (see iter_slot). */
+static int start_spec_flows(struct iter_slot *s, int j, int64_t now)
+{
+	struct sim *p = s->p;
+	int G = s->groups;
+
+	if (j == 0) {
+		/* a new speculation: flows of an older one no longer count */
+		s->spec_gen++;
+		s->spec_groups = 0;
+		s->spec_adopted = false;
+		memset(s->spec_bytes, 0, sizeof s->spec_bytes);
+		memset(s->spec_inflight, 0, (size_t)s->cap_pending * sizeof *s->spec_inflight);
+	}
+	for (int i = 0; i < s->n_remote; i++) {
+		const struct lender *l = &s->remote[i];
+		uint64_t b = l->bytes / (uint64_t)G;
+		int pages = l->n_pages / G > 0 ? l->n_pages / G : 1;
+		int rc;
+
+		if (b == 0)
+			continue;
+		rc = ema_flownet_start(p->net, now, l->gpu, s->gpu, b, pages, s->method,
+				       TAG(TAG_SPEC, s->gpu, ((uint64_t)(s->spec_gen & 0xffffff) << 16) | (uint64_t)j),
+				       NULL, &p->err);
+		if (rc != EMA_OK)
+			return rc;
+		s->spec_inflight[j]++;
+		s->spec_bytes[l->gpu] = b;
+		count_bytes(p, l->gpu, s->gpu, b, EMA_XFER_PREFETCH);
+	}
+	if (j + 1 > s->spec_groups)
+		s->spec_groups = j + 1;
+	return EMA_OK;
+}
+
+/* The first groups of a new iteration: taken over from the speculation
+ * where there was one (only bytes beyond what was speculated still move),
+ * else fetched now. */
+static int first_group_flows(struct iter_slot *s, int g, int64_t now)
+{
+	struct sim *p = s->p;
+	int G = s->groups;
+
+	if (g >= s->spec_groups)
+		return start_group_flows(s, g, now);
+	s->pending[g] = s->spec_inflight[g];
+	for (int i = 0; i < s->n_remote; i++) {
+		const struct lender *l = &s->remote[i];
+		uint64_t b = l->bytes / (uint64_t)G;
+		uint64_t have = s->spec_bytes[l->gpu];
+		int rc;
+
+		if (b <= have)
+			continue;
+		rc = ema_flownet_start(p->net, now, l->gpu, s->gpu, b - have, 1, s->method,
+				       TAG(TAG_GROUP, s->gpu, g), NULL, &p->err);
+		if (rc != EMA_OK)
+			return rc;
+		s->pending[g]++;
+		count_bytes(p, l->gpu, s->gpu, b - have, EMA_XFER_PREFETCH);
+	}
+	return EMA_OK;
+}
+
 static void group_done_event(void *arg, int64_t now);
 
 /* Starts the next group if its KV is here; otherwise compute waits. */
@@ -279,6 +353,12 @@ static int try_compute(struct iter_slot *s, int64_t now)
 	s->computing = true;
 	if (g + s->depth < s->groups) {
 		rc = start_group_flows(s, g + s->depth, now);
+		if (rc != EMA_OK)
+			return rc;
+	} else if (s->groups >= 2 * s->depth && g + s->depth - s->groups < s->depth) {
+		/* only when the first groups have all been computed, so that
+		 * no flow of this iteration belongs to the old speculation */
+		rc = start_spec_flows(s, g + s->depth - s->groups, now);
 		if (rc != EMA_OK)
 			return rc;
 	}
@@ -389,6 +469,10 @@ static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it
 	s->arg = arg;
 	s->busy = true;
 	if (it->prefetch_depth == 0 || remote == 0) {
+		/* a speculation in flight is wasted: its flows just finish */
+		s->spec_groups = 0;
+		s->spec_adopted = false;
+		s->spec_gen++;
 		for (int i = 0; i < it->n_remote && total_ns > 0; i++) {
 			struct ema_flow_params fp = {
 				.src = it->remote[i].gpu, .dst = it->gpu,
@@ -432,20 +516,33 @@ static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it
 	}
 	if (s->groups > s->cap_pending) {
 		int *np = realloc(s->pending, (size_t)s->groups * sizeof *np);
+		int *ns;
 
 		if (np == NULL) {
 			rc = ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory");
 			goto fail;
 		}
 		s->pending = np;
+		ns = realloc(s->spec_inflight, (size_t)s->groups * sizeof *ns);
+		if (ns == NULL) {
+			rc = ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory");
+			goto fail;
+		}
+		if (s->groups > s->cap_pending)
+			memset(ns + s->cap_pending, 0,
+			       (size_t)(s->groups - s->cap_pending) * sizeof *ns);
+		s->spec_inflight = ns;
 		s->cap_pending = s->groups;
 	}
 	memset(s->pending, 0, (size_t)s->groups * sizeof *s->pending);
 	for (int g = 0; g < s->depth && g < s->groups; g++) {
-		rc = start_group_flows(s, g, p->now);
+		rc = first_group_flows(s, g, p->now);
 		if (rc != EMA_OK)
 			goto fail;
 	}
+	/* flows of the speculation now count for this iteration */
+	s->spec_adopted = s->spec_groups > 0;
+	s->spec_groups = 0;
 	if (s->in_overhead) {
 		if (ema_eventq_push(&p->q, p->now + over_ns, overhead_done_event, s) != EMA_OK) {
 			rc = ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory");
@@ -499,6 +596,27 @@ static void on_flow_done(void *arg, uint64_t id, uint64_t tag, int64_t now)
 			rc = try_compute(s, now);
 			if (rc != EMA_OK)
 				event_fail(p, rc);
+		}
+	}
+	else if (kind == TAG_SPEC) {
+		struct iter_slot *s = &p->iters[TAG_GPU(tag)];
+		uint64_t idx = (uint64_t)TAG_IDX(tag);
+		int j = (int)(idx & 0xffff);
+		uint32_t gen = (uint32_t)(idx >> 16);
+
+		/* a speculation replaced by a newer one, or never adopted */
+		if (gen != (s->spec_gen & 0xffffff) || j >= s->cap_pending)
+			return;
+		if (s->spec_inflight[j] > 0)
+			s->spec_inflight[j]--;
+		if (s->spec_adopted && s->busy && j < s->groups && s->pending[j] > 0) {
+			s->pending[j]--;
+			if (j == s->next_group && s->pending[j] == 0) {
+				int rc = try_compute(s, now);
+
+				if (rc != EMA_OK)
+					event_fail(p, rc);
+			}
 		}
 	}
 	/* TAG_INPLACE: the iteration does not wait for it. */
@@ -649,8 +767,10 @@ static void sim_destroy(struct ema_platform *pl)
 		p->chunks = c->next;
 		free(c);
 	}
-	for (int g = 0; g < EMA_MAX_GPUS; g++)
+	for (int g = 0; g < EMA_MAX_GPUS; g++) {
 		free(p->iters[g].pending);
+		free(p->iters[g].spec_inflight);
+	}
 	free(p->xfers);
 	free(p);
 }
