@@ -30,9 +30,10 @@ struct ema_state {
  *     R / link <= (W + L + R) / hbm   =>   R <= (W + L) / (hbm/link - 1)
  * with W the weights, L the local KV and hbm, link the effective rates.
  * Worked example, h200x2 capped at 24 GiB, llama-3-8b: W = 16.1 GB,
- * L = 8.3 GiB, hbm = 4430 x 0.7 = 3101 GB/s, link = min(gather 365,
- * link 395) = 365 GB/s: R <= 0.85 x 25 GB / 7.5 = 2.8 GB, about a third of
- * the local KV. With max_remote_share > 0 the cap is that share of the
+ * L = 8.3 GiB, hbm = 4357 x 0.7 = 3050 GB/s, link = min(gather 372,
+ * link 402) = 372 GB/s: R <= 0.85 x 25 GB / 7.2 = 2.9 GB, about a third of
+ * the local KV. On 4 x A100 (direct links to 3 peers) the link term is
+ * 3 x min(gather, link). With max_remote_share > 0 the cap is that share of the
  * tenant's KV instead. */
 static int32_t max_borrow(struct ema_engine *e, int tenant)
 {
@@ -46,10 +47,12 @@ static int32_t max_borrow(struct ema_engine *e, int tenant)
 		/* remote <= s x (local + remote)  <=>  remote <= s/(1-s) x local */
 		return (int32_t)floor(s / (1.0 - s) * e->tenants[tenant].kv_capacity_pages);
 	hbm = hw->hbm_read_gbps * hw->hbm_efficiency;
-	link = strcmp(hw->topology, "switch") == 0 ? hw->link_gbps
-						   : hw->link_gbps * (hw->n_gpus - 1);
-	if (hw->gather_gbps > 0 && hw->gather_gbps < link)
-		link = hw->gather_gbps;
+	/* one copy stream per link, at most at the gather kernel's rate; a
+	 * direct topology has a link to each peer, a switch one port */
+	link = hw->gather_gbps > 0 && hw->gather_gbps < hw->link_gbps ? hw->gather_gbps
+								       : hw->link_gbps;
+	if (strcmp(hw->topology, "switch") != 0)
+		link *= hw->n_gpus - 1;
 	if (link <= 0 || hbm <= link)
 		return INT32_MAX / 2;
 	local = (double)ema_model_weight_bytes(&e->cfg->model) +

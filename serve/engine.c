@@ -184,6 +184,7 @@ static int req_add_page(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 	r->pages[r->n_pages].gpu = (int16_t)gpu;
 	r->pages[r->n_pages].page = page;
 	r->n_pages++;
+	r->pages_on[gpu]++;
 	if (gpu != t->gpu)
 		r->n_remote++;
 	t->kv_pages++;
@@ -204,11 +205,15 @@ static void req_free_pages(struct ema_engine *e, struct ema_tenant *t, struct em
 	}
 	r->n_pages = 0;
 	r->n_remote = 0;
+	memset(r->pages_on, 0, sizeof r->pages_on);
 }
 
 int32_t ema_engine_request_pages_on(const struct ema_request *r, int gpu)
 {
 	int32_t n = 0;
+
+	if (gpu >= 0 && gpu < EMA_MAX_GPUS)
+		return r->pages_on[gpu];
 
 	for (int32_t i = 0; i < r->n_pages; i++)
 		n += r->pages[i].gpu == gpu;
@@ -466,6 +471,8 @@ static void xfer_done(void *arg, int64_t now)
 			struct ema_kv_page *pg = &r->pages[x->entry[i]];
 
 			ema_ledger_free(&e->ledger, pg->gpu, pg->page);
+			r->pages_on[pg->gpu]--;
+			r->pages_on[t->gpu]++;
 			pg->gpu = (int16_t)t->gpu;
 			pg->page = x->dst_pages[i];
 			r->n_remote--;
@@ -477,6 +484,7 @@ static void xfer_done(void *arg, int64_t now)
 			struct ema_kv_page *pg = &r->pages[x->entry[i]];
 
 			ema_ledger_free(&e->ledger, pg->gpu, pg->page);
+			r->pages_on[pg->gpu]--;
 			if (pg->gpu != t->gpu)
 				r->n_remote--;
 			pg->gpu = EMA_HOST;
@@ -491,6 +499,7 @@ static void xfer_done(void *arg, int64_t now)
 			e->host_stack[t->gpu][e->host_free[t->gpu]++] = pg->page;
 			pg->gpu = (int16_t)x->dst_gpu;
 			pg->page = x->dst_pages[i];
+			r->pages_on[x->dst_gpu]++;
 			t->kv_pages++;
 			if (x->dst_gpu != t->gpu)
 				r->n_remote++;
@@ -667,7 +676,7 @@ static void launch(struct ema_engine *e, struct ema_tenant *t)
 	it.weight_bytes = ema_model_weight_bytes(m);
 	it.layer_groups = e->cfg->serving.layer_groups;
 	it.staging_pages = NULL;
-	for (int32_t i = 0; i < t->iter_n; i++)
+	for (int32_t i = 0; e->page_lists && i < t->iter_n; i++)
 		total_pages += t->reqs[t->iter_batch[i]].n_pages;
 	if (ensure_bufs(t, total_pages + 1) != EMA_OK) {
 		engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
@@ -686,6 +695,21 @@ static void launch(struct ema_engine *e, struct ema_tenant *t)
 			continue;
 		}
 		/* KV read is spread evenly over the request's pages. */
+		if (!e->page_lists) {
+			uint64_t share = kv / (uint64_t)r->n_pages;
+
+			for (int g = 0; g < e->ledger.n_gpus; g++) {
+				if (r->pages_on[g] == 0)
+					continue;
+				if (g == t->gpu) {
+					it.kv_local_bytes += share * (uint64_t)r->pages_on[g];
+				} else {
+					rem_bytes[g] += share * (uint64_t)r->pages_on[g];
+					n_rem[g] += r->pages_on[g];
+				}
+			}
+			continue;
+		}
 		for (int32_t k = 0; k < r->n_pages; k++) {
 			int g = r->pages[k].gpu;
 			uint64_t share = kv / (uint64_t)r->n_pages;

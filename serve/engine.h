@@ -50,6 +50,7 @@ struct ema_request {
 	int32_t cap_pages;
 	struct ema_kv_page *pages;
 	int32_t n_remote;     /* pages on a GPU other than the tenant's */
+	int32_t pages_on[EMA_MAX_GPUS]; /* pages by GPU (host pages not counted) */
 	int64_t admit_seq;    /* admission order: the newest is preempted first */
 	int64_t recomputed_tokens;
 	int32_t pending_xfers;/* transfers in flight for this request */

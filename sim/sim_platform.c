@@ -107,6 +107,7 @@ struct iter_slot {
 	int *spec_inflight;   /* per group, flows of the current speculation */
 	bool spec_adopted;    /* the running iteration counts them in pending */
 	uint64_t spec_bytes[EMA_MAX_GPUS]; /* per group, by lender GPU */
+	bool streaming;       /* the last iteration prefetched on the fast path */
 };
 
 struct sim {
@@ -398,6 +399,46 @@ static void overhead_done_event(void *arg, int64_t now)
 		event_fail(s->p, rc);
 }
 
+/* GB/s one lender's prefetch can get now: the copy method's rate, less
+ * what other flows already take out of the lender and into the borrower
+ * (both counted over all their links: conservative on direct links). */
+static double prefetch_rate(const struct sim *p, const struct ema_iteration *it, int lender,
+			    double in_others)
+{
+	const struct ema_hw_profile *hw = p->hw;
+	double rate = it->method == EMA_COPY_GATHER && hw->gather_gbps > 0 &&
+		      hw->gather_gbps < hw->link_gbps ? hw->gather_gbps : hw->link_gbps;
+	double lender_left = hw->link_gbps - ema_flownet_hbm_out_gbps(p->net, lender);
+	double ingress = strcmp(hw->topology, "switch") == 0 ? hw->link_gbps
+							     : hw->link_gbps * (hw->n_gpus - 1);
+	double ingress_left = (ingress - in_others) / (it->n_remote > 0 ? it->n_remote : 1);
+
+	rate = fmin(rate, fmin(lender_left, ingress_left));
+	return rate > 1e-9 ? rate : 1e-9;
+}
+
+/* Whether every lender's share of one group arrives within one group's
+ * compute time (then the pipeline hides the whole prefetch). Only for
+ * the gather method, whose cost is a launch plus a rate. */
+static bool prefetch_hidden(const struct sim *p, const struct ema_iteration *it,
+			    int64_t busy_ns, double in_others)
+{
+	int G = it->layer_groups > 0 ? it->layer_groups : 1;
+	double group_ns = (double)busy_ns / G;
+
+	if (it->method != EMA_COPY_GATHER || busy_ns <= 0)
+		return false;
+	for (int i = 0; i < it->n_remote; i++) {
+		double t = (double)(it->remote[i].bytes / (uint64_t)G) /
+			   prefetch_rate(p, it, it->remote[i].gpu, in_others) +
+			   EMA_FLOWNET_KERNEL_LAUNCH_NS;
+
+		if (t > group_ns)
+			return false;
+	}
+	return true;
+}
+
 static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it,
 			 ema_iteration_fn fn, void *arg)
 {
@@ -405,7 +446,7 @@ static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it
 	const struct ema_hw_profile *hw = p->hw;
 	struct iter_slot *s;
 	struct ema_cost c;
-	double out, in, f_mem, f_comp, total, busy;
+	double out, in, in_others, f_mem, f_comp, total, busy;
 	uint64_t remote = 0;
 	int64_t over_ns, total_ns;
 	int rc;
@@ -437,6 +478,7 @@ static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it
 	ema_cost_iteration(hw, &p->base.cfg->model, it, &c);
 	out = ema_flownet_hbm_out_gbps(p->net, it->gpu);
 	in = ema_flownet_hbm_in_gbps(p->net, it->gpu);
+	in_others = in;
 	if (it->prefetch_depth > 0 && remote > 0) {
 		/* The iteration's own prefetch writes into its HBM while it
 		 * computes (measured: a borrower's memory-bound kernel is 17-26%
@@ -470,6 +512,7 @@ static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it
 	s->busy = true;
 	if (it->prefetch_depth == 0 || remote == 0) {
 		/* a speculation in flight is wasted: its flows just finish */
+		s->streaming = false;
 		s->spec_groups = 0;
 		s->spec_adopted = false;
 		s->spec_gen++;
@@ -499,6 +542,59 @@ static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it
 		return EMA_OK;
 	}
 
+	if (prefetch_hidden(p, it, total_ns - over_ns, in_others)) {
+		/* Fast path: every group's KV arrives within a group's compute
+		 * at the rate the links have left, so the pipeline hides it all
+		 * and needs no event per group. The bytes still cross the link,
+		 * as one flow per lender spread over the iteration. Only the
+		 * first group of a pipeline that was not already running is
+		 * exposed (beyond the overhead). */
+		int G = it->layer_groups > 0 ? it->layer_groups : 1;
+		int64_t stall = 0;
+
+		if (!s->streaming) {
+			double first = 0;
+
+			for (int i = 0; i < it->n_remote; i++) {
+				double t = (double)(it->remote[i].bytes / (uint64_t)G) /
+					   prefetch_rate(p, it, it->remote[i].gpu, in_others) +
+					   EMA_FLOWNET_KERNEL_LAUNCH_NS;
+				first = fmax(first, t);
+			}
+			stall = (int64_t)llround(fmax(0, first - (double)over_ns));
+		}
+		for (int i = 0; i < it->n_remote; i++) {
+			struct ema_flow_params fp = {
+				.src = it->remote[i].gpu, .dst = it->gpu,
+				.bytes = it->remote[i].bytes, .latency_ns = 0,
+				.cap_gbps = (double)it->remote[i].bytes /
+					    (double)(total_ns - over_ns + stall),
+				.copy_engine = false,
+			};
+
+			if (fp.bytes == 0)
+				continue;
+			rc = ema_flownet_start_params(p->net, p->now, &fp,
+						      TAG(TAG_INPLACE, it->gpu, 0), NULL, &p->err);
+			if (rc != EMA_OK)
+				goto fail;
+			count_bytes(p, fp.src, fp.dst, fp.bytes, EMA_XFER_PREFETCH);
+		}
+		s->res.stall_ns = stall;
+		s->streaming = true;
+		s->spec_groups = 0;
+		s->spec_adopted = false;
+		s->spec_gen++;
+		if (ema_eventq_push(&p->q, p->now + total_ns + stall, iter_done_event, s) != EMA_OK) {
+			rc = ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory");
+			goto fail;
+		}
+		rc = resched(p);
+		if (rc != EMA_OK)
+			goto fail;
+		return EMA_OK;
+	}
+	s->streaming = false;
 	s->groups = it->layer_groups > 0 ? it->layer_groups : 1;
 	s->depth = it->prefetch_depth;
 	s->busy_ns = total_ns - over_ns;

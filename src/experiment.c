@@ -139,7 +139,12 @@ static void compare(struct ema_experiment *x)
 				r->vs_static_tpot_p50 = r->tpot_ms[0] / s->tpot_ms[0];
 				r->vs_static_ttft_p99 = r->ttft_ms[2] / s->ttft_ms[2];
 				r->vs_static_tpot_p99 = r->tpot_ms[2] / s->tpot_ms[2];
-				if (r->lent_peak_gib > 0) {
+				/* Judged only for pure lenders: a tenant that also
+				 * borrowed is measured against static with its own
+				 * borrowing mixed in ("both"). */
+				if (r->lent_peak_gib > 0 && r->borrowed_peak_gib > 0) {
+					r->guarantee = "both";
+				} else if (r->lent_peak_gib > 0) {
 					bool bad = r->vs_static_throughput < 0.95 ||
 						   r->vs_static_ttft_p50 > 1.05 ||
 						   r->vs_static_tpot_p50 > 1.05 ||

@@ -36,7 +36,7 @@ struct ema_tenant_result {
 	double vs_static_throughput, vs_static_ttft_p50, vs_static_tpot_p50;
 	double vs_static_ttft_p99, vs_static_tpot_p99;
 	double vs_ideal_throughput;
-	const char *guarantee;  /* "ok", "violated", "-" (not a lender / no static run) */
+	const char *guarantee;  /* "ok", "violated", "both" (lent and borrowed), "-" */
 };
 
 struct ema_policy_run {
