@@ -3,3 +3,11 @@ libema_a_SOURCES += policies/policy.h policies/policy_table.c policies/static.c 
 	policies/ideal.c policies/host_swap.c policies/remote_direct.c policies/ema.c \
 	policies/lending.c policies/lending.h
 
+
+if HAVE_CUNIT
+check_PROGRAMS += tests/test_policies
+TESTS += tests/test_policies
+tests_test_policies_SOURCES = tests/test_policies.c tests/test_main.h tests/mock_platform.h
+tests_test_policies_CFLAGS = $(TEST_CFLAGS)
+tests_test_policies_LDADD = $(TEST_LIBS)
+endif

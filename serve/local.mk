@@ -4,7 +4,7 @@ libema_a_SOURCES += serve/engine.c serve/engine.h serve/costmodel.c serve/costmo
 if HAVE_CUNIT
 check_PROGRAMS += tests/test_engine
 TESTS += tests/test_engine
-tests_test_engine_SOURCES = tests/test_engine.c tests/test_main.h
+tests_test_engine_SOURCES = tests/test_engine.c tests/test_main.h tests/mock_platform.h
 tests_test_engine_CFLAGS = $(TEST_CFLAGS)
 tests_test_engine_LDADD = $(TEST_LIBS)
 endif

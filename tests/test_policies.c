@@ -1,0 +1,373 @@
+/* test_policies.c: the elastic policies: the ledger invariant under long
+ * random sequences of borrow, prefetch, reclaim and free across several
+ * GPUs; a reclaim frees exactly the pages it promised; the lending rules
+ * (floor, reserve, no lending while borrowing) by hand; the borrowing cap;
+ * and the adversarial case where a lender's demand spikes while a
+ * borrower holds all it may borrow. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "experiment.h"
+#include "lending.h"
+#include "policy.h"
+#include "test_main.h"
+
+#include "mock_platform.h"
+
+static uint64_t xs = 7;
+static uint32_t rnd(uint32_t n)
+{
+	xs ^= xs << 13; xs ^= xs >> 7; xs ^= xs << 17;
+	return (uint32_t)(xs % n);
+}
+
+/* ---- invariants under random operation sequences ---------------------- */
+
+struct checker {
+	struct ema_engine *e;
+	int64_t period;
+	int checks, failures;
+};
+
+static void check_tick(void *arg, int64_t now)
+{
+	struct checker *c = arg;
+	struct ema_error err = {0};
+	struct ema_engine *e = c->e;
+
+	c->checks++;
+	if (ema_ledger_check(&e->ledger, &err) != EMA_OK) {
+		if (c->failures++ == 0)
+			fprintf(stderr, "\n  at %lld ns: %s\n", (long long)now, err.msg);
+	}
+	/* per GPU: weights + used + free + lent = capacity */
+	for (int g = 0; g < e->ledger.n_gpus; g++)
+		if (e->ledger.gpu[g].count[EMA_PAGE_WEIGHTS] + ema_ledger_used_pages(&e->ledger, g) +
+		    ema_ledger_free_pages(&e->ledger, g) + ema_ledger_lent_pages(&e->ledger, g) !=
+		    e->ledger.gpu[g].capacity)
+			c->failures++;
+	/* a tenant's pages on each GPU add up to what the ledger lends it */
+	for (int t = 0; t < e->n_tenants; t++)
+		for (int g = 0; g < e->ledger.n_gpus; g++) {
+			int32_t held = 0;
+
+			if (g == e->tenants[t].gpu)
+				continue;
+			for (int32_t k = 0; k < e->tenants[t].n_reqs; k++)
+				held += e->tenants[t].reqs[k].pages_on[g];
+			if (held != e->ledger.borrowed[t][g])
+				c->failures++;
+		}
+	if (e->done_requests < e->total_requests)
+		e->platform->ops->timer(e->platform, now + c->period, check_tick, c);
+}
+
+static void random_workload(struct ema_request_spec *r, int n, int64_t gap, int max_p, int max_o)
+{
+	int64_t t = 0;
+
+	for (int i = 0; i < n; i++) {
+		t += rnd((uint32_t)gap);
+		r[i].arrival_ns = t;
+		r[i].prompt_tokens = 1 + (int)rnd((uint32_t)max_p);
+		r[i].output_tokens = 1 + (int)rnd((uint32_t)max_o);
+	}
+}
+
+static void test_random_sequences(void)
+{
+	static struct ema_request_spec r0[300], r1[300], r2[60];
+	const char *modes[] = {"auto", "move", "host", "drop"};
+
+	for (int round = 0; round < 8; round++) {
+		struct ema_workload w[3] = {{r0, 300, 300}, {r1, 300, 300}, {r2, 60, 60}};
+		const char *policy = round % 2 ? "remote_direct" : "ema";
+		struct ema_config cfg;
+		struct ema_engine e;
+		struct ema_error err = {0};
+		struct mock *m;
+		struct checker c = {0};
+
+		random_workload(r0, 300, 8000, 500, 150);
+		random_workload(r1, 300, 9000, 500, 150);
+		random_workload(r2, 60, 40000, 200, 50);
+		/* 4 GPUs, 3 tenants: GPU 3 only lends */
+		tiny_config(&cfg, 4, (489 + 60) * 4.0 / 1024);
+		cfg.n_tenants = 3;
+		cfg.policy.lender_floor = 0.1;
+		cfg.policy.lender_reserve = 0.05;
+		cfg.policy.max_remote_share = round < 4 ? 0.6 : 0; /* 0: the auto cap */
+		cfg.policy.prefetch_depth = 1 + round % 2;
+		cfg.policy.headroom = 0.1;
+		cfg.serving.layer_groups = 4;
+		snprintf(cfg.policy.reclaim_mode, sizeof cfg.policy.reclaim_mode, "%s", modes[round % 4]);
+		m = mock_new(&cfg);
+		CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, ema_policy_find(policy), &m->base, w, &err), EMA_OK);
+		c.e = &e;
+		c.period = 3000;
+		CU_ASSERT_EQUAL(m->base.ops->timer(&m->base, 0, check_tick, &c), EMA_OK);
+		CU_ASSERT_EQUAL(ema_engine_run(&e, &err), EMA_OK);
+		CU_ASSERT(c.checks > 100);
+		CU_ASSERT_EQUAL(c.failures, 0);
+		for (int t = 0; t < 3; t++) {
+			CU_ASSERT_EQUAL(e.tenants[t].n_done, e.tenants[t].n_reqs);
+			CU_ASSERT_EQUAL(ema_ledger_borrowed_pages(&e.ledger, t), 0);
+		}
+		/* something was borrowed and something reclaimed */
+		CU_ASSERT(e.tenants[0].stats.borrowed_peak_pages + e.tenants[1].stats.borrowed_peak_pages > 0);
+		for (int g = 0; g < 4; g++)
+			CU_ASSERT_EQUAL(ema_ledger_lent_pages(&e.ledger, g), 0);
+		CU_ASSERT_EQUAL(e.host_free[0], e.host_capacity);
+		e.platform = NULL;
+		mock_destroy(&m->base);
+		ema_engine_destroy(&e);
+	}
+}
+
+/* ---- a reclaim frees exactly what it promised ------------------------ */
+
+static void test_reclaim_move_exact(void)
+{
+	static struct ema_request_spec r0[40];
+	struct ema_request_spec r1[1] = {{0, 1, 1}};
+	struct ema_workload w[2] = {{r0, 40, 40}, {r1, 1, 1}};
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_error err = {0};
+	struct mock *m;
+	struct ema_request *victim = NULL, *other = NULL;
+	int32_t k, lent0, n_rec;
+	int64_t horizon;
+
+	for (int i = 0; i < 40; i++) {
+		r0[i].arrival_ns = i * 10;
+		r0[i].prompt_tokens = 300;
+		r0[i].output_tokens = 400;
+	}
+	tiny_config(&cfg, 2, (489 + 80) * 4.0 / 1024);
+	cfg.policy.lender_floor = 0;
+	cfg.policy.lender_reserve = 0;
+	cfg.policy.max_remote_share = 0.5;
+	cfg.policy.prefetch_depth = 1;
+	cfg.policy.headroom = 0;
+	/* run up to a horizon: tenant 0 has filled its GPU and borrowed */
+	cfg.horizon_s = 0.001;
+	m = mock_new(&cfg);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, ema_policy_find("ema"), &m->base, w, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_run(&e, &err), EMA_OK);
+	horizon = 1000000;
+	while (ema_ledger_lent_pages(&e.ledger, 1) == 0 && horizon < 1000000000) {
+		horizon += 1000000;
+		CU_ASSERT_EQUAL_FATAL(m->base.ops->run(&m->base, horizon, &err), EMA_OK);
+	}
+	CU_ASSERT_FATAL(ema_ledger_lent_pages(&e.ledger, 1) > 0);
+	/* a running request with pages on GPU 1, and a local-only one to
+	 * preempt so that the borrower's GPU has room to take pages home */
+	for (int32_t i = e.tenants[0].running_n - 1; i >= 0; i--) {
+		struct ema_request *r = &e.tenants[0].reqs[e.tenants[0].running[i]];
+
+		if (victim == NULL && r->pages_on[1] > 0 && !r->pinned)
+			victim = r;
+	}
+	for (int32_t i = 0; i < e.tenants[0].running_n; i++) {
+		struct ema_request *r = &e.tenants[0].reqs[e.tenants[0].running[i]];
+
+		if (other == NULL && r != victim && r->n_remote == 0 && r->n_pages >= victim->pages_on[1])
+			other = r;
+	}
+	CU_ASSERT_PTR_NOT_NULL_FATAL(victim);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(other);
+	ema_engine_preempt_recompute(&e, other);
+	k = victim->pages_on[1];
+	lent0 = ema_ledger_lent_pages(&e.ledger, 1);
+	n_rec = e.n_reclaims;
+	CU_ASSERT_EQUAL(ema_engine_move_home(&e, victim, 1), k);
+	CU_ASSERT_EQUAL(victim->pinned, 1);
+	/* nothing is freed before the data has arrived */
+	CU_ASSERT_EQUAL(ema_ledger_lent_pages(&e.ledger, 1), lent0);
+	/* continue past the transfer (1 us in the mock), with nothing else
+	 * able to change GPU 1's lent pages: tenant 0 stays busy or waits */
+	CU_ASSERT_EQUAL(m->base.ops->run(&m->base, m->now + 1000, &err), EMA_OK);
+	CU_ASSERT_EQUAL(victim->pages_on[1], 0);
+	CU_ASSERT_EQUAL(victim->pinned, 0);
+	CU_ASSERT_EQUAL_FATAL(e.n_reclaims, n_rec + 1);
+	CU_ASSERT_EQUAL(e.reclaims[n_rec].pages, k);
+	CU_ASSERT_EQUAL(e.reclaims[n_rec].lender_gpu, 1);
+	CU_ASSERT_EQUAL(e.reclaims[n_rec].latency_ns, 1000);
+	CU_ASSERT(ema_ledger_lent_pages(&e.ledger, 1) <= lent0 - k);
+	CU_ASSERT_EQUAL(ema_ledger_check(&e.ledger, NULL), EMA_OK);
+	e.platform = NULL;
+	mock_destroy(&m->base);
+	ema_engine_destroy(&e);
+}
+
+/* ---- lending rules by hand ------------------------------------------- */
+
+static void test_lending_rules(void)
+{
+	struct ema_request_spec r0[1] = {{0, 1, 1}}, r1[1] = {{0, 1, 1}};
+	struct ema_workload w[2] = {{r0, 1, 1}, {r1, 1, 1}};
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_error err = {0};
+	struct mock *m;
+	int32_t p;
+
+	/* 100 KV pages per GPU after 489 weight pages */
+	tiny_config(&cfg, 2, (489 + 100) * 4.0 / 1024);
+	cfg.policy.lender_floor = 0.25;
+	cfg.policy.lender_reserve = 0.05;
+	m = mock_new(&cfg);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, ema_policy_find("ema"), &m->base, w, &err), EMA_OK);
+	CU_ASSERT_EQUAL(e.tenants[1].kv_capacity_pages, 100);
+	/* idle lender: min(free 100 - reserve 5, 100 - floor 25 - lent 0) = 75 */
+	CU_ASSERT_EQUAL(ema_lending_lendable(&e, 1), 75);
+	CU_ASSERT_EQUAL(ema_lending_best_lender(&e, 0), 1);
+	/* its tenant uses 80 pages: min(20 - 5, 75) = 15 */
+	for (int i = 0; i < 80; i++)
+		ema_ledger_alloc(&e.ledger, 1, 1, EMA_PAGE_KV);
+	CU_ASSERT_EQUAL(ema_lending_lendable(&e, 1), 15);
+	/* it lends 10: min(10 - 5, 75 - 10) = 5 */
+	for (int i = 0; i < 10; i++)
+		ema_ledger_alloc(&e.ledger, 1, 0, EMA_PAGE_KV);
+	CU_ASSERT_EQUAL(ema_lending_lendable(&e, 1), 5);
+	CU_ASSERT_EQUAL(ema_lending_total_lendable(&e, 0), 5);
+	/* a tenant that borrows lends nothing: tenant 1 borrows one page */
+	p = ema_ledger_alloc(&e.ledger, 0, 1, EMA_PAGE_KV);
+	CU_ASSERT(p >= 0);
+	CU_ASSERT_EQUAL(ema_lending_lendable(&e, 1), 0);
+	CU_ASSERT_EQUAL(ema_lending_best_lender(&e, 0), -1);
+	e.platform = NULL;
+	mock_destroy(&m->base);
+	ema_engine_destroy(&e);
+}
+
+/* ---- experiments on the simulator (h200x2) ---------------------------- */
+
+static char tmpdir[] = "/tmp/ema_test_policies.XXXXXX";
+
+static const char *write_file(const char *name, const char *text)
+{
+	static char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+	f = fopen(path, "w");
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+static const struct ema_tenant_result *row(const struct ema_experiment *x, const char *policy,
+					   const char *tenant)
+{
+	for (int i = 0; i < x->n_runs; i++)
+		for (int t = 0; t < x->cfg.n_tenants; t++)
+			if (strcmp(x->runs[i].results[t].policy, policy) == 0 &&
+			    strcmp(x->runs[i].results[t].tenant, tenant) == 0)
+				return &x->runs[i].results[t];
+	return NULL;
+}
+
+/* An overloaded borrower takes all it may from GPU 1; at 40 s the lender
+ * gets a burst of 30 requests that fit its own memory (no preemption
+ * under static). Under ema it must take its pages back fast enough to do
+ * as well as under static: 5% on p50s and throughput, 15% on p99s. */
+static void test_adversarial_lender(void)
+{
+	char spike[4096] = "arrived_at,num_prefill_tokens,num_decode_tokens\n0.000,16,2\n";
+	char cfgtext[4096];
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = {0};
+	const struct ema_tenant_result *st, *em, *b;
+	const char *trace;
+
+	for (int i = 0; i < 30; i++)
+		snprintf(spike + strlen(spike), sizeof spike - strlen(spike), "%.3f,1500,300\n", 40 + i * 0.033);
+	trace = write_file("spike.csv", spike);
+	snprintf(cfgtext, sizeof cfgtext,
+		 "{\"name\": \"adversarial\", \"hardware\": \"h200x2\", \"model\": \"llama-3-8b\",\n"
+		 " \"gpu_mem_cap_gib\": 24, \"policies\": [\"static\", \"ema\"], \"tenants\": [\n"
+		 "  {\"name\": \"borrower\", \"gpu\": 0, \"workload\": {\"source\": \"synthetic\", \"rate_rps\": 16,\n"
+		 "   \"duration_s\": 80, \"prompt\": {\"kind\": \"lognormal\", \"mean\": 1024, \"cv\": 1, \"max\": 8192},\n"
+		 "   \"output\": {\"kind\": \"lognormal\", \"mean\": 256, \"cv\": 1, \"max\": 2048}}},\n"
+		 "  {\"name\": \"lender\", \"gpu\": 1, \"workload\": {\"source\": \"trace\", \"format\": \"vidur\",\n"
+		 "   \"trace\": \"%s\"}}]}\n", trace);
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, write_file("adv.json", cfgtext), NULL, 0, &err), EMA_OK);
+	x->quiet = true;
+	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
+	st = row(x, "static", "lender");
+	em = row(x, "ema", "lender");
+	b = row(x, "ema", "borrower");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(em);
+	CU_ASSERT_EQUAL(st->preemptions, 0);
+	/* the borrower held pages of the lender when the burst came, and
+	 * the lender took them back */
+	CU_ASSERT(b->borrowed_peak_gib > 1.0);
+	CU_ASSERT(em->lent_peak_gib > 1.0);
+	CU_ASSERT(em->reclaims > 0);
+	CU_ASSERT(em->reclaim_ms[1] < 5.0);
+	CU_ASSERT_EQUAL(em->completed, st->completed);
+	CU_ASSERT_STRING_EQUAL(em->guarantee, "ok");
+	CU_ASSERT(em->vs_static_throughput >= 0.95);
+	CU_ASSERT(em->vs_static_ttft_p50 <= 1.05);
+	CU_ASSERT(em->vs_static_tpot_p50 <= 1.05);
+	CU_ASSERT(em->vs_static_ttft_p99 <= 1.15);
+	CU_ASSERT(em->vs_static_tpot_p99 <= 1.15);
+	printf("\n  lender under ema vs static: throughput %.3f, TTFT p50 %.3f p99 %.3f, TPOT p50 %.3f p99 %.3f; "
+	       "%lld reclaims, p99 %.3f ms\n", em->vs_static_throughput, em->vs_static_ttft_p50,
+	       em->vs_static_ttft_p99, em->vs_static_tpot_p50, em->vs_static_tpot_p99,
+	       (long long)em->reclaims, em->reclaim_ms[1]);
+	ema_experiment_free(x);
+	free(x);
+}
+
+/* The borrowing cap: with max_remote_share s a borrower never holds more
+ * than s/(1-s) of its own KV remotely; remote_direct has no cap. */
+static void test_borrow_cap(void)
+{
+	static const char *sets[] = {
+		"tenants.0.workload.duration_s=40", "tenants.1.workload.duration_s=40",
+		"policy.max_remote_share=0.2", "policies=static,ema",
+	};
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = {0};
+	const struct ema_tenant_result *em;
+	double local_kv_gib;
+
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 4, &err), EMA_OK);
+	x->quiet = true;
+	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
+	em = row(x, "ema", "t0");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(em);
+	local_kv_gib = x->runs[1].engine.tenants[0].kv_capacity_pages * x->cfg.page_mib / 1024.0;
+	CU_ASSERT(em->borrowed_peak_gib > 0);
+	CU_ASSERT(em->borrowed_peak_gib <= 0.25 * local_kv_gib + 1e-9);
+	ema_experiment_free(x);
+	free(x);
+}
+
+int main(void)
+{
+	static const struct ema_test_case cases[] = {
+		{"random borrow/prefetch/reclaim/free keep the invariants", test_random_sequences},
+		{"a reclaim frees exactly what it promised", test_reclaim_move_exact},
+		{"lending floor, reserve, no lending while borrowing", test_lending_rules},
+		{"borrowing cap", test_borrow_cap},
+		{"adversarial: lender spike vs a borrower at its cap", test_adversarial_lender},
+		{NULL, NULL},
+	};
+	int rc;
+
+	if (mkdtemp(tmpdir) == NULL)
+		return 99;
+	rc = ema_test_run("policies", cases);
+	unlink(write_file("spike.csv", ""));
+	unlink(write_file("adv.json", ""));
+	rmdir(tmpdir);
+	return rc;
+}
