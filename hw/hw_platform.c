@@ -88,6 +88,9 @@ struct hw_gpu {
 	cudaStream_t s_hin;      /* host -> this GPU */
 	cudaStream_t s_hout;     /* this GPU -> host */
 	cudaStream_t s_util;     /* fills and checks the caller waits for */
+	cudaStream_t s_tag;      /* content written for the engine, not waited for */
+	cudaEvent_t ev_tag;      /* after the last of those: moves wait on it */
+	bool tagged;
 	cudaEvent_t ev_up;
 	cudaEvent_t ev_copied[HW_MAX_GROUPS];
 	cudaEvent_t ev_done[HW_MAX_GROUPS];
@@ -131,6 +134,8 @@ struct hw_platform {
 };
 
 static const struct ema_platform_ops hw_ops;
+static int hw_tag_pages(struct ema_platform *pp, int gpu, int n, const int32_t *pages,
+			const uint64_t *tags);
 
 static struct hw_platform *hw_of(struct ema_platform *p)
 {
@@ -879,6 +884,8 @@ static int hw_transfer(struct ema_platform *pp, const struct ema_transfer *t,
 			return hw_fail(p, EMA_ERR_INTERNAL, "destination page %d not in pool of %d",
 				       t->dst_pages[i], t->dst_gpu);
 	}
+	if ((t->src_gpu < 0 && t->dst_gpu < 0) || t->src_gpu >= p->n_gpus || t->dst_gpu >= p->n_gpus)
+		return hw_fail(p, EMA_ERR_INTERNAL, "transfer from %d to %d", t->src_gpu, t->dst_gpu);
 	host_side = t->src_gpu == EMA_HOST || t->dst_gpu == EMA_HOST;
 	if (t->dst_gpu == EMA_HOST) {
 		dev = t->src_gpu;
@@ -887,6 +894,11 @@ static int hw_transfer(struct ema_platform *pp, const struct ema_transfer *t,
 		dev = t->dst_gpu;
 		s = t->src_gpu == EMA_HOST ? p->g[dev].s_hin : p->g[dev].s_peer;
 	}
+	/* pages whose content the engine just defined are moved after it is
+	 * written (hw_tag_pages does not wait for the fill) */
+	if (t->src_gpu >= 0 && t->src_gpu < p->n_gpus && p->g[t->src_gpu].tagged &&
+	    cudaStreamWaitEvent(s, p->g[t->src_gpu].ev_tag, 0) != cudaSuccess)
+		return hw_fail(p, EMA_ERR_DEVICE, "transfer: cannot order after page fills");
 	op = hw_op_get(p, dev);
 	if (op == NULL)
 		return hw_fail(p, EMA_ERR_NOMEM, "out of memory for a transfer");
@@ -1294,6 +1306,10 @@ static void hw_destroy(struct ema_platform *pp)
 			cudaStreamDestroy(g->s_hout);
 		if (g->s_util != NULL)
 			cudaStreamDestroy(g->s_util);
+		if (g->s_tag != NULL)
+			cudaStreamDestroy(g->s_tag);
+		if (g->ev_tag != NULL)
+			cudaEventDestroy(g->ev_tag);
 		if (g->ev_up != NULL)
 			cudaEventDestroy(g->ev_up);
 		for (int k = 0; k < HW_MAX_GROUPS; k++) {
@@ -1345,7 +1361,7 @@ static const struct ema_platform_ops hw_ops = {
 	.stop = hw_stop,
 	.events = hw_events,
 	.link_stats = hw_link_stats,
-	.tag_pages = ema_hw_fill_pages,
+	.tag_pages = hw_tag_pages,
 	.destroy = hw_destroy,
 };
 
@@ -1378,6 +1394,8 @@ static int hw_setup_gpu(struct hw_platform *p, int i, uint64_t pages, struct ema
 	EMA_HW_TRY(err, cudaStreamCreateWithFlags(&g->s_hin, cudaStreamNonBlocking));
 	EMA_HW_TRY(err, cudaStreamCreateWithFlags(&g->s_hout, cudaStreamNonBlocking));
 	EMA_HW_TRY(err, cudaStreamCreateWithFlags(&g->s_util, cudaStreamNonBlocking));
+	EMA_HW_TRY(err, cudaStreamCreateWithFlags(&g->s_tag, cudaStreamNonBlocking));
+	EMA_HW_TRY(err, cudaEventCreateWithFlags(&g->ev_tag, cudaEventDisableTiming));
 	EMA_HW_TRY(err, cudaEventCreate(&g->ev_up));
 	for (int k = 0; k < HW_MAX_GROUPS; k++) {
 		EMA_HW_TRY(err, cudaEventCreate(&g->ev_copied[k]));
@@ -1543,6 +1561,33 @@ int ema_hw_fill_pages(struct ema_platform *pp, int gpu, int n, const int32_t *pa
 							   p->page_bytes, tags[i],
 							   p->g[gpu].s_util));
 	HW_TRY_OP(p, cudaStreamSynchronize(p->g[gpu].s_util));
+	return 0;
+}
+
+/* The platform's tag_pages op: like ema_hw_fill_pages but without waiting.
+ * A synchronous fill blocked the one host thread that drives every GPU
+ * until the fill kernel found free SMs beside a running iteration (on the
+ * H200s borrower iterations took twice the simulated time). Transfers
+ * from the GPU wait for ev_tag instead. */
+static int hw_tag_pages(struct ema_platform *pp, int gpu, int n, const int32_t *pages,
+			const uint64_t *tags)
+{
+	struct hw_platform *p = hw_of(pp);
+	struct hw_gpu *g;
+
+	if (gpu == EMA_HOST)
+		return ema_hw_fill_pages(pp, gpu, n, pages, tags);
+	for (int i = 0; i < n; i++)
+		if (!hw_page_ok(p, gpu, pages[i]))
+			return hw_fail(p, EMA_ERR_INTERNAL, "tag: page %d not in pool of %d",
+				       pages[i], gpu);
+	g = &p->g[gpu];
+	HW_TRY_OP(p, cudaSetDevice(gpu));
+	for (int i = 0; i < n; i++)
+		HW_TRY_OP(p, (cudaError_t)ema_hwk_fill_one(hw_page_addr(p, gpu, pages[i]),
+							   p->page_bytes, tags[i], g->s_tag));
+	HW_TRY_OP(p, cudaEventRecord(g->ev_tag, g->s_tag));
+	g->tagged = true;
 	return 0;
 }
 

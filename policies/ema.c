@@ -116,7 +116,11 @@ static void ema_plan(struct ema_engine *e, void *state, struct ema_iteration *it
 	for (int i = 0; i < it->n_remote; i++)
 		remote += it->remote[i].bytes;
 	it->layer_groups = groups;
-	it->method = EMA_COPY_GATHER;
+	/* the prefetch copies use the configured method (gather kernel by
+	 * default; "batch" keeps them on the copy engines, off the SMs) */
+	it->method = strcmp(e->cfg->policy.copy_method, "batch") == 0 ? EMA_COPY_BATCH :
+		     strcmp(e->cfg->policy.copy_method, "per_page") == 0 ? EMA_COPY_PER_PAGE :
+		     EMA_COPY_GATHER;
 	it->staging_pages = NULL;
 	it->n_staging_pages = 0;
 	if (remote == 0 || depth <= 0) {
