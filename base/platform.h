@@ -21,10 +21,9 @@ struct ema_platform;
 enum ema_transfer_purpose {
 	EMA_XFER_PREFETCH = 0, /* remote KV staged before use */
 	EMA_XFER_RECLAIM,      /* lent pages moved back to their borrower */
-	EMA_XFER_DEMOTE,       /* lent pages demoted to host memory */
+	EMA_XFER_DEMOTE,       /* a borrower's request demoted to host memory by a reclaim */
 	EMA_XFER_SWAP_OUT,     /* preempted request's KV to host */
 	EMA_XFER_SWAP_IN,      /* and back */
-	EMA_XFER_MIGRATE,      /* other moves a policy asks for */
 	EMA_XFER_PURPOSES
 };
 

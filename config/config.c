@@ -314,6 +314,24 @@ static int check_tenant(const struct origin *o, const struct ema_config *c,
 			     "a synthetic workload needs tenants.%d.workload.duration_s > 0 (or max_requests > 0)",
 			     i);
 	}
+	if (w->source == EMA_WL_TRACE && w->format == EMA_TRACE_LENGTHS) {
+		static const char *const f[] = {
+			"workload.format", "workload.source", NULL
+		};
+
+		return vfail(o, locate_t(o, p, sizeof p, i, f), false, err,
+			     "a lengths-only file has no arrival times; expected \"source\": \"lengths\" for tenants.%d",
+			     i);
+	}
+	if ((w->prompt.kind == EMA_LEN_EMPIRICAL || w->output.kind == EMA_LEN_EMPIRICAL) &&
+	    w->source != EMA_WL_TRACE && w->trace[0] == '\0') {
+		static const char *const f[] = {
+			"workload.prompt.kind", "workload.output.kind", "workload.trace", NULL
+		};
+
+		return vfail(o, locate_t(o, p, sizeof p, i, f), false, err,
+			     "empirical lengths need a lengths file in tenants.%d.workload.trace", i);
+	}
 	if (w->arrival == EMA_ARR_GAMMA && w->cv <= 0) {
 		static const char *const f[] = {
 			"workload.cv", "workload.arrival", NULL

@@ -82,7 +82,7 @@ int32_t ema_lending_reclaim(struct ema_engine *e, int gpu, int32_t need, const c
 		}
 		if (strcmp(mode, "move") == 0)
 			continue;
-		if (strcmp(mode, "host") == 0 && ema_engine_preempt_swap(e, r)) {
+		if (strcmp(mode, "host") == 0 && ema_engine_demote(e, r)) {
 			/* its pages leave when the swap-out completes */
 			moving += k;
 			continue;

@@ -3,13 +3,14 @@
  * reclaim mechanics by mode. Kept in one place so that remote_direct and
  * ema differ only in what they decide, not in how they count.
  *
- * Worked example, 2 GPUs (h200x2 capped at 24 GiB, llama-3-8b: 16 GB of
- * weights, so about 8.4 GiB = 4300 KV pages of 2 MiB per GPU), floor 0.25,
- * reserve 0.05: GPU 1 can lend min(free - 215, 3225 - lent) pages; if its
- * tenant holds 1000 pages, GPU 0 may borrow up to 3085. When GPU 1's free
- * pages fall under the headroom (0.05 x 4300 = 215), ema reclaims the
- * difference ahead of need: newest borrowed requests first, moved back to
- * GPU 0 if it has room, else preempted (recomputed).
+ * Worked example, 2 GPUs (h200x2 capped at 24 GiB = 12288 pages of 2 MiB,
+ * llama-3-8b: 16.1 GB of weights = 7659 pages, so 4629 KV pages = 9.04
+ * GiB per GPU), floor 0.25, reserve 0.05: GPU 1 can lend
+ * min(free - 232, 3471 - lent) pages; if its tenant holds 1000 pages, GPU 0
+ * may borrow up to 3397 of them (ema caps it lower, at 1452: ema.c). When
+ * GPU 1's free pages fall under the headroom (0.05 x 4629 = 232), ema
+ * reclaims the difference ahead of need: newest borrowed requests first,
+ * moved back to GPU 0 if it has room, else preempted (recomputed).
  *
  * 8 GPUs behind a switch, tenants 0 and 1 overloaded, 2..7 light: a
  * borrower takes each page from the lender with the most lendable pages,

@@ -374,7 +374,21 @@ static int xfer_start(struct ema_engine *e, struct xfer_ctx *x, enum ema_transfe
 	return rc;
 }
 
+static bool swap_out(struct ema_engine *e, struct ema_request *r,
+		     enum ema_transfer_purpose purpose);
+
 bool ema_engine_preempt_swap(struct ema_engine *e, struct ema_request *r)
+{
+	return swap_out(e, r, EMA_XFER_SWAP_OUT);
+}
+
+bool ema_engine_demote(struct ema_engine *e, struct ema_request *r)
+{
+	return swap_out(e, r, EMA_XFER_DEMOTE);
+}
+
+static bool swap_out(struct ema_engine *e, struct ema_request *r,
+		     enum ema_transfer_purpose purpose)
 {
 	struct ema_tenant *t = &e->tenants[r->tenant];
 	int32_t per_src[EMA_MAX_GPUS] = {0};
@@ -425,7 +439,7 @@ bool ema_engine_preempt_swap(struct ema_engine *e, struct ema_request *r)
 				x->dst_pages[x->n] = e->host_stack[t->gpu][--e->host_free[t->gpu]];
 				x->entry[x->n++] = i;
 			}
-		if (xfer_start(e, x, EMA_XFER_SWAP_OUT) != EMA_OK) {
+		if (xfer_start(e, x, purpose) != EMA_OK) {
 			engine_fail(e, EMA_ERR_DEVICE, "engine: transfer failed to start");
 			return true;
 		}

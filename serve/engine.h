@@ -168,6 +168,8 @@ void ema_engine_preempt_recompute(struct ema_engine *e, struct ema_request *r);
 /* Preempts by swapping its KV to host memory; false when host memory is
  * full or the request is pinned (then the caller recomputes). */
 bool ema_engine_preempt_swap(struct ema_engine *e, struct ema_request *r);
+/* The same on behalf of a lender's reclaim (counted as a demotion). */
+bool ema_engine_demote(struct ema_engine *e, struct ema_request *r);
 /* Moves the pages request r holds on `lender` back to its tenant's GPU
  * (which must have that many free pages); asynchronous: the request is
  * pinned until the data has arrived. Returns the pages moved. */

@@ -186,6 +186,14 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 		uint64_t seed = wc->seed ? wc->seed : ema_seed_derive(cfg->seed, ti, "workload");
 
 		rc = ema_workload_build(wc, seed, &x->workloads[ti], err);
+		if (rc == EMA_ERR_INPUT && strncmp(err->msg, "workload: ", 10) == 0) {
+			/* a generator's check: say which tenant of which file */
+			char msg[EMA_ERROR_MSG_MAX];
+
+			snprintf(msg, sizeof msg, "%s", err->msg + 10);
+			return ema_error_set(err, EMA_ERR_INPUT, "%s: tenants.%d.workload: %s",
+					     cfg->source_file, ti, msg);
+		}
 		if (rc != EMA_OK)
 			return rc;
 	}
@@ -382,7 +390,7 @@ static int write_timeline_csv(const struct ema_experiment *x, FILE *f)
 }
 
 static const char *const purpose_names[EMA_XFER_PURPOSES] = {
-	"prefetch", "reclaim", "demote", "swap_out", "swap_in", "migrate",
+	"prefetch", "reclaim", "demote", "swap_out", "swap_in",
 };
 
 static int write_links_csv(const struct ema_experiment *x, FILE *f)
@@ -399,13 +407,16 @@ static int write_links_csv(const struct ema_experiment *x, FILE *f)
 
 				if (b == 0)
 					continue;
-				fprintf(f, "%s,%s%d,%s%d,%llu,%.4f\n", x->runs[i].policy,
-					s < 0 ? "host" : "gpu", s < 0 ? 0 : s,
-					d < 0 ? "host" : "gpu", d < 0 ? 0 : d,
+				char src[16] = "host", dst[16] = "host";
+
+				if (s >= 0)
+					snprintf(src, sizeof src, "gpu%d", s);
+				if (d >= 0)
+					snprintf(dst, sizeof dst, "gpu%d", d);
+				fprintf(f, "%s,%s,%s,%llu,%.4f\n", x->runs[i].policy, src, dst,
 					(unsigned long long)b, (double)b / GIB);
 			}
 	}
-	fputs("\n", f);
 	return ferror(f) ? EMA_ERR_IO : EMA_OK;
 }
 
@@ -537,10 +548,22 @@ void ema_experiment_print(const struct ema_experiment *x, FILE *out)
 		for (int ti = 0; ti < x->cfg.n_tenants; ti++) {
 			const struct ema_tenant_result *r = &x->runs[i].results[ti];
 
-			fprintf(out, "%-14s %-8s %4d %4lld/%-4lld %11.1f %8.1fms %8.1fms %8.2fms %8.2fms %7lld %7.1f%% %8.3f %9s\n",
+			char v[5][16];
+			const double val[5] = {r->ttft_ms[0], r->ttft_ms[2], r->tpot_ms[0], r->tpot_ms[2],
+					       r->vs_static_throughput};
+
+			/* a tenant without finished requests has no latencies */
+			for (int k = 0; k < 5; k++) {
+				if (isnan(val[k]) || isinf(val[k]))
+					snprintf(v[k], sizeof v[k], "-");
+				else if (k == 4)
+					snprintf(v[k], sizeof v[k], "%.3f", val[k]);
+				else
+					snprintf(v[k], sizeof v[k], k < 2 ? "%.1fms" : "%.2fms", val[k]);
+			}
+			fprintf(out, "%-14s %-8s %4d %4lld/%-4lld %11.1f %10s %10s %10s %10s %7lld %7.1f%% %8s %9s\n",
 				r->policy, r->tenant, r->gpu, (long long)r->completed,
-				(long long)r->requests, r->throughput_tok_s, r->ttft_ms[0], r->ttft_ms[2],
-				r->tpot_ms[0], r->tpot_ms[2], (long long)r->preemptions,
-				100.0 * r->remote_share, r->vs_static_throughput, r->guarantee);
+				(long long)r->requests, r->throughput_tok_s, v[0], v[1], v[2], v[3],
+				(long long)r->preemptions, 100.0 * r->remote_share, v[4], r->guarantee);
 		}
 }

@@ -31,7 +31,8 @@ static void usage(FILE *out)
 	      "commands:\n"
 	      "  run       run a scenario under each of its policies and write a run folder\n"
 	      "  list      list policies | models | hardware | figures\n"
-	      "  config    print the effective configuration (defaults filled in)\n"
+	      "  config    print the effective configuration (defaults filled in);\n"
+	      "            `ema config default` prints the embedded scenario as written\n"
 	      "  bench     print the speed figures (event queue, trace replay, ema vs static)\n"
 	      "  calibrate measure the GPUs present and write a hardware profile\n"
 	      "  validate  run a scenario on the simulator and on the GPUs and compare\n"
@@ -166,7 +167,7 @@ static int cmd_run(int argc, char **argv, struct ema_error *err)
 	ema_experiment_print(x, stdout);
 	rc = ema_experiment_write(x, out, o.plots, err);
 	if (rc == EMA_OK)
-		printf("results: %s/ (summary.csv, requests.csv, timeline.csv, links.csv, config.json, run.json%s)\n",
+		printf("results: %s/ (summary.csv, requests.csv, timeline.csv, links.csv, transfers.csv, config.json, run.json%s)\n",
 		       out, o.plots ? ", plots/" : "");
 done:
 	ema_experiment_free(x);
@@ -182,6 +183,12 @@ static int cmd_config(int argc, char **argv, struct ema_error *err)
 
 	if (cfg == NULL)
 		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	if (argc == 1 && strcmp(argv[0], "default") == 0) {
+		/* the embedded scenario as written, to copy and edit */
+		fputs(ema_config_default_json, stdout);
+		free(cfg);
+		return EMA_OK;
+	}
 	rc = parse_common(argc, argv, &o, err);
 	if (rc == EMA_OK)
 		rc = ema_config_load(cfg, o.config, o.sets, o.n_sets, err);

@@ -62,7 +62,7 @@ static int move(struct ema_platform *p, int src, int dst, int n, const int32_t *
 	t.bytes = 0;
 	t.method = m;
 	t.tags = tags;
-	t.purpose = EMA_XFER_MIGRATE;
+	t.purpose = EMA_XFER_RECLAIM;
 	rc = p->ops->transfer(p, &t, count_done, &done);
 	if (rc != 0)
 		return rc;

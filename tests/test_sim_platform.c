@@ -419,7 +419,7 @@ static void test_remote_direct_shares_link(void)
 	t.dst_gpu = 0;
 	t.n_pages = 1;
 	t.bytes = 4800000;
-	t.purpose = EMA_XFER_MIGRATE;
+	t.purpose = EMA_XFER_RECLAIM;
 	t.method = EMA_COPY_PER_PAGE;
 	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)1), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, xfer_done, (void *)2), EMA_OK);

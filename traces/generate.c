@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Gamma shapes below 1/cv^2 = 1e-4 underflow to runs of zero gaps. */
@@ -126,6 +127,21 @@ static int build_trace(const struct ema_workload_cfg *cfg,
 	if (cfg->max_requests < 0)
 		return ema_error_set(err, EMA_ERR_INPUT,
 				     "workload: max_requests must be >= 0, got %d", cfg->max_requests);
+	if (cfg->format == EMA_TRACE_AUTO) {
+		/* a lengths-only file would replay with every arrival at 0 */
+		FILE *f = fopen(cfg->trace, "r");
+		char head[64] = "";
+
+		if (f != NULL) {
+			if (fgets(head, sizeof head, f) == NULL)
+				head[0] = '\0';
+			fclose(f);
+		}
+		if (strstr(head, "num_prefill_tokens,num_decode_tokens") == head ||
+		    strstr(head, "\xef\xbb\xbfnum_prefill_tokens,num_decode_tokens") == head)
+			return ema_error_at(err, cfg->trace, 1,
+					    "a lengths-only file has no arrival times; expected \"source\": \"lengths\"");
+	}
 	rc = ema_trace_read(cfg->trace, cfg->format, out, err);
 	if (rc)
 		return rc;
