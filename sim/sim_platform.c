@@ -399,6 +399,31 @@ static void overhead_done_event(void *arg, int64_t now)
 		event_fail(s->p, rc);
 }
 
+/* Remote KV that the iteration does not wait for (read in place, or
+ * prefetched on the fast path) still takes its share of the links: one
+ * flow per lender, capped so that its bytes spread over span_ns. */
+static int start_spread_flows(struct sim *p, const struct ema_iteration *it, int64_t span_ns)
+{
+	for (int i = 0; i < it->n_remote && span_ns > 0; i++) {
+		struct ema_flow_params fp = {
+			.src = it->remote[i].gpu, .dst = it->gpu,
+			.bytes = it->remote[i].bytes, .latency_ns = 0,
+			.cap_gbps = (double)it->remote[i].bytes / (double)span_ns,
+			.copy_engine = false,
+		};
+		int rc;
+
+		if (fp.bytes == 0)
+			continue;
+		rc = ema_flownet_start_params(p->net, p->now, &fp,
+					      TAG(TAG_INPLACE, it->gpu, 0), NULL, &p->err);
+		if (rc != EMA_OK)
+			return rc;
+		count_bytes(p, fp.src, fp.dst, fp.bytes, EMA_XFER_PREFETCH);
+	}
+	return EMA_OK;
+}
+
 /* GB/s one lender's prefetch can get now: the copy method's rate, less
  * what other flows already take out of the lender and into the borrower
  * (both counted over all their links: conservative on direct links). */
@@ -516,22 +541,9 @@ static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it
 		s->spec_groups = 0;
 		s->spec_adopted = false;
 		s->spec_gen++;
-		for (int i = 0; i < it->n_remote && total_ns > 0; i++) {
-			struct ema_flow_params fp = {
-				.src = it->remote[i].gpu, .dst = it->gpu,
-				.bytes = it->remote[i].bytes, .latency_ns = 0,
-				.cap_gbps = (double)it->remote[i].bytes / (double)total_ns,
-				.copy_engine = false,
-			};
-
-			if (fp.bytes == 0)
-				continue;
-			rc = ema_flownet_start_params(p->net, p->now, &fp,
-						      TAG(TAG_INPLACE, it->gpu, 0), NULL, &p->err);
-			if (rc != EMA_OK)
-				goto fail;
-			count_bytes(p, fp.src, fp.dst, fp.bytes, EMA_XFER_PREFETCH);
-		}
+		rc = start_spread_flows(p, it, total_ns);
+		if (rc != EMA_OK)
+			goto fail;
 		if (ema_eventq_push(&p->q, p->now + total_ns, iter_done_event, s) != EMA_OK) {
 			rc = ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory");
 			goto fail;
@@ -563,23 +575,9 @@ static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it
 			}
 			stall = (int64_t)llround(fmax(0, first - (double)over_ns));
 		}
-		for (int i = 0; i < it->n_remote; i++) {
-			struct ema_flow_params fp = {
-				.src = it->remote[i].gpu, .dst = it->gpu,
-				.bytes = it->remote[i].bytes, .latency_ns = 0,
-				.cap_gbps = (double)it->remote[i].bytes /
-					    (double)(total_ns - over_ns + stall),
-				.copy_engine = false,
-			};
-
-			if (fp.bytes == 0)
-				continue;
-			rc = ema_flownet_start_params(p->net, p->now, &fp,
-						      TAG(TAG_INPLACE, it->gpu, 0), NULL, &p->err);
-			if (rc != EMA_OK)
-				goto fail;
-			count_bytes(p, fp.src, fp.dst, fp.bytes, EMA_XFER_PREFETCH);
-		}
+		rc = start_spread_flows(p, it, total_ns - over_ns + stall);
+		if (rc != EMA_OK)
+			goto fail;
 		s->res.stall_ns = stall;
 		s->streaming = true;
 		s->spec_groups = 0;
