@@ -58,6 +58,10 @@ struct ema_hw_profile {
 	double interference_lender;
 	double interference_borrower;
 	double interference_compute;
+	/* Share of its rate a pull into a GPU keeps while that GPU runs
+	 * memory-bound work (prefetch always overlaps an iteration); 1 when
+	 * not measured. */
+	double pull_share_under_load;
 	double map_us_per_page;       /* cuMemMap + cuMemSetAccess, 2 MiB page */
 	double unmap_us_per_page;
 	double malloc_2mib_us;

@@ -132,6 +132,7 @@ int ema_config_check_model(const struct ema_model *m,
 
 /* Defaults for inline objects: everything zero but what may be left out. */
 void ema_config_model_defaults(struct ema_model *m);
+void ema_config_hw_defaults(struct ema_hw_profile *hw);
 
 /* Line (1-based) where the value at a dotted key path ("tenants.1.gpu")
  * is named in JSON text: its key's line, or for an array element its first

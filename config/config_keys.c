@@ -459,7 +459,7 @@ static int set_hw_or_model(const struct ema_config_key *k, char *base,
 	if (hw) {
 		struct ema_hw_profile tmp;
 
-		memset(&tmp, 0, sizeof tmp);
+		ema_config_hw_defaults(&tmp);
 		rc = ema_config_parse_object(ema_config_hw_keys, &tmp, v, path, src, err);
 		if (rc == 0)
 			rc = ema_config_check_hw(&tmp, src, path, err);

@@ -42,6 +42,7 @@ const struct ema_config_key ema_config_hw_keys[] = {
 	{ "interference_lender", EMA_CFG_DBL, HW(interference_lender), 0, 0, 0, 100, REQ, NULL, NULL, NULL },
 	{ "interference_borrower", EMA_CFG_DBL, HW(interference_borrower), 0, 0, 0, 100, REQ, NULL, NULL, NULL },
 	{ "interference_compute", EMA_CFG_DBL, HW(interference_compute), 0, 0, 0, 1, REQ, NULL, NULL, NULL },
+	{ "pull_share_under_load", EMA_CFG_DBL, HW(pull_share_under_load), 0, 0, 0, 1, EMA_CFG_MIN_OPEN, NULL, NULL, NULL },
 	{ "map_us_per_page", EMA_CFG_DBL, HW(map_us_per_page), 0, 0, 0, 1e6, REQ, NULL, NULL, NULL },
 	{ "unmap_us_per_page", EMA_CFG_DBL, HW(unmap_us_per_page), 0, 0, 0, 1e6, REQ, NULL, NULL, NULL },
 	{ "malloc_2mib_us", EMA_CFG_DBL, HW(malloc_2mib_us), 0, 0, 0, 1e6, REQ, NULL, NULL, NULL },
@@ -82,6 +83,12 @@ int ema_model_names(const char *const **names)
 {
 	*names = model_names;
 	return (int)(sizeof model_names / sizeof model_names[0]) - 1;
+}
+
+void ema_config_hw_defaults(struct ema_hw_profile *hw)
+{
+	memset(hw, 0, sizeof *hw);
+	hw->pull_share_under_load = 1.0; /* optional: older profiles lack it */
 }
 
 void ema_config_model_defaults(struct ema_model *m)
@@ -195,7 +202,7 @@ static int load_any(const char *name_or_path, bool hw, void *out,
 	int rc;
 
 	if (hw)
-		memset(out, 0, sizeof(struct ema_hw_profile));
+		ema_config_hw_defaults(out);
 	else
 		ema_config_model_defaults(out);
 	if (ema_config_is_path(name_or_path)) {

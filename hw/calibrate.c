@@ -344,6 +344,7 @@ struct cal_result {
 	double hbm_gbps, scattered_gbps[4], remote_gbps;
 	double h2d_gbps, d2h_gbps;
 	double lender_ce, lender_sm, borrower, gemm_slow;
+	double pull_slow_ce, pull_slow_sm; /* a pull slowed by its GPU's own reads */
 	double malloc_us[3], free_us[3];
 	double vmm_us[5];
 	double decode_gbps, decode_fixed_us;
@@ -660,7 +661,30 @@ static int cal_interference(struct cal *c, struct cal_result *res, struct ema_er
 	t.s = c->s[0];
 	t.n = 8 * EMA_HW_GEMM_COLS;
 	t.repeat = 1;
-	return cal_interfere(c, &t, &bg, bg_us, "gemm_copy_engine", &res->gemm_slow, err);
+	rc = cal_interfere(c, &t, &bg, bg_us, "gemm_copy_engine", &res->gemm_slow, err);
+	if (rc != 0)
+		return rc;
+	/* the pull itself while its GPU reads its own HBM, as a prefetch
+	 * overlaps the iteration that will use it: by the copy engine, then
+	 * by the gather kernel (which also competes for SMs) */
+	{
+		struct cal_op rd, pull = bg;
+		double rd_us = 4.0 * 1024.0 * CAL_MIB / (4000.0 * 1e3);
+
+		rc = cal_read_op(c, &rd, 0, c->buf[0], CAL_BUF / 2, 1024 * CAL_MIB,
+				 1024 * CAL_MIB, err);
+		if (rc != 0)
+			return rc;
+		rd.repeat = 4;
+		pull.kind = CAL_MEMCPY;
+		rc = cal_interfere(c, &pull, &rd, rd_us, "pull_copy_engine_under_reads",
+				   &res->pull_slow_ce, err);
+		if (rc != 0)
+			return rc;
+		pull.kind = CAL_GATHER;
+		return cal_interfere(c, &pull, &rd, rd_us, "pull_gather_under_reads",
+				     &res->pull_slow_sm, err);
+	}
 }
 
 static int cal_alloc(struct cal *c, struct cal_result *res, struct ema_error *err)
@@ -860,6 +884,8 @@ static void cal_profile(const struct cal *c, const struct cal_result *r, const c
 	hw->interference_lender = r->hbm_gbps > 0 ? fmax(0.0, r->lender_ce) * r->hbm_gbps / xfer : 0;
 	hw->interference_borrower = r->hbm_gbps > 0 ? fmax(0.0, r->borrower) * r->hbm_gbps / xfer : 0;
 	hw->interference_compute = fmax(0.0, r->gemm_slow);
+	/* the default prefetch method is the gather kernel */
+	hw->pull_share_under_load = 1.0 / (1.0 + fmax(0.0, r->pull_slow_sm));
 	hw->map_us_per_page = r->vmm_us[1] + r->vmm_us[2];
 	hw->unmap_us_per_page = r->vmm_us[3];
 	hw->malloc_2mib_us = r->malloc_us[0];
@@ -901,6 +927,8 @@ static void cal_print(const struct cal_result *r)
 		{ "lender slowdown, gather pull", "%", 8.3, 100 * r->lender_sm },
 		{ "borrower slowdown, own pull", "%", 17.3, 100 * r->borrower },
 		{ "GEMM slowdown during a pull", "%", 0.7, 100 * r->gemm_slow },
+		{ "pull rate kept under reads, copy engine", "%", 0, 100 / (1 + fmax(0.0, r->pull_slow_ce)) },
+		{ "pull rate kept under reads, gather", "%", 0, 100 / (1 + fmax(0.0, r->pull_slow_sm)) },
 		{ "cudaMalloc 2 MiB", "us", 80, r->malloc_us[0] },
 		{ "cudaFree 2 MiB", "us", 55, r->free_us[0] },
 		{ "cudaMalloc 64 MiB", "us", 184, r->malloc_us[1] },

@@ -53,6 +53,9 @@ static int32_t max_borrow(struct ema_engine *e, int tenant)
 								       : hw->link_gbps;
 	if (strcmp(hw->topology, "switch") != 0)
 		link *= hw->n_gpus - 1;
+	/* what a pull keeps while the borrower computes (calibrated) */
+	if (hw->pull_share_under_load > 0 && hw->pull_share_under_load < 1)
+		link *= hw->pull_share_under_load;
 	if (link <= 0 || hbm <= link)
 		return INT32_MAX / 2;
 	local = (double)ema_model_weight_bytes(&e->cfg->model) +

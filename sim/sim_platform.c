@@ -235,6 +235,26 @@ static int64_t group_ns(const struct iter_slot *s, int g)
 	return s->busy_ns * (g + 1) / s->groups - s->busy_ns * g / s->groups;
 }
 
+/* A prefetch flow: the method's cost, at the share of its rate a pull
+ * keeps while the borrower's iteration reads its HBM (measured by
+ * `ema calibrate`: the copy and the iteration compete for HBM, and the
+ * gather kernel also for SMs). */
+static int start_prefetch_flow(struct iter_slot *s, int src, uint64_t bytes, int pages,
+			       uint64_t tag, int64_t now)
+{
+	struct sim *p = s->p;
+	double share = p->hw->pull_share_under_load;
+	struct ema_flow_params fp;
+	int rc;
+
+	rc = ema_flownet_params(p->net, src, s->gpu, bytes, pages, s->method, &fp, &p->err);
+	if (rc != EMA_OK)
+		return rc;
+	if (share > 0 && share < 1)
+		fp.cap_gbps = (fp.cap_gbps > 0 ? fp.cap_gbps : p->hw->link_gbps) * share;
+	return ema_flownet_start_params(p->net, now, &fp, tag, NULL, &p->err);
+}
+
 static int start_group_flows(struct iter_slot *s, int g, int64_t now)
 {
 	struct sim *p = s->p;
@@ -254,8 +274,7 @@ static int start_group_flows(struct iter_slot *s, int g, int64_t now)
 			continue;
 		if (pages < 1)
 			pages = 1;
-		rc = ema_flownet_start(p->net, now, l->gpu, s->gpu, b, pages, s->method,
-				       TAG(TAG_GROUP, s->gpu, g), NULL, &p->err);
+		rc = start_prefetch_flow(s, l->gpu, b, pages, TAG(TAG_GROUP, s->gpu, g), now);
 		if (rc != EMA_OK)
 			return rc;
 		s->pending[g]++;
@@ -286,9 +305,9 @@ static int start_spec_flows(struct iter_slot *s, int j, int64_t now)
 
 		if (b == 0)
 			continue;
-		rc = ema_flownet_start(p->net, now, l->gpu, s->gpu, b, pages, s->method,
-				       TAG(TAG_SPEC, s->gpu, ((uint64_t)(s->spec_gen & 0xffffff) << 16) | (uint64_t)j),
-				       NULL, &p->err);
+		rc = start_prefetch_flow(s, l->gpu, b, pages,
+					 TAG(TAG_SPEC, s->gpu, ((uint64_t)(s->spec_gen & 0xffffff) << 16) | (uint64_t)j),
+					 now);
 		if (rc != EMA_OK)
 			return rc;
 		s->spec_inflight[j]++;
@@ -319,8 +338,7 @@ static int first_group_flows(struct iter_slot *s, int g, int64_t now)
 
 		if (b <= have)
 			continue;
-		rc = ema_flownet_start(p->net, now, l->gpu, s->gpu, b - have, 1, s->method,
-				       TAG(TAG_GROUP, s->gpu, g), NULL, &p->err);
+		rc = start_prefetch_flow(s, l->gpu, b - have, 1, TAG(TAG_GROUP, s->gpu, g), now);
 		if (rc != EMA_OK)
 			return rc;
 		s->pending[g]++;
@@ -438,6 +456,8 @@ static double prefetch_rate(const struct sim *p, const struct ema_iteration *it,
 							     : hw->link_gbps * (hw->n_gpus - 1);
 	double ingress_left = (ingress - in_others) / (it->n_remote > 0 ? it->n_remote : 1);
 
+	if (hw->pull_share_under_load > 0 && hw->pull_share_under_load < 1)
+		rate *= hw->pull_share_under_load;
 	rate = fmin(rate, fmin(lender_left, ingress_left));
 	return rate > 1e-9 ? rate : 1e-9;
 }
