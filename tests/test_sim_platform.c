@@ -286,6 +286,32 @@ static void start_iter_timer(void *arg, int64_t now)
 	CU_ASSERT_EQUAL(g_log.p->ops->iteration(g_log.p, it, log_iter, (void *)(intptr_t)it->gpu), EMA_OK);
 }
 
+/* A pull that keeps half its rate while its GPU computes
+ * (pull_share_under_load 0.5): each group's KV, 1 MB at 50 GB/s after the
+ * 5 us launch, takes 25 us instead of 15. Group 0: KV at 25, runs 25-35
+ * (no overhead); group 1's KV 25-50, runs 50-60; group 2 50-75, runs
+ * 75-85; group 3 75-100, runs 100-110: end 110, stall 25 + 3 x 15 = 70. */
+static void test_prefetch_pull_share(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_iteration it;
+	struct ema_error err = { 0 };
+
+	plain_cfg(&cfg, 2);
+	cfg.hw.iter_overhead_us = 0;
+	cfg.hw.pull_share_under_load = 0.5;
+	p = make(&cfg);
+	prefetch_iter(&it, 4000000);
+	it.weight_bytes = 36000000;
+	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)1), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
+	CU_ASSERT_EQUAL(g_log.res[0].end_ns - g_log.res[0].start_ns, 110000);
+	CU_ASSERT_EQUAL(g_log.res[0].stall_ns, 70000);
+	p->ops->destroy(p);
+}
+
 /* Cross-iteration prefetch, no overhead, 4 groups of 10 us, each group's
  * KV 15 us away, depth 1. First iteration: group 0 waits for its KV
  * (0-15), runs 15-25; group 1's KV 15-30, runs 30-40; group 2 45-55;
@@ -622,6 +648,7 @@ int main(void)
 		{ "small prefetch hides: no stall, local end time", test_prefetch_small_hidden },
 		{ "large prefetch stalls by the hand-computed amount", test_prefetch_large_stalls },
 		{ "prefetch runs ahead into the next iteration", test_prefetch_across_iterations },
+		{ "a pull keeps its measured share of the rate under load", test_prefetch_pull_share },
 		{ "interference slows memory-bound work on both ends", test_interference },
 		{ "interference on compute-bound work", test_interference_compute },
 		{ "remote_direct reads occupy the link", test_remote_direct_shares_link },
