@@ -108,6 +108,7 @@ struct hw_platform {
 	int n_gpus;
 	uint64_t page_bytes;
 	bool verify;
+	long trace_left;         /* EMA_HW_TRACE=N: print N staged iterations' group times */
 	struct hw_gpu g[EMA_MAX_GPUS];
 	char *host_pool;
 	uint64_t host_pages;
@@ -412,10 +413,11 @@ static int hw_issue_gemm(struct hw_platform *p, struct hw_gpu *g, int cols)
 /* Prefetch inside an iteration must overlap the read kernel, and two
  * kernels share SMs only where blocks fit beside each other: the gather
  * keeps its 2 blocks per SM (a quarter of the SMs alone copied too slowly,
- * 2026-11-30) and the read kernel of a staged iteration leaves those
- * slots free (6 of its 8 blocks per SM). */
+ * 2026-11-30) and the read kernel of a staged iteration leaves room
+ * for them (4 blocks per SM: registers, not threads, limit a block's
+ * neighbours). */
 #define HW_PREFETCH_GRID(g) (2 * (g)->sms)
-#define HW_READ_GRID(g, staged) ((staged) ? 6 * (g)->sms : 8 * (g)->sms)
+#define HW_READ_GRID(g, staged) ((staged) ? 4 * (g)->sms : 8 * (g)->sms)
 
 /* Copies segs [first, first+n) with the iteration's method on stream s.
  * d_segs are on the device (gather); the host copy drives the APIs. */
@@ -1118,6 +1120,18 @@ static void hw_finish_iter(struct hw_platform *p, struct hw_op *op, int64_t t)
 	}
 	r.stall_ns = (int64_t)(stall_ms * 1e6);
 	r.remote_bytes = op->remote_bytes;
+	if (op->staged && p->trace_left > 0) {
+		/* where an iteration's time goes, group by group (ms from its
+		 * start): copy k landed at c, read k ended at d */
+		p->trace_left--;
+		fprintf(stderr, "ema hw trace: gpu %d, %d groups, %.1f MB remote, total %.3f ms:",
+			op->gpu, op->n_groups, (double)op->remote_bytes / 1e6,
+			hw_elapsed_ms(op->start, op->end));
+		for (int gi = 0; gi < op->n_groups; gi++)
+			fprintf(stderr, " [c%.3f d%.3f]", hw_elapsed_ms(op->start, g->ev_copied[gi]),
+				hw_elapsed_ms(op->start, g->ev_done[gi]));
+		fputc('\n', stderr);
+	}
 	for (int l = 0; l < p->n_gpus; l++)
 		if (op->lender_bytes[l] > 0) {
 			p->stats.bytes[l + 1][op->gpu + 1] += op->lender_bytes[l];
@@ -1470,6 +1484,11 @@ int ema_hw_platform_create(struct ema_platform **out, const struct ema_config *c
 	p->n_gpus = need;
 	p->page_bytes = page_bytes;
 	p->verify = verify;
+	{
+		const char *tr = getenv("EMA_HW_TRACE");
+
+		p->trace_left = tr != NULL ? strtol(tr, NULL, 10) : 0;
+	}
 	p->hbm_bps = (cfg->hw.hbm_read_gbps > 0 ? cfg->hw.hbm_read_gbps : 4400.0) *
 		     (cfg->hw.hbm_efficiency > 0 ? cfg->hw.hbm_efficiency : 1.0) * 1e9;
 	p->flop_rate = (cfg->hw.peak_tflops > 0 ? cfg->hw.peak_tflops : 800.0) *

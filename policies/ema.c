@@ -131,8 +131,12 @@ static void ema_plan(struct ema_engine *e, void *state, struct ema_iteration *it
 		return;
 	}
 	/* depth + 1 slots of one group each, see staging_for() */
+	/* plus one page per slot: a group's share of each page is rounded,
+	 * and a ring a few bytes short of depth + 1 slots holds only depth
+	 * of them (on the H200s that serialised every copy with its read) */
 	want = (int32_t)(((remote * (uint64_t)(depth + 1 < groups ? depth + 1 : groups)) /
-			  (uint64_t)groups + e->page_bytes - 1) / e->page_bytes);
+			  (uint64_t)groups + e->page_bytes - 1) / e->page_bytes) +
+	       (depth + 1 < groups ? depth + 1 : groups);
 	if (want > st->cap_staging[tn]) {
 		int32_t *n = realloc(st->staging[tn], (size_t)want * 2 * sizeof *n);
 
