@@ -75,7 +75,8 @@ static int32_t staging_for(struct ema_engine *e, int32_t borrowed)
 
 	if (slots > groups)
 		slots = groups;
-	return (int32_t)(((int64_t)borrowed * slots + groups - 1) / groups);
+	/* one page more per slot, as ema_plan() asks for */
+	return (int32_t)(((int64_t)borrowed * slots + groups - 1) / groups) + slots;
 }
 
 static int32_t ema_borrowable(struct ema_engine *e, void *state, int tenant)
@@ -95,8 +96,11 @@ static int ema_choose_lender(struct ema_engine *e, void *state, int tenant)
 
 	if (borrowed + 1 > max_borrow(e, tenant))
 		return -1;
-	/* Keep enough of our own pages free to stage what we borrow. */
-	t->local_reserve = staging_for(e, borrowed + 1);
+	/* Keep our own pages free for the staging area of all we may
+	 * borrow, from the first borrowed page on: a reserve that grew with
+	 * each page was always a few pages short, and a ring short of
+	 * depth + 1 slots overlaps nothing. */
+	t->local_reserve = staging_for(e, max_borrow(e, tenant));
 	return ema_lending_best_lender(e, tenant);
 }
 
@@ -153,12 +157,12 @@ static void ema_plan(struct ema_engine *e, void *state, struct ema_iteration *it
 		st->staging[tn][got++] = p;
 	}
 	st->n_staging[tn] = got;
-	/* A smaller staging area means a shallower window; none at all
-	 * means reading in place. */
-	it->prefetch_depth = got >= want ? depth :
-			     (int)((int64_t)(depth + 1) * got / (want > 0 ? want : 1)) - 1;
-	if (it->prefetch_depth <= 0)
-		it->prefetch_depth = got > 0 ? 1 : 0;
+	/* A staging area short of depth + 1 slots (the tenant used its
+	 * reserve for KV) still stages, with less lookahead: the platforms
+	 * size the window from the pages given (a single slot means each
+	 * group's copy waits for the previous group's reads). With no page
+	 * at all the remote KV is read in place. */
+	it->prefetch_depth = got > 0 ? depth : 0;
 	it->staging_pages = got > 0 ? st->staging[tn] : NULL;
 	it->n_staging_pages = got;
 	e->tenants[tn].staging_pages = got;

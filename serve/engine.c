@@ -260,7 +260,11 @@ static int alloc_page(struct ema_engine *e, struct ema_tenant *t, int *gpu_out, 
 			}
 		}
 	}
-	/* Nothing to borrow: dip into the pages kept for staging. */
+	/* Nothing to borrow: dip into the pages kept for staging, unless they
+	 * stage pages already borrowed (the staging area would shrink below
+	 * the prefetch window and every copy would wait for the reads). */
+	if (ema_ledger_borrowed_pages(&e->ledger, t->index) > 0)
+		return ALLOC_NOSPACE;
 	p = ema_ledger_alloc(&e->ledger, t->gpu, t->index, EMA_PAGE_KV);
 	if (p >= 0) {
 		*gpu_out = t->gpu;

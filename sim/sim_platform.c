@@ -370,7 +370,9 @@ static int try_compute(struct iter_slot *s, int64_t now)
 		s->waiting = false;
 	}
 	s->computing = true;
-	if (g + s->depth < s->groups) {
+	if (s->depth == 0) {
+		/* no lookahead: the next group's copy starts when this one ends */
+	} else if (g + s->depth < s->groups) {
 		rc = start_group_flows(s, g + s->depth, now);
 		if (rc != EMA_OK)
 			return rc;
@@ -397,7 +399,11 @@ static void group_done_event(void *arg, int64_t now)
 		iter_finish(s, now);
 		return;
 	}
-	rc = try_compute(s, now);
+	rc = EMA_OK;
+	if (s->depth == 0)
+		rc = start_group_flows(s, s->next_group, now);
+	if (rc == EMA_OK)
+		rc = try_compute(s, now);
 	if (rc == EMA_OK)
 		rc = resched(s->p);
 	if (rc != EMA_OK)
@@ -492,6 +498,7 @@ static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it
 	struct iter_slot *s;
 	struct ema_cost c;
 	double out, in, in_others, f_mem, f_comp, total, busy;
+	int depth_eff;
 	uint64_t remote = 0;
 	int64_t over_ns, total_ns;
 	int rc;
@@ -574,7 +581,25 @@ static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it
 		return EMA_OK;
 	}
 
-	if (prefetch_hidden(p, it, total_ns - over_ns, in_others)) {
+	/* The window the staging area allows, as the hw backend sizes it: a
+	 * ring of n_staging_pages pages holds ring / (one group's bytes)
+	 * group slots, and copies run at most slots - 1 groups ahead; with one
+	 * slot (depth_eff 0) each group's copy waits for the previous group's
+	 * compute. No staging pages given: the window the policy asked for. */
+	depth_eff = it->prefetch_depth;
+	if (it->n_staging_pages > 0) {
+		int G = it->layer_groups > 0 ? it->layer_groups : 1;
+		uint64_t gmax = ((remote + (uint64_t)G - 1) / (uint64_t)G + 15) & ~(uint64_t)15;
+		uint64_t ring = (uint64_t)it->n_staging_pages *
+				(uint64_t)llround(p->base.cfg->page_mib * 1048576.0);
+		int slots = gmax > 0 ? (int)(ring / gmax) : depth_eff + 1;
+
+		if (slots < 1)
+			slots = 1;
+		if (depth_eff > slots - 1)
+			depth_eff = slots - 1;
+	}
+	if (depth_eff > 0 && prefetch_hidden(p, it, total_ns - over_ns, in_others)) {
 		/* Fast path: every group's KV arrives within a group's compute
 		 * at the rate the links have left, so the pipeline hides it all
 		 * and needs no event per group. The bytes still cross the link,
@@ -614,7 +639,7 @@ static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it
 	}
 	s->streaming = false;
 	s->groups = it->layer_groups > 0 ? it->layer_groups : 1;
-	s->depth = it->prefetch_depth;
+	s->depth = depth_eff; /* 0: staged without lookahead */
 	s->busy_ns = total_ns - over_ns;
 	s->next_group = 0;
 	s->computing = false;
@@ -649,7 +674,7 @@ static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it
 		s->cap_pending = s->groups;
 	}
 	memset(s->pending, 0, (size_t)s->groups * sizeof *s->pending);
-	for (int g = 0; g < s->depth && g < s->groups; g++) {
+	for (int g = 0; g < (s->depth > 0 ? s->depth : 1) && g < s->groups; g++) {
 		rc = first_group_flows(s, g, p->now);
 		if (rc != EMA_OK)
 			goto fail;

@@ -286,6 +286,44 @@ static void start_iter_timer(void *arg, int64_t now)
 	CU_ASSERT_EQUAL(g_log.p->ops->iteration(g_log.p, it, log_iter, (void *)(intptr_t)it->gpu), EMA_OK);
 }
 
+/* The window follows the staging area, as on the GPUs: the worked
+ * example with 1 MiB pages. Two staging pages hold two group slots
+ * (1 MB each): depth 1, end 75 us, stall 15 us. One page holds one slot:
+ * each group's KV is fetched only after the previous group computed:
+ * group 0 runs 20-30 (KV at 15), group 1's KV 30-45, runs 45-55, group 2
+ * 55-70 then 70-80, group 3 80-95 then 95-105: end 105, stall 45. */
+static void test_prefetch_window_from_staging(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_iteration it;
+	struct ema_error err = { 0 };
+	int32_t staging[2] = { 0, 1 };
+
+	plain_cfg(&cfg, 2);
+	cfg.page_mib = 1;
+	p = make(&cfg);
+	prefetch_iter(&it, 4000000);
+	it.weight_bytes = 36000000;
+	it.staging_pages = staging;
+	it.n_staging_pages = 2;
+	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)1), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
+	CU_ASSERT_EQUAL(g_log.res[0].end_ns - g_log.res[0].start_ns, 75000);
+	CU_ASSERT_EQUAL(g_log.res[0].stall_ns, 15000);
+	p->ops->destroy(p);
+
+	p = make(&cfg);
+	it.n_staging_pages = 1;
+	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)2), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
+	CU_ASSERT_EQUAL(g_log.res[0].end_ns - g_log.res[0].start_ns, 105000);
+	CU_ASSERT_EQUAL(g_log.res[0].stall_ns, 45000);
+	p->ops->destroy(p);
+}
+
 /* A pull that keeps half its rate while its GPU computes
  * (pull_share_under_load 0.5): each group's KV, 1 MB at 50 GB/s after the
  * 5 us launch, takes 25 us instead of 15. Group 0: KV at 25, runs 25-35
@@ -649,6 +687,7 @@ int main(void)
 		{ "large prefetch stalls by the hand-computed amount", test_prefetch_large_stalls },
 		{ "prefetch runs ahead into the next iteration", test_prefetch_across_iterations },
 		{ "a pull keeps its measured share of the rate under load", test_prefetch_pull_share },
+		{ "the prefetch window follows the staging area", test_prefetch_window_from_staging },
 		{ "interference slows memory-bound work on both ends", test_interference },
 		{ "interference on compute-bound work", test_interference_compute },
 		{ "remote_direct reads occupy the link", test_remote_direct_shares_link },
