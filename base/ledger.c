@@ -118,6 +118,7 @@ int32_t ema_ledger_alloc(struct ema_ledger *l, int gpu, int holder,
 	if (holder != gp->home_tenant) {
 		gp->lent++;
 		l->borrowed[holder][gpu]++;
+		l->borrowed_total[holder]++;
 	}
 	l->ops++;
 	if (ledger_debug && ema_ledger_check(l, NULL) != EMA_OK)
@@ -138,6 +139,7 @@ void ema_ledger_free(struct ema_ledger *l, int gpu, int32_t page)
 	if (pg->holder != gp->home_tenant) {
 		gp->lent--;
 		l->borrowed[pg->holder][gpu]--;
+		l->borrowed_total[pg->holder]--;
 	}
 	gp->count[pg->state]--;
 	gp->count[EMA_PAGE_FREE]++;
@@ -147,15 +149,6 @@ void ema_ledger_free(struct ema_ledger *l, int gpu, int32_t page)
 	l->ops++;
 	if (ledger_debug && ema_ledger_check(l, NULL) != EMA_OK)
 		abort();
-}
-
-int32_t ema_ledger_borrowed_pages(const struct ema_ledger *l, int tenant)
-{
-	int32_t n = 0;
-
-	for (int g = 0; g < l->n_gpus; g++)
-		n += l->borrowed[tenant][g];
-	return n;
 }
 
 int ema_ledger_check(const struct ema_ledger *l, struct ema_error *err)
@@ -231,6 +224,16 @@ int ema_ledger_check(const struct ema_ledger *l, struct ema_error *err)
 			}
 			free(seen);
 		}
+	}
+	for (int t = 0; t < l->n_tenants; t++) {
+		int32_t total = 0;
+
+		for (int g = 0; g < l->n_gpus; g++)
+			total += l->borrowed[t][g];
+		if (total != l->borrowed_total[t])
+			return ema_error_set(err, EMA_ERR_INTERNAL,
+					     "ledger: tenant %d counts %d borrowed pages in all, recount %d",
+					     t, l->borrowed_total[t], total);
 	}
 	for (int t = 0; t < l->n_tenants; t++)
 		for (int g = 0; g < l->n_gpus; g++)

@@ -47,6 +47,7 @@ struct ema_ledger {
 	struct ema_ledger_gpu gpu[EMA_MAX_GPUS];
 	/* borrowed[t][g]: pages tenant t holds on GPU g != its home */
 	int32_t borrowed[EMA_MAX_TENANTS][EMA_MAX_GPUS];
+	int32_t borrowed_total[EMA_MAX_TENANTS]; /* sum over GPUs, kept in step */
 	int tenant_gpu[EMA_MAX_TENANTS];
 	uint64_t ops;       /* alloc + free calls, for debug checks */
 };
@@ -82,7 +83,10 @@ static inline int32_t ema_ledger_used_pages(const struct ema_ledger *l, int gpu)
 	const struct ema_ledger_gpu *g = &l->gpu[gpu];
 	return g->count[EMA_PAGE_KV] + g->count[EMA_PAGE_STAGING] - g->lent;
 }
-int32_t ema_ledger_borrowed_pages(const struct ema_ledger *l, int tenant);
+static inline int32_t ema_ledger_borrowed_pages(const struct ema_ledger *l, int tenant)
+{
+	return l->borrowed_total[tenant];
+}
 static inline const struct ema_page *ema_ledger_page(const struct ema_ledger *l, int gpu,
 						     int32_t page)
 {

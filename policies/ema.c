@@ -15,6 +15,7 @@
 #include "lending.h"
 
 struct ema_state {
+	int32_t max_borrow[EMA_MAX_TENANTS]; /* computed once: capacities do not change */
 	/* staging pages held during each tenant's iteration in flight */
 	int32_t *staging[EMA_MAX_TENANTS];
 	int32_t n_staging[EMA_MAX_TENANTS];
@@ -35,7 +36,7 @@ struct ema_state {
  * = 1452 pages of 2 MiB, a third of the local KV. On 4 x A100 (direct
  * links to 3 peers) the link term is 3 x min(gather, link). With
  * max_remote_share > 0 the cap is that share of the tenant's KV instead. */
-static int32_t max_borrow(struct ema_engine *e, int tenant)
+static int32_t max_borrow_compute(struct ema_engine *e, int tenant)
 {
 	const struct ema_hw_profile *hw = &e->cfg->hw;
 	double s = e->cfg->policy.max_remote_share;
@@ -64,6 +65,20 @@ static int32_t max_borrow(struct ema_engine *e, int tenant)
 	return (int32_t)floor(cap / (double)e->page_bytes);
 }
 
+static int32_t max_borrow(struct ema_engine *e, int tenant)
+{
+	return ((struct ema_state *)e->policy_state)->max_borrow[tenant];
+}
+
+static int ema_init(struct ema_engine *e, void *state, struct ema_error *err)
+{
+	struct ema_state *st = state;
+
+	for (int t = 0; t < e->n_tenants; t++)
+		st->max_borrow[t] = max_borrow_compute(e, t);
+	return EMA_OK;
+}
+
 /* Staging pages that `borrowed` remote pages need for the window: the
  * group being computed reads its slot while `depth` more are filled, so
  * depth + 1 group slots (found on the H200s: with `depth` slots the copy
@@ -77,6 +92,15 @@ static int32_t staging_for(struct ema_engine *e, int32_t borrowed)
 		slots = groups;
 	/* one page more per slot, as ema_plan() asks for */
 	return (int32_t)(((int64_t)borrowed * slots + groups - 1) / groups) + slots;
+}
+
+/* Own free pages to keep for the staging area: what all we may borrow
+ * needs, less the staging pages already held. */
+static void update_reserve(struct ema_engine *e, struct ema_state *st, int tenant)
+{
+	int32_t r = staging_for(e, max_borrow(e, tenant)) - st->n_staging[tenant];
+
+	e->tenants[tenant].local_reserve = r > 0 ? r : 0;
 }
 
 static int32_t ema_borrowable(struct ema_engine *e, void *state, int tenant)
@@ -100,7 +124,8 @@ static int ema_choose_lender(struct ema_engine *e, void *state, int tenant)
 	 * borrow, from the first borrowed page on: a reserve that grew with
 	 * each page was always a few pages short, and a ring short of
 	 * depth + 1 slots overlaps nothing. */
-	t->local_reserve = staging_for(e, max_borrow(e, tenant));
+	update_reserve(e, state, tenant);
+	(void)t;
 	return ema_lending_best_lender(e, tenant);
 }
 
@@ -149,6 +174,10 @@ static void ema_plan(struct ema_engine *e, void *state, struct ema_iteration *it
 			st->cap_staging[tn] = want * 2;
 		}
 	}
+	/* The staging pages stay with the tenant from one iteration to the
+	 * next while it borrows (allocating and freeing hundreds of pages
+	 * per iteration cost a tenth of the simulation's time). */
+	got = st->n_staging[tn];
 	while (got < want && got < st->cap_staging[tn]) {
 		int32_t p = ema_ledger_alloc(&e->ledger, it->gpu, tn, EMA_PAGE_STAGING);
 
@@ -157,6 +186,7 @@ static void ema_plan(struct ema_engine *e, void *state, struct ema_iteration *it
 		st->staging[tn][got++] = p;
 	}
 	st->n_staging[tn] = got;
+	update_reserve(e, st, tn);
 	/* A staging area short of depth + 1 slots (the tenant used its
 	 * reserve for KV) still stages, with less lookahead: the platforms
 	 * size the window from the pages given (a single slot means each
@@ -173,12 +203,14 @@ static void ema_after_iteration(struct ema_engine *e, void *state, int tenant)
 	struct ema_state *st = state;
 	const struct ema_policy_cfg *pc = &e->cfg->policy;
 
-	for (int32_t i = 0; i < st->n_staging[tenant]; i++)
-		ema_ledger_free(&e->ledger, e->tenants[tenant].gpu, st->staging[tenant][i]);
-	st->n_staging[tenant] = 0;
-	e->tenants[tenant].staging_pages = 0;
-	if (ema_ledger_borrowed_pages(&e->ledger, tenant) == 0)
+	if (ema_ledger_borrowed_pages(&e->ledger, tenant) == 0) {
+		/* nothing borrowed any more: the staging area goes back */
+		for (int32_t i = 0; i < st->n_staging[tenant]; i++)
+			ema_ledger_free(&e->ledger, e->tenants[tenant].gpu, st->staging[tenant][i]);
+		st->n_staging[tenant] = 0;
+		e->tenants[tenant].staging_pages = 0;
 		e->tenants[tenant].local_reserve = 0;
+	}
 	/* Pre-preemption: every lender keeps its headroom free. */
 	for (int g = 0; g < e->ledger.n_gpus; g++) {
 		int32_t headroom, free_pages;
@@ -201,6 +233,7 @@ const struct ema_policy_ops ema_policy_ema = {
 	.name = "ema",
 	.summary = "borrow peer memory, prefetch remote KV by layer group, reclaim ahead with headroom",
 	.state_size = sizeof(struct ema_state),
+	.init = ema_init,
 	.borrowable = ema_borrowable,
 	.choose_lender = ema_choose_lender,
 	.reclaim = ema_reclaim,

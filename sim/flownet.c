@@ -340,6 +340,38 @@ static void recompute_rates(struct ema_flownet *net)
 		for (int k = 0; k < f->n_res; k++)
 			net->res_count[f->res[k]]++;
 	}
+	/* Common case first: when every flow has a cap and the caps fit every
+	 * resource they cross, max-min fairness gives each flow its cap. One
+	 * pass instead of a round per level (prefetch flows spread over an
+	 * iteration are capped and usually fit). */
+	if (unfrozen > 0) {
+		bool fits = true;
+
+		for (int i = 0; i < net->n_flows && fits; i++) {
+			const struct flow *f = &net->flows[i];
+
+			if (f->frozen)
+				continue;
+			if (!isfinite(f->cap)) {
+				fits = false;
+				break;
+			}
+			for (int k = 0; k < f->n_res; k++)
+				net->res_left[f->res[k]] -= f->cap;
+		}
+		for (int r = 0; r < net->n_res && fits; r++)
+			if (net->res_left[r] < -1e-9 * net->res_cap[r])
+				fits = false;
+		if (fits) {
+			for (int i = 0; i < net->n_flows; i++)
+				if (!net->flows[i].frozen)
+					net->flows[i].rate = net->flows[i].cap;
+			unfrozen = 0;
+		} else {
+			for (int r = 0; r < net->n_res; r++)
+				net->res_left[r] = net->res_cap[r];
+		}
+	}
 	while (unfrozen > 0) {
 		double level = INFINITY;
 
