@@ -547,7 +547,6 @@ static void xfer_done(void *arg, int64_t now)
 static int swap_in(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r)
 {
 	int32_t n = r->n_pages;
-	int gpus[EMA_MAX_GPUS + 1];
 	int32_t *pages;
 	int32_t got = 0;
 	int rc = ALLOC_OK;
@@ -573,7 +572,6 @@ static int swap_in(struct ema_engine *e, struct ema_tenant *t, struct ema_reques
 		return rc;
 	}
 	swapped_remove(t, r->id);
-	(void)gpus;
 	for (int g = 0; g < e->ledger.n_gpus; g++) {
 		int32_t k = 0;
 		struct xfer_ctx *x;
@@ -921,9 +919,10 @@ static void progress(struct ema_engine *e)
 {
 	double w = wall_now();
 
-	if (!e->progress || w < e->wall_start + 1.0 + (double)e->next_progress_ns)
+	/* one line per second of wall time */
+	if (!e->progress || w < e->wall_start + 1.0 + (double)e->progress_lines)
 		return;
-	e->next_progress_ns++;
+	e->progress_lines++;
 	fprintf(stderr, "ema: %s: %lld/%lld requests done, t=%.1f s simulated/real, %.1f s wall\n",
 		e->progress_label ? e->progress_label : "run",
 		(long long)e->done_requests, (long long)e->total_requests,

@@ -142,7 +142,7 @@ struct ema_engine {
 	int error;                    /* first error from a callback */
 	struct ema_error err;
 	bool progress;                /* print progress to stderr */
-	int64_t next_progress_ns;
+	int64_t progress_lines;       /* printed so far, one a second */
 	const char *progress_label;
 	double wall_start;
 };
