@@ -33,6 +33,7 @@ static const char *const length_names[] = {
 };
 static const char *const reclaim_names[] = { "auto", "move", "host", "drop", NULL };
 static const char *const copy_names[] = { "gather", "batch", "per_page", NULL };
+static const char *const borrow_rule_names[] = { "always", "throughput", NULL };
 
 static const struct ema_config_key length_keys[] = {
 	{ "kind", EMA_CFG_ENUM, LN(kind), 0, 0, 0, 0, 0, length_names, NULL, NULL },
@@ -87,6 +88,7 @@ static const struct ema_config_key policy_keys[] = {
 	{ "reclaim_mode", EMA_CFG_CHOICE, PO(reclaim_mode), SZ(ema_policy_cfg, reclaim_mode), 0, 0, 0, 0, reclaim_names, NULL, NULL },
 	{ "host_gib", EMA_CFG_DBL, PO(host_gib), 0, 0, 0, 1e6, 0, NULL, NULL, NULL },
 	{ "copy_method", EMA_CFG_CHOICE, PO(copy_method), SZ(ema_policy_cfg, copy_method), 0, 0, 0, 0, copy_names, NULL, NULL },
+	{ "borrow_rule", EMA_CFG_CHOICE, PO(borrow_rule), SZ(ema_policy_cfg, borrow_rule), 0, 0, 0, 0, borrow_rule_names, NULL, NULL },
 	END
 };
 
@@ -144,6 +146,7 @@ static int config_defaults(struct ema_config *c, struct ema_error *err)
 		.ideal_factor = 2, .lender_floor = 0.25, .lender_reserve = 0.05,
 		.max_remote_share = 0, .prefetch_depth = 1, .headroom = 0.05,
 		.reclaim_mode = "auto", .host_gib = 64, .copy_method = "gather",
+		.borrow_rule = "always",
 	};
 	rc = ema_hw_profile_load(&c->hw, c->hardware, err);
 	if (rc == 0)

@@ -151,6 +151,7 @@ struct ema_policy_cfg {
 	char reclaim_mode[EMA_NAME_MAX]; /* "auto", "move", "host", "drop" */
 	double host_gib;              /* host memory for swap/demotion per GPU */
 	char copy_method[EMA_NAME_MAX];  /* "gather", "batch", "per_page" */
+	char borrow_rule[EMA_NAME_MAX];  /* ema: "always", or "throughput" (only where it pays) */
 };
 
 struct ema_config {

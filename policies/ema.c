@@ -42,6 +42,19 @@ static int32_t max_borrow_compute(struct ema_engine *e, int tenant)
 	double s = e->cfg->policy.max_remote_share;
 	double hbm, link, local, cap;
 
+	if (strcmp(e->cfg->policy.borrow_rule, "throughput") == 0) {
+		/* A memory-bound step takes about (W + L + R (1 + k)) / hbm and
+		 * serves a batch in proportion to L + R (k: the borrower's own
+		 * interference per staged byte, relative to the effective HBM
+		 * rate), so tokens per second grow with R only when W >= k L. */
+		double w = (double)ema_model_weight_bytes(&e->cfg->model);
+		double l = (double)e->tenants[tenant].kv_capacity_pages * (double)e->page_bytes;
+		double k = hw->interference_borrower * hw->hbm_efficiency;
+
+		if (w < k * l)
+			return 0;
+	}
+
 	if (s >= 1.0)
 		return INT32_MAX / 2;
 	if (s > 0)

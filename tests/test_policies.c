@@ -351,6 +351,47 @@ static void test_borrow_cap(void)
 	free(x);
 }
 
+/* policy.borrow_rule=throughput: on the default setup W = 16.1 GB of
+ * weights, L = 9.7 GB of local KV and k = 2.79 x 0.7 = 1.95, so
+ * k L = 19 GB > W: borrowing would cost throughput, and ema stays static
+ * (same results exactly). With the llama-2-13b model on 34 GiB GPUs,
+ * L = 36.5 - 26.0 = 10.5 GB and W = 26 GB > k L = 20.5 GB: it borrows. */
+static void test_borrow_rule_throughput(void)
+{
+	static const char *sets[] = {
+		"tenants.0.workload.duration_s=30", "tenants.1.workload.duration_s=30",
+		"policy.borrow_rule=throughput", "policies=static,ema",
+	};
+	static const char *sets13b[] = {
+		"tenants.0.workload.duration_s=30", "tenants.1.workload.duration_s=30",
+		"policy.borrow_rule=throughput", "policies=ema", "model=llama-2-13b",
+		"gpu_mem_cap_gib=34", "tenants.0.workload.rate_rps=6",
+	};
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = {0};
+	const struct ema_tenant_result *st, *em;
+
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 4, &err), EMA_OK);
+	x->quiet = true;
+	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
+	st = row(x, "static", "t0");
+	em = row(x, "ema", "t0");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(em);
+	CU_ASSERT_EQUAL(em->borrowed_peak_gib, 0);
+	CU_ASSERT_EQUAL(em->throughput_tok_s, st->throughput_tok_s);
+	CU_ASSERT_EQUAL(em->ttft_ms[0], st->ttft_ms[0]);
+	ema_experiment_free(x);
+	memset(x, 0, sizeof *x);
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets13b, 7, &err), EMA_OK);
+	x->quiet = true;
+	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
+	em = row(x, "ema", "t0");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(em);
+	CU_ASSERT(em->borrowed_peak_gib > 0);
+	ema_experiment_free(x);
+	free(x);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -359,6 +400,7 @@ int main(void)
 		{"lending floor, reserve, no lending while borrowing", test_lending_rules},
 		{"borrowing cap", test_borrow_cap},
 		{"adversarial: lender spike vs a borrower at its cap", test_adversarial_lender},
+		{"borrow_rule=throughput borrows only where it pays", test_borrow_rule_throughput},
 		{NULL, NULL},
 	};
 	int rc;
