@@ -9,7 +9,8 @@
 #               folder under ${TMPDIR:-/tmp}); it must not hold them already
 #               since ema refuses to overwrite a run folder.
 #   PLOTS=1 in the environment keeps the plots (off by default: gnuplot is
-#   slow and optional).
+#   slow and optional). EMA_FLAGS adds options to every run, for example
+#   EMA_FLAGS="--set policy.borrow_rule=throughput".
 #
 # Overloaded tenants are those whose name starts with "hot" (the scenarios'
 # convention); every other tenant whose GPU lent memory under ema is a
@@ -47,7 +48,9 @@ for f in "$@"; do
 	name=$(basename "$f" .json)
 	echo "reproduce: $name" >&2
 	# $plots is empty or one word: left unquoted on purpose
-	"$ema" run --config "$f" --out "$out/$name" --quiet $plots >/dev/null
+	# EMA_FLAGS: extra options for every run, e.g. a --set to sweep
+	# shellcheck disable=SC2086
+	"$ema" run --config "$f" --out "$out/$name" --quiet $plots ${EMA_FLAGS:-} >/dev/null
 done
 
 echo "Run folders: $out" >&2
