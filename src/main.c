@@ -14,6 +14,7 @@
 #include "hw.h"
 #include "plots.h"
 #include "policy.h"
+#include "sweep.h"
 #include "validate.h"
 
 #define MAX_SETS 256
@@ -33,6 +34,7 @@ static void usage(FILE *out)
 	      "  list      list policies | models | hardware | figures\n"
 	      "  config    print the effective configuration (defaults filled in);\n"
 	      "            `ema config default` prints the embedded scenario as written\n"
+	      "  sweep     run a scenario over every combination of --vary KEY=V1,V2,...\n"
 	      "  bench     print the speed figures (event queue, trace replay, ema vs static)\n"
 	      "  calibrate measure the GPUs present and write a hardware profile\n"
 	      "  validate  run a scenario on the simulator and on the GPUs and compare\n"
@@ -42,7 +44,12 @@ static void usage(FILE *out)
 	      "        [--backend sim|hw] [--verify] [--no-plots] [--quiet]\n"
 	      "  Without --config, runs the embedded default scenario (`ema config`).\n"
 	      "  --set takes dotted keys: serving.max_batch=128, tenants.0.workload.rate_rps=4,\n"
-	      "  policies=static,ema. Bad input exits with status 2 and writes nothing.\n", out);
+	      "  policies=static,ema. Bad input exits with status 2 and writes nothing.\n"
+	      "\n"
+	      "ema sweep --vary KEY=V1,V2,... [--vary ...] [--config FILE] [--set key=value ...]\n"
+	      "          [--out DIR] [--no-plots] [--quiet]\n"
+	      "  One run folder per point (DIR/point-NNN/) and DIR/sweep.csv with the\n"
+	      "  summary rows of every point, the swept values as leading columns.\n", out);
 }
 
 struct run_opts {
@@ -262,6 +269,8 @@ int main(int argc, char **argv)
 		rc = ema_bench_main(argc - 2, argv + 2, &err);
 	else if (strcmp(cmd, "calibrate") == 0)
 		return ema_calibrate_main(argc - 1, argv + 1);
+	else if (strcmp(cmd, "sweep") == 0)
+		rc = ema_sweep_main(argc - 2, argv + 2, &err);
 	else if (strcmp(cmd, "validate") == 0)
 		rc = ema_validate_main(argc - 2, argv + 2, &err);
 	else if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

@@ -227,6 +227,30 @@ check "existing --out: file untouched" [ "$(cat keep/summary.csv)" = precious ]
 check "existing --out: nothing else written" [ "$(ls -A)" = keep ]
 rm -rf keep
 
+# ---- sweeps ----------------------------------------------------------------
+
+# 2 x 2 points, 2 policies, 2 tenants: 16 rows, the swept values first.
+ema sweep --quiet --no-plots $SHORT --set policies=static,ema \
+	--vary tenants.0.workload.rate_rps=6,10 --vary policy.borrow_rule=always,throughput --out sw
+check "sweep: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+check "sweep: header" grep -q '^tenants.0.workload.rate_rps,policy.borrow_rule,point,policy,tenant,gpu,' sw/sweep.csv
+rows=$(($(wc -l <sw/sweep.csv) - 1))
+check "sweep: 16 rows (got $rows)" [ "$rows" -eq 16 ]
+check "sweep: one run folder per point" [ "$(ls -d sw/point-* | wc -l)" -eq 4 ]
+check "sweep: a point's config.json has its value" \
+	grep -q '"rate_rps": 10' sw/point-003/config.json
+check "sweep: rows of a point match its run folder" \
+	[ "$(grep -c '^10,throughput,3,' sw/sweep.csv)" -eq 4 ]
+rm -rf sw
+# a bad value fails before anything runs, naming the --set it came from
+ema sweep --quiet $SHORT --vary tenants.0.workload.rate_rps=6,-1 --out sw
+check "sweep bad value: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+check "sweep bad value: names it" grep -qF -- '--set tenants.0.workload.rate_rps=-1:' "$T/log/err"
+check "sweep bad value: nothing written ($(ls -A | tr '\n' ' '))" [ -z "$(ls -A)" ]
+ema sweep --quiet $SHORT --out sw
+check "sweep without --vary: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+check "sweep without --vary: nothing written" [ -z "$(ls -A)" ]
+
 # ---- the hardware backend without a GPU --------------------------------
 
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
