@@ -88,6 +88,7 @@ static const struct ema_config_key policy_keys[] = {
 	{ "reclaim_mode", EMA_CFG_CHOICE, PO(reclaim_mode), SZ(ema_policy_cfg, reclaim_mode), 0, 0, 0, 0, reclaim_names, NULL, NULL },
 	{ "host_gib", EMA_CFG_DBL, PO(host_gib), 0, 0, 0, 1e6, 0, NULL, NULL, NULL },
 	{ "copy_method", EMA_CFG_CHOICE, PO(copy_method), SZ(ema_policy_cfg, copy_method), 0, 0, 0, 0, copy_names, NULL, NULL },
+	{ "lender_max_slowdown", EMA_CFG_DBL, PO(lender_max_slowdown), 0, 0, 0, 1, 0, NULL, NULL, NULL },
 	{ "borrow_rule", EMA_CFG_CHOICE, PO(borrow_rule), SZ(ema_policy_cfg, borrow_rule), 0, 0, 0, 0, borrow_rule_names, NULL, NULL },
 	END
 };
@@ -146,7 +147,7 @@ static int config_defaults(struct ema_config *c, struct ema_error *err)
 		.ideal_factor = 2, .lender_floor = 0.25, .lender_reserve = 0.05,
 		.max_remote_share = 0, .prefetch_depth = 1, .headroom = 0.05,
 		.reclaim_mode = "auto", .host_gib = 64, .copy_method = "gather",
-		.borrow_rule = "always",
+		.borrow_rule = "always", .lender_max_slowdown = 0,
 	};
 	rc = ema_hw_profile_load(&c->hw, c->hardware, err);
 	if (rc == 0)

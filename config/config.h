@@ -152,6 +152,7 @@ struct ema_policy_cfg {
 	double host_gib;              /* host memory for swap/demotion per GPU */
 	char copy_method[EMA_NAME_MAX];  /* "gather", "batch", "per_page" */
 	char borrow_rule[EMA_NAME_MAX];  /* ema: "always", or "throughput" (only where it pays) */
+	double lender_max_slowdown;   /* ema: cap on a lender's HBM slowdown from pulls (0 = none) */
 };
 
 struct ema_config {

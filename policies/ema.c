@@ -16,6 +16,7 @@
 
 struct ema_state {
 	int32_t max_borrow[EMA_MAX_TENANTS]; /* computed once: capacities do not change */
+	int32_t max_lent[EMA_MAX_GPUS];      /* per lender, from lender_max_slowdown */
 	/* staging pages held during each tenant's iteration in flight */
 	int32_t *staging[EMA_MAX_TENANTS];
 	int32_t n_staging[EMA_MAX_TENANTS];
@@ -83,13 +84,46 @@ static int32_t max_borrow(struct ema_engine *e, int tenant)
 	return ((struct ema_state *)e->policy_state)->max_borrow[tenant];
 }
 
+/* Pages a lender may have out so that borrowers pulling them every step
+ * slow its memory-bound work by at most s: the pull rate is about the
+ * lent bytes per borrower step, (W + L) / (hbm x efficiency), and costs
+ * the lender interference_lender x rate / hbm, so
+ *     lent <= s x (W + L) x efficiency / interference_lender.
+ * (The borrower's W + L stands in for its step; tenants share a model.) */
+static int32_t max_lent_compute(struct ema_engine *e, int gpu)
+{
+	const struct ema_hw_profile *hw = &e->cfg->hw;
+	double s = e->cfg->policy.lender_max_slowdown;
+	double local, cap;
+
+	if (s <= 0 || hw->interference_lender <= 0)
+		return INT32_MAX / 2;
+	local = (double)ema_model_weight_bytes(&e->cfg->model) +
+		(double)ema_lending_kv_capacity(e, gpu) * (double)e->page_bytes;
+	cap = s * local * hw->hbm_efficiency / hw->interference_lender;
+	return (int32_t)floor(cap / (double)e->page_bytes);
+}
+
 static int ema_init(struct ema_engine *e, void *state, struct ema_error *err)
 {
 	struct ema_state *st = state;
 
 	for (int t = 0; t < e->n_tenants; t++)
 		st->max_borrow[t] = max_borrow_compute(e, t);
+	for (int g = 0; g < e->ledger.n_gpus; g++)
+		st->max_lent[g] = max_lent_compute(e, g);
 	return EMA_OK;
+}
+
+/* What GPU g may still lend under the lending rules and the slowdown cap. */
+static int32_t lendable(struct ema_engine *e, const struct ema_state *st, int g)
+{
+	int32_t n = ema_lending_lendable(e, g);
+	int32_t left = st->max_lent[g] - ema_ledger_lent_pages(&e->ledger, g);
+
+	if (left < n)
+		n = left;
+	return n > 0 ? n : 0;
 }
 
 /* Staging pages that `borrowed` remote pages need for the window: the
@@ -119,7 +153,11 @@ static void update_reserve(struct ema_engine *e, struct ema_state *st, int tenan
 static int32_t ema_borrowable(struct ema_engine *e, void *state, int tenant)
 {
 	int32_t left = max_borrow(e, tenant) - ema_ledger_borrowed_pages(&e->ledger, tenant);
-	int32_t avail = ema_lending_total_lendable(e, tenant);
+	int32_t avail = 0;
+
+	for (int g = 0; g < e->ledger.n_gpus; g++)
+		if (g != e->tenants[tenant].gpu)
+			avail += lendable(e, state, g);
 
 	if (left < 0)
 		left = 0;
@@ -138,8 +176,20 @@ static int ema_choose_lender(struct ema_engine *e, void *state, int tenant)
 	 * each page was always a few pages short, and a ring short of
 	 * depth + 1 slots overlaps nothing. */
 	update_reserve(e, state, tenant);
-	(void)t;
-	return ema_lending_best_lender(e, tenant);
+	{
+		int best = -1;
+		int32_t best_n = 0;
+
+		for (int g = 0; g < e->ledger.n_gpus; g++) {
+			int32_t n = g == t->gpu ? 0 : lendable(e, state, g);
+
+			if (n > best_n) {
+				best = g;
+				best_n = n;
+			}
+		}
+		return best;
+	}
 }
 
 static int32_t ema_reclaim(struct ema_engine *e, void *state, int gpu, int32_t need)

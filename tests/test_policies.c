@@ -392,6 +392,35 @@ static void test_borrow_rule_throughput(void)
 	free(x);
 }
 
+/* policy.lender_max_slowdown s caps what a lender has out at
+ * s x (W + L) x hbm_efficiency / interference_lender: on the default
+ * setup with s = 0.01, 0.01 x (16.06e9 + 4629 x 2 MiB) x 0.7 / k_l bytes.
+ * The borrower never holds more than that of GPU 1. */
+static void test_lender_max_slowdown(void)
+{
+	static const char *sets[] = {
+		"tenants.0.workload.duration_s=30", "tenants.1.workload.duration_s=30",
+		"policy.lender_max_slowdown=0.01", "policies=ema",
+	};
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = {0};
+	const struct ema_tenant_result *em;
+	double cap_pages, cap_gib;
+
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 4, &err), EMA_OK);
+	x->quiet = true;
+	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
+	cap_pages = floor(0.01 * (16.06e9 + 4629.0 * 2097152.0) * x->cfg.hw.hbm_efficiency /
+			  x->cfg.hw.interference_lender / 2097152.0);
+	cap_gib = cap_pages * 2.0 / 1024.0;
+	em = row(x, "ema", "t0");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(em);
+	CU_ASSERT(em->borrowed_peak_gib > 0);
+	CU_ASSERT(em->borrowed_peak_gib <= cap_gib + 2.0 / 1024.0);
+	ema_experiment_free(x);
+	free(x);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -401,6 +430,7 @@ int main(void)
 		{"borrowing cap", test_borrow_cap},
 		{"adversarial: lender spike vs a borrower at its cap", test_adversarial_lender},
 		{"borrow_rule=throughput borrows only where it pays", test_borrow_rule_throughput},
+		{"lender_max_slowdown caps what a lender has out", test_lender_max_slowdown},
 		{NULL, NULL},
 	};
 	int rc;
