@@ -386,7 +386,7 @@ static void test_set_errors(void)
 	expect_set_error("tenants.0.workload.duration_s=0",
 			 "--set tenants.0.workload.duration_s=0: a synthetic workload needs tenants.0.workload.duration_s > 0 (or max_requests > 0)");
 	expect_set_error("tenants.0.workload.rate_rps=-1",
-			 "--set tenants.0.workload.rate_rps=-1: expected a number in [0, 1000000], got -1");
+			 "--set tenants.0.workload.rate_rps=-1: expected a number in [0, 10000], got -1");
 	expect_set_error("tenants.0.workload.source=trace",
 			 "--set tenants.0.workload.source=trace: a trace workload needs a file in tenants.0.workload.trace");
 	expect_set_error("gpu_mem_cap_gib=200",
@@ -479,7 +479,7 @@ static void test_file_errors(void)
 	expect_text_error("{\"tenants\": [\n {\"gpu\": 16}]}",
 			  "c.json:2: tenants.0.gpu: expected an integer in 0..15, got 16");
 	expect_text_error("{\"tenants\": [\n {\"workload\": {\n\"rate_rps\": -2}}]}",
-			  "c.json:3: tenants.0.workload.rate_rps: expected a number in [0, 1000000], got -2");
+			  "c.json:3: tenants.0.workload.rate_rps: expected a number in [0, 10000], got -2");
 	expect_text_error("{\"tenants\": [\n {\"workload\": {\n\"source\": \"trace\"}}]}",
 			  "c.json:3: a trace workload needs a file in tenants.0.workload.trace");
 	expect_text_error("{\"tenants\": [\n {\"workload\": {\"duration_s\": 1,\n\"arrival\": \"gamma\", \"cv\": 0}}]}",
