@@ -14,7 +14,7 @@
 
 /* Largest stream a generator may produce, so that a typo in rate_rps or
  * duration_s fails with a message instead of exhausting memory. */
-#define EMA_WORKLOAD_MAX_REQUESTS 100000000L
+#define EMA_WORKLOAD_MAX_REQUESTS 10000000L
 
 /* Makes room for at least `need` requests, growing geometrically so that
  * reading a trace costs amortised O(1) per row and no malloc per row. */
