@@ -477,7 +477,7 @@ static int write_config(const struct ema_experiment *x, FILE *f)
 	return ema_config_write_json(&x->cfg, f, NULL);
 }
 
-static void remove_tree(const char *dir)
+void ema_remove_tree(const char *dir)
 {
 	DIR *d = opendir(dir);
 	struct dirent *ent;
@@ -492,7 +492,7 @@ static void remove_tree(const char *dir)
 			continue;
 		snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
 		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-			remove_tree(path);
+			ema_remove_tree(path);
 		else
 			unlink(path);
 	}
@@ -535,7 +535,7 @@ int ema_experiment_write(struct ema_experiment *x, const char *dir, bool plots,
 	}
 	return EMA_OK;
 fail:
-	remove_tree(tmp);
+	ema_remove_tree(tmp);
 	return rc;
 }
 

@@ -76,6 +76,9 @@ int ema_experiment_write(struct ema_experiment *x, const char *dir, bool plots,
 void ema_experiment_print(const struct ema_experiment *x, FILE *out);
 int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f);
 
+/* Removes a folder and everything in it (a half-written run folder). */
+void ema_remove_tree(const char *dir);
+
 /* Quantile q (0..1) of n values (sorted in place); NAN when n == 0. */
 double ema_quantile(double *v, size_t n, double q);
 

@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <dirent.h>
 
 #include "experiment.h"
 
@@ -57,29 +56,6 @@ static int parse_vary(const char *arg, struct sweep_key *k, struct ema_error *er
 			return ema_error_set(err, EMA_ERR_INPUT,
 					     "--vary %s: a key cannot hold commas or quotes", arg);
 	return EMA_OK;
-}
-
-static void remove_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *ent;
-	char path[EMA_PATH_MAX + 300];
-
-	if (d == NULL)
-		return;
-	while ((ent = readdir(d)) != NULL) {
-		struct stat st;
-
-		if (strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0)
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
-		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-			remove_tree(path);
-		else
-			unlink(path);
-	}
-	closedir(d);
-	rmdir(dir);
 }
 
 /* Appends a point's summary rows to the sweep CSV, each prefixed with the
@@ -268,6 +244,6 @@ int ema_sweep_main(int argc, char **argv, struct ema_error *err)
 fail:
 	if (csv != NULL)
 		fclose(csv);
-	remove_tree(tmp);
+	ema_remove_tree(tmp);
 	return rc;
 }
