@@ -1,7 +1,7 @@
 # plots/local.mk: the figures of a run. The gnuplot scripts are compiled
 # into ema (tools/embed.sh), so a run writes them beside its CSV files and
 # renders them without an installed copy.
-PLOTS_GP = plots/throughput.gp plots/latency_cdf.gp plots/memory.gp
+PLOTS_GP = plots/throughput.gp plots/latency_cdf.gp plots/memory.gp plots/sweep.gp
 
 libema_a_SOURCES += plots/plots.c plots/plots.h
 nodist_libema_a_SOURCES += plots/plots_gp.c
@@ -19,7 +19,7 @@ plots/plots_gp.c: $(PLOTS_GP) $(top_srcdir)/tools/embed.sh
 	$(AM_V_GEN)$(MKDIR_P) plots && \
 	$(SHELL) $(top_srcdir)/tools/embed.sh ema_plots_scripts \
 		$(srcdir)/plots/throughput.gp $(srcdir)/plots/latency_cdf.gp \
-		$(srcdir)/plots/memory.gp > $@.tmp && mv $@.tmp $@
+		$(srcdir)/plots/memory.gp $(srcdir)/plots/sweep.gp > $@.tmp && mv $@.tmp $@
 
 if HAVE_CUNIT
 check_PROGRAMS += tests/test_plots

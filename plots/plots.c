@@ -572,6 +572,81 @@ out:
 	return rc;
 }
 
+int ema_plots_render_sweep(const char *dir, const char *gnuplot, const char *key,
+			   int *rendered, struct ema_error *err)
+{
+	static const char *const metrics[][2] = {
+		{ "throughput_tok_s", "throughput (tokens/s)" },
+		{ "ttft_p50_ms", "TTFT p50 (ms)" },
+		{ "tpot_p50_ms", "TPOT p50 (ms)" },
+	};
+	const struct ema_embedded *e = ema_embedded_find(ema_plots_scripts, "sweep.gp");
+	char script[PLOTS_PATH_MAX], input[PLOTS_PATH_MAX], logpath[PLOTS_PATH_MAX];
+	int logfd = -1, rc;
+
+	if (rendered != NULL)
+		*rendered = 0;
+	if (e == NULL)
+		return ema_error_set(err, EMA_ERR_INTERNAL, "script sweep.gp is not built into ema");
+	rc = plots_path(script, dir, NULL, "sweep.gp", err);
+	if (rc == 0)
+		rc = plots_path(input, dir, NULL, "sweep.csv", err);
+	if (rc == 0)
+		rc = plots_path(logpath, dir, NULL, "gnuplot.log", err);
+	if (rc == 0)
+		rc = plots_write_file(script, e->data, e->len, 0666, err);
+	if (rc < 0 || gnuplot == NULL || gnuplot[0] == '\0')
+		return rc;
+	logfd = open(logpath, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
+	if (logfd < 0)
+		return ema_error_set(err, EMA_ERR_IO, "%s: cannot create: %s", logpath,
+				     strerror(errno));
+	for (size_t m = 0; m < sizeof metrics / sizeof metrics[0] && rc == 0; m++) {
+		for (size_t f = 0; f < sizeof plots_formats / sizeof plots_formats[0]; f++) {
+			char part[PLOTS_PATH_MAX], final[PLOTS_PATH_MAX], name[128], tail[300];
+			char *argv[10];
+
+			snprintf(name, sizeof name, "sweep_%s.part.%s", metrics[m][0], plots_formats[f]);
+			rc = plots_path(part, dir, NULL, name, err);
+			snprintf(name, sizeof name, "sweep_%s.%s", metrics[m][0], plots_formats[f]);
+			if (rc == 0)
+				rc = plots_path(final, dir, NULL, name, err);
+			if (rc < 0)
+				break;
+			argv[0] = (char *)gnuplot;
+			argv[1] = (char *)"-d";
+			argv[2] = (char *)"-c";
+			argv[3] = script;
+			argv[4] = input;
+			argv[5] = part;
+			argv[6] = (char *)key;
+			argv[7] = (char *)metrics[m][0];
+			argv[8] = (char *)metrics[m][1];
+			argv[9] = NULL;
+			dprintf(logfd, "== %s\n", name);
+			rc = plots_spawn(gnuplot, argv, logfd, err);
+			if (rc > 0) {
+				plots_log_tail(logfd, tail, sizeof tail);
+				unlink(part);
+				rc = ema_error_set(err, EMA_ERR_IO,
+						   "sweep figure %s: gnuplot exited with status %d (%s); see %s",
+						   name, rc, tail, logpath);
+			}
+			if (rc < 0)
+				break;
+			if (rename(part, final) < 0) {
+				rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot rename to %s: %s",
+						   part, final, strerror(errno));
+				break;
+			}
+		}
+		if (rc == 0 && rendered != NULL)
+			(*rendered)++;
+	}
+	close(logfd);
+	return rc;
+}
+
 int ema_plots_find_gnuplot(char *buf, size_t size)
 {
 	const char *env = getenv("EMA_GNUPLOT");

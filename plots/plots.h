@@ -26,6 +26,14 @@
 int ema_plots_render(const char *run_dir, const char *gnuplot, int *rendered,
 		     struct ema_error *err);
 
+/* The figures of a sweep folder (`ema sweep --out DIR`): DIR/sweep.gp, and
+ * unless gnuplot is NULL or "", DIR/sweep_METRIC.pdf and .png for the
+ * throughput, TTFT p50 and TPOT p50 of every (policy, tenant) against the
+ * swept column `key` (numeric), log in DIR/gnuplot.log. *rendered as for
+ * ema_plots_render. */
+int ema_plots_render_sweep(const char *dir, const char *gnuplot, const char *key,
+			   int *rendered, struct ema_error *err);
+
 /* Sets *names to the figure names ("throughput", ...), a NULL-terminated
  * static list, and returns how many there are. */
 int ema_plots_names(const char *const **names);

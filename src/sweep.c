@@ -15,7 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ema_build.h"
 #include "experiment.h"
+#include "plots.h"
 
 #define SWEEP_MAX_KEYS 8
 #define SWEEP_MAX_VALUES 64
@@ -234,6 +236,24 @@ int ema_sweep_main(int argc, char **argv, struct ema_error *err)
 	csv = NULL;
 	if (rc != EMA_OK)
 		goto fail;
+	/* load curves against the swept value: one key, numeric values */
+	if (plots && n_keys == 1) {
+		bool numeric = true;
+
+		for (int v = 0; v < keys[0].n && numeric; v++) {
+			char *end;
+
+			strtod(keys[0].values[v], &end);
+			numeric = *end == '\0';
+		}
+		if (numeric) {
+			int rendered = 0;
+
+			rc = ema_plots_render_sweep(tmp, EMA_GNUPLOT, keys[0].name, &rendered, err);
+			if (rc != EMA_OK)
+				goto fail;
+		}
+	}
 	if (rename(tmp, out) != 0) {
 		rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot rename to %s: %s", tmp, out,
 				   strerror(errno));

@@ -242,6 +242,16 @@ check "sweep: a point's config.json has its value" \
 check "sweep: rows of a point match its run folder" \
 	[ "$(grep -c '^10,throughput,3,' sw/sweep.csv)" -eq 4 ]
 rm -rf sw
+# one numeric key: load curves of throughput, TTFT p50 and TPOT p50
+if command -v gnuplot >/dev/null 2>&1; then
+	ema sweep --quiet $SHORT --set policies=static --vary tenants.0.workload.rate_rps=6,10 --out sw
+	check "sweep figures: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+	for m in throughput_tok_s ttft_p50_ms tpot_p50_ms; do
+		check "sweep figure $m.png" [ -s "sw/sweep_$m.png" ]
+		check "sweep figure $m.pdf" [ -s "sw/sweep_$m.pdf" ]
+	done
+	rm -rf sw
+fi
 # a bad value fails before anything runs, naming the --set it came from
 ema sweep --quiet $SHORT --vary tenants.0.workload.rate_rps=6,-1 --out sw
 check "sweep bad value: exit 2 (got $rc)" [ "$rc" -eq 2 ]
