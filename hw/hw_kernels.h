@@ -18,6 +18,16 @@ extern "C" {
  * chunk at a time, so one launch balances pages of any size. */
 #define EMA_HWK_CHUNK (64u * 1024u)
 
+/* Blocks per SM of the hw backend's launches, shared with `ema calibrate`
+ * so that it measures what the backend runs. A prefetch gather keeps 2
+ * per SM (a quarter of the SMs alone copied too slowly, 2026-11-30); the
+ * read kernel of an iteration takes 8, or 4 when a prefetch runs beside
+ * it, since two kernels share SMs only where their blocks fit together
+ * (registers, not threads, limit a block's neighbours). */
+#define EMA_HWK_PREFETCH_BLOCKS_PER_SM 2
+#define EMA_HWK_READ_BLOCKS_PER_SM 8
+#define EMA_HWK_STAGED_READ_BLOCKS_PER_SM 4
+
 /* One contiguous piece of work. first_chunk is the prefix sum of the
  * chunks of the segments before it within one launch (filled by
  * ema_hwk_prefix), so a block finds its segment by binary search. For fill

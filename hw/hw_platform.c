@@ -63,7 +63,10 @@ struct hw_op {
 	int n_groups;
 	bool staged;
 	uint64_t remote_bytes;
+	uint64_t spec_bytes;     /* of remote_bytes, copied for the next one */
 	uint64_t lender_bytes[EMA_MAX_GPUS];
+	uint64_t tags_at_start, xfers_at_start;
+	int adopted;             /* groups whose copies the last one made */
 	/* transfer */
 	int src, dst;
 	uint64_t bytes;
@@ -94,11 +97,30 @@ struct hw_gpu {
 	cudaEvent_t ev_up;
 	cudaEvent_t ev_copied[HW_MAX_GROUPS];
 	cudaEvent_t ev_done[HW_MAX_GROUPS];
+	cudaEvent_t ev_cstart[HW_MAX_GROUPS]; /* for EMA_HW_TRACE: a copy began */
 	uint64_t *sink;
 	void *ga, *gb, *gc;      /* GEMM operands */
 	cublasHandle_t blas;
 	bool busy;
-	struct hw_slot *iter_slot;
+	/* Two descriptor slots, used in turn: the speculative copies of one
+	 * iteration still read theirs while the next iteration uploads. */
+	struct hw_slot *iter_slot[2];
+	int iter_parity;
+	/* Cross-iteration prefetch (as the simulator does): while its last
+	 * groups compute, an iteration copies the first spec_groups groups
+	 * of the same remote pages for the next one into the ring slots that
+	 * follow its own, ring_next on. spec_mark[l] marks those pages of
+	 * lender l (listed in spec_list) so the next iteration copies only
+	 * pages it has new; writes to this GPU's pages wait for ev_spec_end,
+	 * because a staging page may be freed and reused before the copy into
+	 * it has landed. */
+	int spec_groups, spec_layer_groups, ring_next;
+	uint8_t *spec_mark[EMA_MAX_GPUS];
+	int32_t *spec_list;      /* (lender, page) pairs */
+	size_t n_spec, cap_spec;
+	cudaEvent_t ev_spec_end;
+	bool spec_recorded;
+	uint64_t n_tag_calls, n_xfers; /* for EMA_HW_TRACE */
 	struct hw_slot *free_slots;
 	struct hw_op *free_ops;
 };
@@ -410,14 +432,10 @@ static int hw_issue_gemm(struct hw_platform *p, struct hw_gpu *g, int cols)
 	return 0;
 }
 
-/* Prefetch inside an iteration must overlap the read kernel, and two
- * kernels share SMs only where blocks fit beside each other: the gather
- * keeps its 2 blocks per SM (a quarter of the SMs alone copied too slowly,
- * 2026-11-30) and the read kernel of a staged iteration leaves room
- * for them (4 blocks per SM: registers, not threads, limit a block's
- * neighbours). */
-#define HW_PREFETCH_GRID(g) (2 * (g)->sms)
-#define HW_READ_GRID(g, staged) ((staged) ? 4 * (g)->sms : 8 * (g)->sms)
+/* Grids of an iteration's kernels (see hw_kernels.h for why). */
+#define HW_PREFETCH_GRID(g) (EMA_HWK_PREFETCH_BLOCKS_PER_SM * (g)->sms)
+#define HW_READ_GRID(g, staged) \
+	(((staged) ? EMA_HWK_STAGED_READ_BLOCKS_PER_SM : EMA_HWK_READ_BLOCKS_PER_SM) * (g)->sms)
 
 /* Copies segs [first, first+n) with the iteration's method on stream s.
  * d_segs are on the device (gather); the host copy drives the APIs. */
@@ -506,6 +524,109 @@ static int hw_add_staged(struct ema_hwk_seg *h, int k, struct hw_platform *p,
 	return k;
 }
 
+/* Bytes staged per remote page: the lender's average, cut to a multiple
+ * of 16. Unrounded, the last group's slice of each page ended off a
+ * 16-byte boundary, every piece after it in the staging ring was
+ * misaligned, and the gather kernel fell back to byte copies: on the
+ * H200s the last group's copy took 3 ms instead of 0.5 (median of 400
+ * iterations, 2026-11-30), a third of the borrower's iteration. The
+ * copy engines do not care, which is why `batch` did not show it. */
+static uint64_t hw_staged_per_page(const struct ema_remote_read *rr, uint64_t pb)
+{
+	uint64_t per = rr->n_pages ? rr->bytes / (uint64_t)rr->n_pages : 0;
+
+	if (per == 0 || per > pb)
+		per = pb;
+	per &= ~(uint64_t)15;
+	return per > 0 ? per : 16;
+}
+
+/* Whether page pg of lender l was copied by the last speculation. */
+static bool hw_spec_marked(const struct hw_gpu *g, int l, int32_t pg)
+{
+	return g->spec_mark[l] != NULL && ((g->spec_mark[l][pg >> 3] >> (pg & 7)) & 1);
+}
+
+/* Forgets the last speculation (its copies may still be landing: writes
+ * to this GPU's pages wait for ev_spec_end). */
+static void hw_spec_clear(struct hw_gpu *g)
+{
+	for (size_t i = 0; i < g->n_spec; i++) {
+		int l = g->spec_list[2 * i];
+		int32_t pg = g->spec_list[2 * i + 1];
+
+		g->spec_mark[l][pg >> 3] &= (uint8_t)~(1u << (pg & 7));
+	}
+	g->n_spec = 0;
+	g->spec_groups = 0;
+}
+
+static int hw_spec_mark(struct hw_platform *p, struct hw_gpu *g, int l, int32_t pg)
+{
+	if (g->spec_mark[l] == NULL) {
+		g->spec_mark[l] = calloc((size_t)(p->g[l].pool_pages / 8 + 1), 1);
+		if (g->spec_mark[l] == NULL)
+			return hw_fail(p, EMA_ERR_NOMEM, "out of memory for a prefetch");
+	}
+	if (hw_spec_marked(g, l, pg))
+		return 0;
+	if (g->n_spec == g->cap_spec) {
+		size_t cap = g->cap_spec ? 2 * g->cap_spec : 1024;
+		int32_t *n = realloc(g->spec_list, cap * 2 * sizeof *n);
+
+		if (n == NULL)
+			return hw_fail(p, EMA_ERR_NOMEM, "out of memory for a prefetch");
+		g->spec_list = n;
+		g->cap_spec = cap;
+	}
+	g->spec_list[2 * g->n_spec] = l;
+	g->spec_list[2 * g->n_spec + 1] = pg;
+	g->n_spec++;
+	g->spec_mark[l][pg >> 3] |= (uint8_t)(1u << (pg & 7));
+	return 0;
+}
+
+/* Appends the copies of group gi's slice of every remote page into ring
+ * slot `slot`, skipping pages `skip` says are there already; returns the
+ * new descriptor count. The staged bytes
+ * (copied or not) are added to *staged_bytes, the copied ones to *copied. */
+static int hw_add_group_copies(struct hw_platform *p, struct hw_gpu *g, struct hw_op *op,
+			       const struct ema_iteration *it, int k, int gi, int L,
+			       uint64_t slot_base, uint64_t ring, bool skip,
+			       uint64_t *staged_bytes, uint64_t *copied)
+{
+	uint64_t pb = p->page_bytes, stage_off = 0;
+
+	for (int r = 0; r < it->n_remote; r++) {
+		const struct ema_remote_read *rr = &it->remote[r];
+		uint64_t per = hw_staged_per_page(rr, pb);
+		uint64_t off, len;
+
+		hw_slice(per, gi, L, &off, &len);
+		if (len == 0)
+			continue;
+		for (int i = 0; i < rr->n_pages; i++) {
+			/* a ring smaller than a group wraps onto itself: timing
+			 * stays right, and staged bytes are never checked */
+			uint64_t at = (slot_base + stage_off) % ring;
+			uint64_t piece = len > ring ? ring : len;
+
+			stage_off += len;
+			if (skip && hw_spec_marked(g, rr->gpu, rr->pages[i]))
+				continue;
+			if (at + len > ring)
+				at = 0;
+			k = hw_add_staged(op->slot->h, k, p, it, at, piece,
+					  (uint64_t)(uintptr_t)
+					  (hw_page_addr(p, rr->gpu, rr->pages[i]) + off));
+			op->lender_bytes[rr->gpu] += piece;
+			*copied += piece;
+		}
+	}
+	*staged_bytes = stage_off;
+	return k;
+}
+
 /*
  * An iteration in L layer groups. With staging (prefetch_depth D > 0 and a
  * staging area), group g's slice of every remote page is copied into the
@@ -517,7 +638,12 @@ static int hw_add_staged(struct ema_hwk_seg *h, int k, struct hw_platform *p,
  * so copies run at most D groups ahead, and a ring slot is rewritten only
  * after the group that read it has finished. Host issue order matters: a
  * stream can only wait for an event already recorded, so copies for group
- * j+D+1 are issued right after compute group j.
+ * j+D+1 are issued right after compute group j. The last D groups' turns
+ * copy groups 0..D-1 of the next iteration, assuming the same remote pages
+ * (decode batches change little); that iteration then copies only pages
+ * it has new for those groups. Without it every iteration starts with
+ * an unhidden copy, and the simulator, which speculates so, would not
+ * model what the GPUs do.
  */
 static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 			ema_iteration_fn fn, void *arg)
@@ -527,10 +653,10 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 	struct hw_op *op;
 	struct hw_slot *sl;
 	uint64_t pb = p->page_bytes, pool_bytes, n_remote_pages = 0;
-	int L, D = it->prefetch_depth, nslots = 1, k = 0, rc;
-	bool staged, gemm;
-	int *r_first, *c_first, *r_n, *c_n;
-	uint64_t *r_chunks, *c_chunks;
+	int L, D = it->prefetch_depth, nslots = 1, k = 0, rc, adopt = 0, ring_base = 0;
+	bool staged, gemm, speculate;
+	int *r_first, *c_first, *r_n, *c_n, *s_first, *s_n;
+	uint64_t *r_chunks, *c_chunks, *s_chunks, *staged_len;
 	uint64_t ring = 0, gmax = 0;
 	int cols_total;
 	size_t nseg;
@@ -583,7 +709,9 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 	op->arg = arg;
 	op->n_groups = L;
 	op->staged = staged;
-	sl = g->iter_slot;
+	op->tags_at_start = g->n_tag_calls;
+	op->xfers_at_start = g->n_xfers;
+	sl = g->iter_slot[g->iter_parity];
 	op->slot = sl;
 
 	/* Worst case: weights wrap once per group, each local page, each
@@ -594,12 +722,17 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 	       (size_t)it->n_local_pages + (size_t)n_remote_pages * (size_t)L + 16;
 	r_first = calloc((size_t)L + 1, sizeof *r_first);
 	c_first = calloc((size_t)L + 1, sizeof *c_first);
+	s_first = calloc((size_t)L + 1, sizeof *s_first);
 	r_n = calloc((size_t)L, sizeof *r_n);
 	c_n = calloc((size_t)L, sizeof *c_n);
+	s_n = calloc((size_t)L, sizeof *s_n);
 	r_chunks = calloc((size_t)L, sizeof *r_chunks);
 	c_chunks = calloc((size_t)L, sizeof *c_chunks);
-	if (r_first == NULL || c_first == NULL || r_n == NULL || c_n == NULL ||
-	    r_chunks == NULL || c_chunks == NULL) {
+	s_chunks = calloc((size_t)L, sizeof *s_chunks);
+	staged_len = calloc((size_t)L, sizeof *staged_len);
+	if (r_first == NULL || c_first == NULL || s_first == NULL || r_n == NULL ||
+	    c_n == NULL || s_n == NULL || r_chunks == NULL || c_chunks == NULL ||
+	    s_chunks == NULL || staged_len == NULL) {
 		rc = hw_fail(p, EMA_ERR_NOMEM, "out of memory for an iteration");
 		goto fail_free;
 	}
@@ -612,12 +745,9 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 
 			for (int r = 0; r < it->n_remote; r++) {
 				const struct ema_remote_read *rr = &it->remote[r];
-				uint64_t per = rr->n_pages ? rr->bytes / (uint64_t)rr->n_pages : 0;
 				uint64_t off, len;
 
-				if (per == 0 || per > pb)
-					per = pb;
-				hw_slice(per, gi, L, &off, &len);
+				hw_slice(hw_staged_per_page(rr, pb), gi, L, &off, &len);
 				sum += len * (uint64_t)rr->n_pages;
 			}
 			if (sum > gmax)
@@ -632,20 +762,29 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 			nslots = 1;
 		ring = cap;
 		/* a ring of fewer than D + 1 groups limits how far ahead
-		 * copies can run */
+		 * copies can run (so nslots == D + 1 from here on) */
 		if (D > nslots - 1)
 			D = nslots - 1;
-		/* staged pieces split at the staging pages' edges */
-		nseg += (size_t)L * (size_t)(gmax / ring + 2) +
-			2 * ((size_t)n_remote_pages * (size_t)L + (size_t)L * (ring / pb + 2));
+		/* staged pieces split at the staging pages' edges; the
+		 * speculation adds D groups */
+		nseg += (size_t)(L + D) * (size_t)(gmax / ring + 2) +
+			2 * ((size_t)n_remote_pages * (size_t)(L + D) +
+			     (size_t)(L + D) * (ring / pb + 2));
+		/* the last iteration's speculation counts if it copied for
+		 * the same groups; its ring slots follow that iteration's */
+		if (g->spec_groups > 0 && g->spec_layer_groups == L) {
+			adopt = g->spec_groups;
+			ring_base = g->ring_next % nslots;
+		}
 	}
+	speculate = staged && D >= 1 && L >= 2 * D;
 	rc = hw_slot_reserve(p, sl, nseg, 0);
 	if (rc != 0)
 		goto fail_free;
 
 	/* Build the descriptors: for each group its copies, then its reads. */
 	for (int gi = 0; gi < L; gi++) {
-		uint64_t woff, wlen, stage_off = 0;
+		uint64_t woff, wlen;
 		int lp0 = (int)((int64_t)it->n_local_pages * gi / L);
 		int lp1 = (int)((int64_t)it->n_local_pages * (gi + 1) / L);
 		uint64_t kv_per = it->n_local_pages ?
@@ -654,38 +793,10 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 		if (kv_per > pb)
 			kv_per = pb;
 		c_first[gi] = k;
-		if (staged) {
-			uint64_t slot_base = (uint64_t)(gi % nslots) * gmax;
-
-			for (int r = 0; r < it->n_remote; r++) {
-				const struct ema_remote_read *rr = &it->remote[r];
-				uint64_t per = rr->n_pages ? rr->bytes / (uint64_t)rr->n_pages : 0;
-				uint64_t off, len;
-
-				if (per == 0 || per > pb)
-					per = pb;
-				hw_slice(per, gi, L, &off, &len);
-				if (len == 0)
-					continue;
-				for (int i = 0; i < rr->n_pages; i++) {
-					/* a ring smaller than a group wraps onto
-					 * itself: timing stays right, content is
-					 * scratch anyway */
-					uint64_t at = (slot_base + stage_off) % ring;
-
-					if (at + len > ring)
-						at = 0;
-					uint64_t piece = len > ring ? ring : len;
-
-					k = hw_add_staged(sl->h, k, p, it, at, piece,
-							  (uint64_t)(uintptr_t)
-							  (hw_page_addr(p, rr->gpu, rr->pages[i]) + off));
-					op->lender_bytes[rr->gpu] += piece;
-					op->remote_bytes += piece;
-					stage_off += len;
-				}
-			}
-		}
+		if (staged)
+			k = hw_add_group_copies(p, g, op, it, k, gi, L,
+						(uint64_t)((gi + ring_base) % nslots) * gmax, ring,
+						gi < adopt, &staged_len[gi], &op->remote_bytes);
 		c_n[gi] = k - c_first[gi];
 		c_chunks[gi] = ema_hwk_prefix(sl->h + c_first[gi], c_n[gi]);
 
@@ -703,8 +814,8 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 		}
 		if (staged) {
 			/* the group's staged data, as the copies laid it out */
-			uint64_t at = (uint64_t)(gi % nslots) * gmax;
-			uint64_t n = stage_off;
+			uint64_t at = (uint64_t)((gi + ring_base) % nslots) * gmax;
+			uint64_t n = staged_len[gi];
 
 			while (n > 0) {
 				uint64_t a = at % ring;
@@ -735,6 +846,27 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 		r_n[gi] = k - r_first[gi];
 		r_chunks[gi] = ema_hwk_prefix(sl->h + r_first[gi], r_n[gi]);
 	}
+	/* The old speculation is used up; this iteration's covers all its
+	 * remote pages, in the ring slots after its own last groups. */
+	op->adopted = adopt;
+	hw_spec_clear(g);
+	for (int j = 0; speculate && j < D; j++) {
+		uint64_t ignored = 0;
+
+		s_first[j] = k;
+		k = hw_add_group_copies(p, g, op, it, k, j, L,
+					(uint64_t)((L + j + ring_base) % nslots) * gmax, ring,
+					false, &ignored, &op->spec_bytes);
+		s_n[j] = k - s_first[j];
+		s_chunks[j] = ema_hwk_prefix(sl->h + s_first[j], s_n[j]);
+	}
+	op->remote_bytes += op->spec_bytes;
+	for (int r = 0; speculate && r < it->n_remote; r++)
+		for (int i = 0; i < it->remote[r].n_pages; i++) {
+			rc = hw_spec_mark(p, g, it->remote[r].gpu, it->remote[r].pages[i]);
+			if (rc != 0)
+				goto fail_free;
+		}
 	if ((size_t)k > sl->cap) {
 		rc = hw_fail(p, EMA_ERR_INTERNAL, "iteration descriptors overflow");
 		goto fail_free;
@@ -752,9 +884,12 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 		goto fail_free;
 	}
 	if (staged) {
+		/* the previous speculation's copies are ahead on this stream */
 		if (cudaStreamWaitEvent(g->s_pref, g->ev_up, 0) != cudaSuccess)
 			goto fail_dev;
 		for (int gi = 0; gi <= D && gi < L; gi++) {
+			if (cudaEventRecord(g->ev_cstart[gi], g->s_pref) != cudaSuccess)
+				goto fail_dev;
 			rc = hw_copy_segs(p, g, it->method, sl->h + c_first[gi], sl->d + c_first[gi],
 					  c_n[gi], c_chunks[gi], HW_PREFETCH_GRID(g), g->s_pref);
 			if (rc != 0)
@@ -764,7 +899,7 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 		}
 	}
 	for (int gi = 0; gi < L; gi++) {
-		int e;
+		int e, nx = gi + D + 1, j = gi + D + 1 - L;
 
 		if (staged && cudaStreamWaitEvent(g->s_comp, g->ev_copied[gi], 0) != cudaSuccess)
 			goto fail_dev;
@@ -786,12 +921,11 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 		}
 		if (cudaEventRecord(g->ev_done[gi], g->s_comp) != cudaSuccess)
 			goto fail_dev;
-		if (staged && gi + D + 1 < L) {
-			int nx = gi + D + 1;
-
+		if (staged && nx < L) {
 			/* nx runs D ahead of gi, and its ring slot was last
 			 * read by nx - nslots == gi: both wait for done[gi] */
-			if (cudaStreamWaitEvent(g->s_pref, g->ev_done[gi], 0) != cudaSuccess)
+			if (cudaStreamWaitEvent(g->s_pref, g->ev_done[gi], 0) != cudaSuccess ||
+			    cudaEventRecord(g->ev_cstart[nx], g->s_pref) != cudaSuccess)
 				goto fail_dev;
 			rc = hw_copy_segs(p, g, it->method, sl->h + c_first[nx], sl->d + c_first[nx],
 					  c_n[nx], c_chunks[nx], HW_PREFETCH_GRID(g), g->s_pref);
@@ -799,22 +933,46 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 				goto fail_free;
 			if (cudaEventRecord(g->ev_copied[nx], g->s_pref) != cudaSuccess)
 				goto fail_dev;
+		} else if (speculate && j >= 0 && j < D) {
+			/* group j of the next iteration goes to ring slot
+			 * L + j, last read by group L + j - nslots == gi */
+			if (cudaStreamWaitEvent(g->s_pref, g->ev_done[gi], 0) != cudaSuccess)
+				goto fail_dev;
+			rc = hw_copy_segs(p, g, it->method, sl->h + s_first[j], sl->d + s_first[j],
+					  s_n[j], s_chunks[j], HW_PREFETCH_GRID(g), g->s_pref);
+			if (rc != 0)
+				goto fail_free;
+			if (j == D - 1) {
+				if (cudaEventRecord(g->ev_spec_end, g->s_pref) != cudaSuccess)
+					goto fail_dev;
+				g->spec_recorded = true;
+			}
 		}
 	}
 	if (cudaEventRecord(op->end, g->s_comp) != cudaSuccess)
 		goto fail_dev;
+	if (speculate) {
+		g->spec_groups = D;
+		g->spec_layer_groups = L;
+		g->ring_next = (ring_base + L) % nslots;
+	}
 	free(r_first);
 	free(c_first);
+	free(s_first);
 	free(r_n);
 	free(c_n);
+	free(s_n);
 	free(r_chunks);
 	free(c_chunks);
+	free(s_chunks);
+	free(staged_len);
 	rc = hw_activate(p, op);
 	if (rc != 0) {
 		op->slot = NULL;
 		hw_op_put(p, op);
 		return rc;
 	}
+	g->iter_parity ^= 1;
 	g->busy = true;
 	return 0;
 
@@ -822,12 +980,18 @@ fail_dev:
 	rc = hw_fail(p, EMA_ERR_DEVICE, "iteration launch on GPU %d: %s", it->gpu,
 		     cudaGetErrorString(cudaGetLastError()));
 fail_free:
+	/* a half-made speculation must not be taken for a whole one */
+	hw_spec_clear(g);
 	free(r_first);
 	free(c_first);
+	free(s_first);
 	free(r_n);
 	free(c_n);
+	free(s_n);
 	free(r_chunks);
 	free(c_chunks);
+	free(s_chunks);
+	free(staged_len);
 	op->slot = NULL;
 	hw_op_put(p, op);
 	return rc;
@@ -901,6 +1065,12 @@ static int hw_transfer(struct ema_platform *pp, const struct ema_transfer *t,
 	if (t->src_gpu >= 0 && t->src_gpu < p->n_gpus && p->g[t->src_gpu].tagged &&
 	    cudaStreamWaitEvent(s, p->g[t->src_gpu].ev_tag, 0) != cudaSuccess)
 		return hw_fail(p, EMA_ERR_DEVICE, "transfer: cannot order after page fills");
+	/* a destination page may have been a staging page that a
+	 * speculative prefetch is still writing */
+	if (t->dst_gpu >= 0 && p->g[t->dst_gpu].spec_recorded &&
+	    cudaStreamWaitEvent(s, p->g[t->dst_gpu].ev_spec_end, 0) != cudaSuccess)
+		return hw_fail(p, EMA_ERR_DEVICE, "transfer: cannot order after a prefetch");
+	p->g[dev].n_xfers++;
 	op = hw_op_get(p, dev);
 	if (op == NULL)
 		return hw_fail(p, EMA_ERR_NOMEM, "out of memory for a transfer");
@@ -986,7 +1156,7 @@ static int hw_transfer(struct ema_platform *pp, const struct ema_transfer *t,
 		}
 	} else {
 		rc = hw_copy_segs(p, &p->g[dev], t->method, sl->h, sl->d, k, gchunks,
-				  2 * p->g[dev].sms, s);
+				  HW_PREFETCH_GRID(&p->g[dev]), s);
 	}
 	if (rc != 0)
 		goto fail;
@@ -1122,13 +1292,20 @@ static void hw_finish_iter(struct hw_platform *p, struct hw_op *op, int64_t t)
 	r.remote_bytes = op->remote_bytes;
 	if (op->staged && p->trace_left > 0) {
 		/* where an iteration's time goes, group by group (ms from its
-		 * start): copy k landed at c, read k ended at d */
+		 * start): copy k began at s and landed at c, read k ended at d */
 		p->trace_left--;
-		fprintf(stderr, "ema hw trace: gpu %d, %d groups, %.1f MB remote, total %.3f ms:",
+		fprintf(stderr, "ema hw trace: gpu %d, %d groups, %.1f MB copied (%.1f MB for "
+			"the next), %d groups taken from the last, %llu tag calls and %llu "
+			"transfers meanwhile, total %.3f ms:",
 			op->gpu, op->n_groups, (double)op->remote_bytes / 1e6,
+			(double)op->spec_bytes / 1e6, op->adopted,
+			(unsigned long long)(g->n_tag_calls - op->tags_at_start),
+			(unsigned long long)(g->n_xfers - op->xfers_at_start),
 			hw_elapsed_ms(op->start, op->end));
 		for (int gi = 0; gi < op->n_groups; gi++)
-			fprintf(stderr, " [c%.3f d%.3f]", hw_elapsed_ms(op->start, g->ev_copied[gi]),
+			fprintf(stderr, " [s%.3f c%.3f d%.3f]",
+				hw_elapsed_ms(op->start, g->ev_cstart[gi]),
+				hw_elapsed_ms(op->start, g->ev_copied[gi]),
 				hw_elapsed_ms(op->start, g->ev_done[gi]));
 		fputc('\n', stderr);
 	}
@@ -1331,7 +1508,14 @@ static void hw_destroy(struct ema_platform *pp)
 				cudaEventDestroy(g->ev_copied[k]);
 			if (g->ev_done[k] != NULL)
 				cudaEventDestroy(g->ev_done[k]);
+			if (g->ev_cstart[k] != NULL)
+				cudaEventDestroy(g->ev_cstart[k]);
 		}
+		if (g->ev_spec_end != NULL)
+			cudaEventDestroy(g->ev_spec_end);
+		for (int l = 0; l < EMA_MAX_GPUS; l++)
+			free(g->spec_mark[l]);
+		free(g->spec_list);
 		cudaFree(g->pool);
 		cudaFree(g->sink);
 		cudaFree(g->ga);
@@ -1414,7 +1598,9 @@ static int hw_setup_gpu(struct hw_platform *p, int i, uint64_t pages, struct ema
 	for (int k = 0; k < HW_MAX_GROUPS; k++) {
 		EMA_HW_TRY(err, cudaEventCreate(&g->ev_copied[k]));
 		EMA_HW_TRY(err, cudaEventCreate(&g->ev_done[k]));
+		EMA_HW_TRY(err, cudaEventCreate(&g->ev_cstart[k]));
 	}
+	EMA_HW_TRY(err, cudaEventCreateWithFlags(&g->ev_spec_end, cudaEventDisableTiming));
 	EMA_HW_TRY(err, cudaMalloc((void **)&g->sink, 64));
 	EMA_HW_TRY(err, cudaMalloc(&g->ga, gdim * gdim * 2));
 	EMA_HW_TRY(err, cudaMalloc(&g->gb, gdim * EMA_HW_GEMM_COLS * 2));
@@ -1434,8 +1620,9 @@ static int hw_setup_gpu(struct hw_platform *p, int i, uint64_t pages, struct ema
 			g->s_comp) != 0)
 		return ema_error_set(err, EMA_ERR_DEVICE, "warm-up GEMM failed on GPU %d", i);
 	EMA_HW_TRY(err, cudaStreamSynchronize(g->s_comp));
-	g->iter_slot = hw_slot_get(p, i);
-	if (g->iter_slot == NULL)
+	g->iter_slot[0] = hw_slot_get(p, i);
+	g->iter_slot[1] = hw_slot_get(p, i);
+	if (g->iter_slot[0] == NULL || g->iter_slot[1] == NULL)
 		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
 	return 0;
 }
@@ -1575,6 +1762,8 @@ int ema_hw_fill_pages(struct ema_platform *pp, int gpu, int n, const int32_t *pa
 		return 0;
 	}
 	HW_TRY_OP(p, cudaSetDevice(gpu));
+	if (p->g[gpu].spec_recorded)
+		HW_TRY_OP(p, cudaStreamWaitEvent(p->g[gpu].s_util, p->g[gpu].ev_spec_end, 0));
 	for (int i = 0; i < n; i++)
 		HW_TRY_OP(p, (cudaError_t)ema_hwk_fill_one(hw_page_addr(p, gpu, pages[i]),
 							   p->page_bytes, tags[i],
@@ -1602,6 +1791,9 @@ static int hw_tag_pages(struct ema_platform *pp, int gpu, int n, const int32_t *
 				       pages[i], gpu);
 	g = &p->g[gpu];
 	HW_TRY_OP(p, cudaSetDevice(gpu));
+	if (g->spec_recorded)
+		HW_TRY_OP(p, cudaStreamWaitEvent(g->s_tag, g->ev_spec_end, 0));
+	g->n_tag_calls++;
 	for (int i = 0; i < n; i++)
 		HW_TRY_OP(p, (cudaError_t)ema_hwk_fill_one(hw_page_addr(p, gpu, pages[i]),
 							   p->page_bytes, tags[i], g->s_tag));
@@ -1661,6 +1853,13 @@ int ema_hw_check_pages(struct ema_platform *pp, int gpu, int n, const int32_t *p
 		cudaStream_t s = p->g[gpu].s_util;
 
 		EMA_HW_TRY_GOTO(err, rc, out, cudaSetDevice(gpu));
+		/* check what the engine defined: after the fills of tag_pages
+		 * (not waited for) and any copy still landing in the pool */
+		if (p->g[gpu].tagged)
+			EMA_HW_TRY_GOTO(err, rc, out, cudaStreamWaitEvent(s, p->g[gpu].ev_tag, 0));
+		if (p->g[gpu].spec_recorded)
+			EMA_HW_TRY_GOTO(err, rc, out,
+					cudaStreamWaitEvent(s, p->g[gpu].ev_spec_end, 0));
 		EMA_HW_TRY_GOTO(err, rc, out, cudaMemcpyAsync(sl->d, sl->h, (size_t)n * sizeof *sl->h,
 							      cudaMemcpyHostToDevice, s));
 		EMA_HW_TRY_GOTO(err, rc, out, cudaMemsetAsync(sl->d_bad, 0,

@@ -289,7 +289,8 @@ static void test_iterations(void)
 	struct iter_log log;
 	struct iter_tag t0 = { &log, 0 }, t1 = { &log, 1 }, t2 = { &log, 2 }, t3 = { &log, 3 };
 	struct ema_iteration a, b;
-	int32_t local[64], remote[40], staging[32];
+	int32_t local[64], remote[40], staging[32], remote2[10], remote2_all[40];
+	uint64_t tags[16];
 	const struct ema_link_stats *ls;
 
 	memset(&log, 0, sizeof log);
@@ -340,22 +341,64 @@ static void test_iterations(void)
 		staging[i] = 900 + 2 * i;
 	a.staging_pages = staging;
 	a.n_staging_pages = 32;
+	/* The same pages three times: each iteration also copies groups 0
+	 * and 1 (2 of 8) of its pages for the next one, which then copies
+	 * only groups 2..7: 40 + 10 pages' worth, then 30 + 10 twice. */
 	for (int m = 0; m < 3; m++) {
 		a.method = (enum ema_copy_method)m;
 		CU_ASSERT_EQUAL(p->ops->iteration(p, &a, iter_done, &t2), 0);
 		CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), 0);
-		CU_ASSERT_EQUAL(log.r[2].remote_bytes, 40 * pb);
+		CU_ASSERT_EQUAL(log.r[2].remote_bytes, (m == 0 ? 50 : 40) * pb);
 		CU_ASSERT(log.r[2].stall_ns >= 0);
 		CU_ASSERT(log.r[2].stall_ns <= log.r[2].end_ns - log.r[2].start_ns);
 		printf("  staged (method %d): %.3f ms, stall %.3f ms\n", m,
 		       (double)(log.r[2].end_ns - log.r[2].start_ns) / 1e6,
 		       (double)log.r[2].stall_ns / 1e6);
 	}
-	/* a ring of 2 pages is smaller than a group: still completes */
+	/* 10 of the 40 pages new: groups 0 and 1 copy only those, 2 x 10 x
+	 * pb/8, groups 2..7 all, 6 x 40 x pb/8, and the next one's 2 x 40 x
+	 * pb/8: 2.5 + 30 + 10 = 42.5 pages */
+	for (int i = 30; i < 40; i++)
+		remote2[i - 30] = 820 + i;
+	a.remote[0].pages = remote2_all;
+	memcpy(remote2_all, remote, 30 * sizeof *remote);
+	memcpy(remote2_all + 30, remote2, 10 * sizeof *remote2);
+	a.method = EMA_COPY_GATHER;
+	CU_ASSERT_EQUAL(p->ops->iteration(p, &a, iter_done, &t2), 0);
+	/* staging pages handed back and written at once (as when a tenant
+	 * stops borrowing): the fill must wait for the speculative copies
+	 * into them, or they overwrite it */
+	for (int i = 0; i < 16; i++)
+		tags[i] = 0xabc000u + (uint64_t)i;
+	CU_ASSERT_EQUAL(p->ops->tag_pages(p, 0, 16, staging, tags), 0);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), 0);
+	CU_ASSERT_EQUAL(log.r[2].remote_bytes, 85 * pb / 2);
+	{
+		int nbad = 99;
+
+		CU_ASSERT_EQUAL(ema_hw_check_pages(p, 0, 16, staging, tags, &nbad, &err), 0);
+		CU_ASSERT_EQUAL(nbad, 0);
+	}
+	a.remote[0].pages = remote;
+	/* a ring of 2 pages is smaller than a group (no lookahead, so no
+	 * copies for the next one): still completes, and takes groups 0 and
+	 * 1 from the last speculation, of the other pages: 10 of them new */
 	a.n_staging_pages = 2;
 	CU_ASSERT_EQUAL(p->ops->iteration(p, &a, iter_done, &t2), 0);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), 0);
-	CU_ASSERT_EQUAL(log.r[2].remote_bytes, 40 * pb);
+	CU_ASSERT_EQUAL(log.r[2].remote_bytes, 65 * pb / 2);
+	/* partly filled pages: 7 bytes short of 2 MiB each on average. The
+	 * staged share is cut to 2 MiB - 16 so that every piece stays on a
+	 * 16-byte boundary (the gather kernel copies misaligned pieces a byte
+	 * at a time); no speculation to take over (the last had no lookahead),
+	 * 40 x (2097136 + 524272) bytes: the whole pages and groups 0-1 of
+	 * them for the next one (cuts at 262128 and 524272) */
+	a.n_staging_pages = 32;
+	a.remote[0].bytes = 40 * pb - 40 * 7;
+	CU_ASSERT_EQUAL(p->ops->iteration(p, &a, iter_done, &t2), 0);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), 0);
+	CU_ASSERT_EQUAL(log.r[2].remote_bytes, 40ull * (2097136 + 524272));
+	a.remote[0].bytes = 40 * pb;
 	/* in place: no staging */
 	a.prefetch_depth = 0;
 	a.staging_pages = NULL;
@@ -365,8 +408,10 @@ static void test_iterations(void)
 	CU_ASSERT_EQUAL(log.r[3].remote_bytes, 40 * pb);
 	CU_ASSERT_EQUAL(log.r[3].stall_ns, 0);
 	ls = p->ops->link_stats(p);
-	CU_ASSERT_EQUAL(ls->bytes[2][1], 5 * 40 * pb);
-	CU_ASSERT_EQUAL(ls->bytes_by_purpose[EMA_XFER_PREFETCH], 5 * 40 * pb);
+	/* 50 + 40 + 40 + 42.5 + 32.5 staged, the short pages, 40 in place */
+	CU_ASSERT_EQUAL(ls->bytes[2][1], 245 * pb + 40ull * (2097136 + 524272));
+	CU_ASSERT_EQUAL(ls->bytes_by_purpose[EMA_XFER_PREFETCH],
+			245 * pb + 40ull * (2097136 + 524272));
 	/* a prefill-sized GEMM (compute-bound: 40 TFLOP) */
 	memset(&b, 0, sizeof b);
 	b.gpu = 1;
