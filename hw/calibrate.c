@@ -42,6 +42,7 @@ struct cal_op {
 	size_t *sizes;
 	struct ema_hwk_seg *dsegs;  /* on dev */
 	uint64_t chunks;
+	int read_blocks_per_sm;     /* CAL_READ: 0 = EMA_HWK_READ_BLOCKS_PER_SM */
 };
 
 struct cal {
@@ -121,11 +122,15 @@ static int cal_issue(struct cal *c, const struct cal_op *o)
 		}
 		case CAL_GATHER:
 			e = (cudaError_t)ema_hwk_gather(o->dsegs, o->n, o->chunks,
-							2 * c->prop.multiProcessorCount, o->s);
+							EMA_HWK_PREFETCH_BLOCKS_PER_SM *
+							c->prop.multiProcessorCount, o->s);
 			break;
 		case CAL_READ:
 			e = (cudaError_t)ema_hwk_read(o->dsegs, o->n, o->chunks,
-						      8 * c->prop.multiProcessorCount,
+						      (o->read_blocks_per_sm > 0 ?
+						       o->read_blocks_per_sm :
+						       EMA_HWK_READ_BLOCKS_PER_SM) *
+						      c->prop.multiProcessorCount,
 						      c->sink[o->dev], o->s);
 			break;
 		case CAL_GEMM:
@@ -344,6 +349,7 @@ struct cal_result {
 	double hbm_gbps, scattered_gbps[4], remote_gbps;
 	double h2d_gbps, d2h_gbps;
 	double lender_ce, lender_sm, borrower, gemm_slow;
+	double borrower_sm;         /* gather pull beside staged-grid reads */
 	double pull_slow_ce, pull_slow_sm; /* a pull slowed by its GPU's own reads */
 	double malloc_us[3], free_us[3];
 	double vmm_us[5];
@@ -568,17 +574,19 @@ static int cal_reads(struct cal *c, struct cal_result *res, struct ema_error *er
 	return 0;
 }
 
-/* Times target alone and while bg runs on another stream; returns the
- * slowdown (with / alone - 1). bg is issued first, enough times to
- * outlast the target. */
-static int cal_interfere(struct cal *c, const struct cal_op *target, const struct cal_op *bg,
-			 double bg_us, const char *variant, double *slow, struct ema_error *err)
+/* Times `alone` by itself and target while bg runs on another stream;
+ * returns the slowdown (with / alone - 1). bg is issued first, enough
+ * times to outlast the target. alone is target itself unless the work
+ * changes shape when it has company (see the staged borrower). */
+static int cal_interfere_vs(struct cal *c, const struct cal_op *alone_op,
+			    const struct cal_op *target, const struct cal_op *bg, double bg_us,
+			    const char *variant, double *slow, struct ema_error *err)
 {
 	double alone, with[CAL_MAX_REPS];
 	int reps = c->quick ? 3 : 7, rc, n_bg;
 
-	rc = cal_time(c, target, reps, "interference", "alone", target->dev, target->dev, 0, 0,
-		      &alone, err);
+	rc = cal_time(c, alone_op, reps, "interference", "alone", alone_op->dev, alone_op->dev,
+		      0, 0, &alone, err);
 	if (rc != 0)
 		return rc;
 	n_bg = (int)ceil(1.5 * alone / (bg_us > 1 ? bg_us : 1)) + 1;
@@ -603,6 +611,12 @@ static int cal_interfere(struct cal *c, const struct cal_op *target, const struc
 	}
 	*slow = cal_median(with, reps) / alone - 1.0;
 	return 0;
+}
+
+static int cal_interfere(struct cal *c, const struct cal_op *target, const struct cal_op *bg,
+			 double bg_us, const char *variant, double *slow, struct ema_error *err)
+{
+	return cal_interfere_vs(c, target, target, bg, bg_us, variant, slow, err);
 }
 
 static int cal_interference(struct cal *c, struct cal_result *res, struct ema_error *err)
@@ -654,6 +668,22 @@ static int cal_interference(struct cal *c, struct cal_result *res, struct ema_er
 	rc = cal_interfere(c, &t, &bg, bg_us, "borrower_copy_engine", &res->borrower, err);
 	if (rc != 0)
 		return rc;
+	/* the borrower as the hw backend stages: the gather kernel pulls
+	 * while the reads run on the SMs it leaves (the staged read grid),
+	 * against reads alone on the whole GPU. This, not the copy-engine
+	 * figure, is what a staged iteration pays (2026-11-30: reads of a
+	 * group took 0.76 ms during their copy against 0.54 alone). */
+	{
+		struct cal_op staged = t;
+
+		staged.read_blocks_per_sm = EMA_HWK_STAGED_READ_BLOCKS_PER_SM;
+		bg.kind = CAL_GATHER;
+		rc = cal_interfere_vs(c, &t, &staged, &bg, bg_us, "borrower_gather_staged",
+				      &res->borrower_sm, err);
+		bg.kind = CAL_MEMCPY;
+		if (rc != 0)
+			return rc;
+	}
 	/* compute-bound: GEMMs on GPU 0 during the pull */
 	memset(&t, 0, sizeof t);
 	t.kind = CAL_GEMM;
@@ -882,7 +912,17 @@ static void cal_profile(const struct cal *c, const struct cal_result *r, const c
 	hw->remote_read_gbps = r->remote_gbps;
 	/* slowdown = factor x transfer rate / HBM rate */
 	hw->interference_lender = r->hbm_gbps > 0 ? fmax(0.0, r->lender_ce) * r->hbm_gbps / xfer : 0;
-	hw->interference_borrower = r->hbm_gbps > 0 ? fmax(0.0, r->borrower) * r->hbm_gbps / xfer : 0;
+	/* the borrower's factor is for the default prefetch, the gather
+	 * kernel, at the rate it keeps beside the reads */
+	{
+		double pull = r->page_gbps[2][3] > 0 ? r->page_gbps[2][3] : xfer;
+
+		if (r->pull_slow_sm > 0)
+			pull /= 1.0 + r->pull_slow_sm;
+		hw->interference_borrower = r->hbm_gbps > 0 ?
+			fmax(0.0, r->borrower_sm > 0 ? r->borrower_sm : r->borrower) *
+			r->hbm_gbps / pull : 0;
+	}
 	hw->interference_compute = fmax(0.0, r->gemm_slow);
 	/* the default prefetch method is the gather kernel */
 	hw->pull_share_under_load = 1.0 / (1.0 + fmax(0.0, r->pull_slow_sm));
@@ -926,6 +966,7 @@ static void cal_print(const struct cal_result *r)
 		{ "lender slowdown, copy-engine pull", "%", 9.9, 100 * r->lender_ce },
 		{ "lender slowdown, gather pull", "%", 8.3, 100 * r->lender_sm },
 		{ "borrower slowdown, own pull", "%", 17.3, 100 * r->borrower },
+		{ "borrower slowdown, staged (gather)", "%", 0, 100 * r->borrower_sm },
 		{ "GEMM slowdown during a pull", "%", 0.7, 100 * r->gemm_slow },
 		{ "pull rate kept under reads, copy engine", "%", 0, 100 / (1 + fmax(0.0, r->pull_slow_ce)) },
 		{ "pull rate kept under reads, gather", "%", 0, 100 / (1 + fmax(0.0, r->pull_slow_sm)) },
