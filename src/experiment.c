@@ -2,6 +2,7 @@
  * turns engine state into per-tenant figures, and writes the run folder
  * all at once (temporary folder renamed when complete). */
 #include "experiment.h"
+#include "hw.h"
 
 #include <errno.h>
 #include <gsl/gsl_sort.h>
@@ -240,6 +241,8 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 			if (p->ops->link_stats(p) != NULL)
 				run->links = *p->ops->link_stats(p);
 		}
+		if (x->backend == EMA_BACKEND_HW)
+			ema_hw_integrity(p, &run->pages_checked, &run->pages_corrupted);
 		p->ops->destroy(p);
 		run->engine.platform = NULL;
 		if (rc != EMA_OK)
@@ -445,10 +448,17 @@ static int write_run_json(const struct ema_experiment *x, FILE *f)
 	fprintf(f, "\",\n  \"backend\": \"%s\",\n  \"seed\": %llu,\n",
 		x->backend == EMA_BACKEND_HW ? "hw" : "sim", (unsigned long long)x->cfg.seed);
 	fprintf(f, "  \"wall_s\": %.3f,\n  \"policies\": [\n", x->wall_s);
-	for (int i = 0; i < x->n_runs; i++)
-		fprintf(f, "    {\"policy\": \"%s\", \"events\": %llu, \"wall_s\": %.3f, \"end_s\": %.6f}%s\n",
+	for (int i = 0; i < x->n_runs; i++) {
+		fprintf(f, "    {\"policy\": \"%s\", \"events\": %llu, \"wall_s\": %.3f, \"end_s\": %.6f",
 			x->runs[i].policy, (unsigned long long)x->runs[i].events, x->runs[i].wall_s,
-			(double)x->runs[i].engine.end_ns * 1e-9, i + 1 < x->n_runs ? "," : "");
+			(double)x->runs[i].engine.end_ns * 1e-9);
+		if (x->backend == EMA_BACKEND_HW)
+			fprintf(f, ", \"integrity_check\": \"%s\", \"pages_checked\": %llu, "
+				"\"pages_corrupted\": %llu", x->verify ? "full" : "sampled",
+				(unsigned long long)x->runs[i].pages_checked,
+				(unsigned long long)x->runs[i].pages_corrupted);
+		fprintf(f, "}%s\n", i + 1 < x->n_runs ? "," : "");
+	}
 	fputs("  ]\n}\n", f);
 	return ferror(f) ? EMA_ERR_IO : EMA_OK;
 }
@@ -566,4 +576,11 @@ void ema_experiment_print(const struct ema_experiment *x, FILE *out)
 				(long long)r->requests, r->throughput_tok_s, v[0], v[1], v[2], v[3],
 				(long long)r->preemptions, 100.0 * r->remote_share, v[4], r->guarantee);
 		}
+	if (x->backend == EMA_BACKEND_HW)
+		for (int i = 0; i < x->n_runs; i++)
+			fprintf(out, "integrity (%s): %s, %llu pages checked after moves, "
+				"%llu corrupted\n", x->verify ? "--verify, every word" :
+				"sampled", x->runs[i].policy,
+				(unsigned long long)x->runs[i].pages_checked,
+				(unsigned long long)x->runs[i].pages_corrupted);
 }

@@ -44,6 +44,9 @@ struct ema_policy_run {
 	struct ema_engine engine;
 	bool have_engine;
 	struct ema_link_stats links;
+	/* hw backend: pages whose content was checked after a move, and
+	 * those found corrupted (a corruption also fails the run) */
+	uint64_t pages_checked, pages_corrupted;
 	uint64_t events;
 	double wall_s;
 	struct ema_tenant_result results[EMA_MAX_TENANTS];
