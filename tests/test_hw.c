@@ -1,9 +1,11 @@
 /* test_hw.c: the hardware backend on real GPUs: pools and tagged page
  * content under real moves (GPU to GPU by every method, GPU to host and
  * back), detection of a corrupted page, iterations and timers completing
- * in order, argument errors with their messages, and a generous lower
- * bound on gather bandwidth. Skips (77) where fewer than two GPUs or no
+ * in order, argument errors with their messages, a generous lower
+ * bound on gather bandwidth, and the engine with ema reclaiming under
+ * load with every moved page checked. Skips (77) where fewer than two GPUs or no
  * CUDA build are present. */
+#include "experiment.h"
 #include "hw.h"
 #include "platform.h"
 #include "test_main.h"
@@ -522,6 +524,51 @@ static void test_transfer_errors(void)
 }
 
 /* Against CALIBRATION.md (362-369 GB/s): only a generous lower bound. */
+/* The serving model and the ema policy on the GPUs, end to end: t0
+ * borrows from an idle t1, which then gets busy and reclaims. Every page
+ * moved is checked word by word (--verify); the run must finish every
+ * request, move pages home, check some and find none corrupt. */
+static void test_engine_reclaim_under_load(void)
+{
+	static const char *const sets[] = {
+		"hardware=h200x2_hw", "gpu_mem_cap_gib=18", "policies=ema",
+		"policy.host_gib=4", "tenants.0.workload.duration_s=8",
+		"tenants.1.workload.start_s=3", "tenants.1.workload.rate_rps=12",
+		"tenants.1.workload.duration_s=5",
+	};
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = { 0, "" };
+	const struct ema_policy_run *run;
+	int rc;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	rc = ema_config_load(&x->cfg, NULL, sets, (int)(sizeof sets / sizeof sets[0]), &err);
+	CU_ASSERT_EQUAL_FATAL(rc, EMA_OK);
+	x->backend = EMA_BACKEND_HW;
+	x->verify = true;
+	x->quiet = true;
+	rc = ema_experiment_run(x, &err);
+	if (rc != EMA_OK)
+		fprintf(stderr, "run: %s\n", err.msg);
+	CU_ASSERT_EQUAL(rc, EMA_OK);
+	if (rc == EMA_OK) {
+		run = &x->runs[0];
+		for (int t = 0; t < x->cfg.n_tenants; t++) {
+			CU_ASSERT(run->results[t].requests > 0);
+			CU_ASSERT_EQUAL(run->results[t].completed, run->results[t].requests);
+		}
+		CU_ASSERT(run->links.bytes_by_purpose[EMA_XFER_RECLAIM] > 0);
+		CU_ASSERT(run->pages_checked > 0);
+		CU_ASSERT_EQUAL(run->pages_corrupted, 0);
+		printf("\n  ema, reclaim under load: %llu pages checked in full, %llu corrupt, "
+		       "%.2f GiB reclaimed\n", (unsigned long long)run->pages_checked,
+		       (unsigned long long)run->pages_corrupted,
+		       (double)run->links.bytes_by_purpose[EMA_XFER_RECLAIM] / (1 << 30));
+	}
+	ema_experiment_free(x);
+	free(x);
+}
+
 static void test_gather_bandwidth(void)
 {
 	struct ema_config *cfg = mk_cfg(0);
@@ -562,6 +609,7 @@ int main(void)
 		{ "timers, stop and horizon", test_timers },
 		{ "transfer errors", test_transfer_errors },
 		{ "gather bandwidth lower bound", test_gather_bandwidth },
+		{ "ema reclaims under load, every moved page intact", test_engine_reclaim_under_load },
 		{ NULL, NULL }
 	};
 	struct ema_error err = { 0, "" };
