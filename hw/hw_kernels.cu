@@ -94,42 +94,65 @@ hwk_read_kernel(const struct ema_hwk_seg *segs, int n, uint64_t chunks,
 		*sink = acc;
 }
 
+/* Copies len bytes (at most one chunk) with the block: 16-byte loads, four
+ * in flight per thread, when both ends are aligned; bytes otherwise. */
+__device__ __forceinline__ void hwk_copy_chunk(const char *s, char *d, uint64_t len)
+{
+	const unsigned bd = blockDim.x;
+	uint64_t nv = 0;
+
+	if ((((uintptr_t)s | (uintptr_t)d) & 15) == 0) {
+		const uint4 *vs = (const uint4 *)s;
+		uint4 *vd = (uint4 *)d;
+		uint64_t j = threadIdx.x;
+
+		nv = len / 16;
+		for (; j + 3 * bd < nv; j += 4 * bd) {
+			uint4 a = __ldcs(vs + j);
+			uint4 b = __ldcs(vs + j + bd);
+			uint4 c = __ldcs(vs + j + 2 * bd);
+			uint4 e = __ldcs(vs + j + 3 * bd);
+			vd[j] = a;
+			vd[j + bd] = b;
+			vd[j + 2 * bd] = c;
+			vd[j + 3 * bd] = e;
+		}
+		for (; j < nv; j += bd)
+			vd[j] = __ldcs(vs + j);
+	}
+	for (uint64_t t = nv * 16 + threadIdx.x; t < len; t += bd)
+		d[t] = s[t];
+}
+
 __global__ void __launch_bounds__(HWK_THREADS)
 hwk_gather_kernel(const struct ema_hwk_seg *segs, int n, uint64_t chunks)
 {
-	const unsigned bd = blockDim.x;
-
 	for (uint64_t w = blockIdx.x; w < chunks; w += gridDim.x) {
 		int i = hwk_find(segs, n, w);
 		uint64_t off = (w - segs[i].first_chunk) * EMA_HWK_CHUNK;
 		uint64_t len = segs[i].bytes - off;
-		const char *s = (const char *)segs[i].src + off;
-		char *d = (char *)segs[i].dst + off;
-		uint64_t nv = 0;
 
 		if (len > EMA_HWK_CHUNK)
 			len = EMA_HWK_CHUNK;
-		if ((((uintptr_t)s | (uintptr_t)d) & 15) == 0) {
-			const uint4 *vs = (const uint4 *)s;
-			uint4 *vd = (uint4 *)d;
-			uint64_t j = threadIdx.x;
+		hwk_copy_chunk((const char *)segs[i].src + off, (char *)segs[i].dst + off, len);
+	}
+}
 
-			nv = len / 16;
-			for (; j + 3 * bd < nv; j += 4 * bd) {
-				uint4 a = __ldcs(vs + j);
-				uint4 b = __ldcs(vs + j + bd);
-				uint4 c = __ldcs(vs + j + 2 * bd);
-				uint4 e = __ldcs(vs + j + 3 * bd);
-				vd[j] = a;
-				vd[j + bd] = b;
-				vd[j + 2 * bd] = c;
-				vd[j + 3 * bd] = e;
-			}
-			for (; j < nv; j += bd)
-				vd[j] = __ldcs(vs + j);
-		}
-		for (uint64_t t = nv * 16 + threadIdx.x; t < len; t += bd)
-			d[t] = s[t];
+/* Whole pages between two pools: page i's chunk c is found by division,
+ * not by searching descriptors, and a page costs 8 bytes of upload. */
+__global__ void __launch_bounds__(HWK_THREADS)
+hwk_page_gather_kernel(const int32_t *pairs, const char *src_base, char *dst_base,
+		       uint64_t page_bytes, uint64_t per_page, uint64_t chunks)
+{
+	for (uint64_t w = blockIdx.x; w < chunks; w += gridDim.x) {
+		uint64_t i = w / per_page;
+		uint64_t off = (w - i * per_page) * EMA_HWK_CHUNK;
+		uint64_t len = page_bytes - off;
+
+		if (len > EMA_HWK_CHUNK)
+			len = EMA_HWK_CHUNK;
+		hwk_copy_chunk(src_base + (uint64_t)pairs[2 * i] * page_bytes + off,
+			       dst_base + (uint64_t)pairs[2 * i + 1] * page_bytes + off, len);
 	}
 }
 
@@ -247,6 +270,20 @@ extern "C" int ema_hwk_gather(const struct ema_hwk_seg *d_segs, int n,
 	if (n <= 0 || chunks == 0)
 		return 0;
 	hwk_gather_kernel<<<hwk_grid(grid, chunks, 2), HWK_THREADS, 0, s>>>(d_segs, n, chunks);
+	return (int)cudaGetLastError();
+}
+
+extern "C" int ema_hwk_gather_pages(const int32_t *d_pairs, int n, const void *src_base,
+				    void *dst_base, uint64_t page_bytes, int grid,
+				    cudaStream_t s)
+{
+	uint64_t per = (page_bytes + EMA_HWK_CHUNK - 1) / EMA_HWK_CHUNK;
+	uint64_t chunks = per * (uint64_t)(n > 0 ? n : 0);
+
+	if (chunks == 0)
+		return 0;
+	hwk_page_gather_kernel<<<hwk_grid(grid, chunks, 2), HWK_THREADS, 0, s>>>(
+		d_pairs, (const char *)src_base, (char *)dst_base, page_bytes, per, chunks);
 	return (int)cudaGetLastError();
 }
 

@@ -49,6 +49,10 @@ uint64_t ema_hwk_prefix(struct ema_hwk_seg *segs, int n);
  * local, peer or mapped host memory). */
 int ema_hwk_gather(const struct ema_hwk_seg *d_segs, int n, uint64_t chunks,
 		   int grid, cudaStream_t s);
+/* Copies n whole pages of page_bytes between two pools: page
+ * d_pairs[2i] of src_base to page d_pairs[2i+1] of dst_base. */
+int ema_hwk_gather_pages(const int32_t *d_pairs, int n, const void *src_base,
+			 void *dst_base, uint64_t page_bytes, int grid, cudaStream_t s);
 /* Reads every byte of the segments (src) and folds them into *d_sink only
  * when the fold is impossible, so the reads cannot be optimised away. */
 int ema_hwk_read(const struct ema_hwk_seg *d_segs, int n, uint64_t chunks,

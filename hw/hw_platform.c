@@ -1026,7 +1026,7 @@ static int hw_transfer(struct ema_platform *pp, const struct ema_transfer *t,
 	struct hw_platform *p = hw_of(pp);
 	uint64_t pb = p->page_bytes;
 	int dev, n = t->n_pages, nc = 0, stride = 1, k = 0, rc;
-	bool host_side, full = p->verify;
+	bool host_side, page_kernel, full = p->verify;
 	cudaStream_t s;
 	struct hw_op *op;
 	struct hw_slot *sl;
@@ -1053,6 +1053,7 @@ static int hw_transfer(struct ema_platform *pp, const struct ema_transfer *t,
 	if ((t->src_gpu < 0 && t->dst_gpu < 0) || t->src_gpu >= p->n_gpus || t->dst_gpu >= p->n_gpus)
 		return hw_fail(p, EMA_ERR_INTERNAL, "transfer from %d to %d", t->src_gpu, t->dst_gpu);
 	host_side = t->src_gpu == EMA_HOST || t->dst_gpu == EMA_HOST;
+	page_kernel = !host_side && t->method == EMA_COPY_GATHER;
 	if (t->dst_gpu == EMA_HOST) {
 		dev = t->src_gpu;
 		s = p->g[dev].s_hout;
@@ -1108,7 +1109,19 @@ static int hw_transfer(struct ema_platform *pp, const struct ema_transfer *t,
 	rc = hw_slot_reserve(p, sl, (size_t)n + (size_t)nc + 1, (size_t)nc + 1);
 	if (rc != 0)
 		goto fail;
-	if (!host_side) {
+	if (page_kernel) {
+		/* (source, destination) page pairs, four to a descriptor: a
+		 * quarter of the upload and no prefix sums. With a descriptor
+		 * per page, 64 KiB pages moved at 86-89% of the link in 256 MiB
+		 * moves against 92% at 2 MiB (H200s, 2026-11-30). */
+		int32_t *pairs = (int32_t *)(void *)sl->h;
+
+		for (int i = 0; i < n; i++) {
+			pairs[2 * i] = t->src_pages[i];
+			pairs[2 * i + 1] = t->dst_pages[i];
+		}
+		k = (n + 3) / 4;
+	} else if (!host_side) {
 		for (int i = 0; i < n; i++, k++) {
 			sl->h[k].src = (uint64_t)(uintptr_t)hw_page_addr(p, t->src_gpu, t->src_pages[i]);
 			sl->h[k].dst = (uint64_t)(uintptr_t)hw_page_addr(p, t->dst_gpu, t->dst_pages[i]);
@@ -1154,6 +1167,13 @@ static int hw_transfer(struct ema_platform *pp, const struct ema_transfer *t,
 		} else {
 			rc = hw_copy_runs(p, t, s);
 		}
+	} else if (page_kernel) {
+		int e = ema_hwk_gather_pages((const int32_t *)(const void *)sl->d, n,
+					     p->g[t->src_gpu].pool, p->g[t->dst_gpu].pool, pb,
+					     HW_PREFETCH_GRID(&p->g[dev]), s);
+
+		rc = e == 0 ? 0 : hw_fail(p, EMA_ERR_DEVICE, "page gather kernel: %s",
+					  cudaGetErrorString((cudaError_t)e));
 	} else {
 		rc = hw_copy_segs(p, &p->g[dev], t->method, sl->h, sl->d, k, gchunks,
 				  HW_PREFETCH_GRID(&p->g[dev]), s);
