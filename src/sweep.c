@@ -3,11 +3,16 @@
  * the cartesian product of the --vary lists runs like `ema run` with those
  * values added as --set overrides (so every error is the same as
  * `ema run`'s), in DIR/point-NNN/, and DIR/sweep.csv gathers the summary
- * rows of all points with one leading column per swept key. Like a run,
+ * rows of all points with one leading column per swept key. Swept seeds
+ * are repetitions: DIR/sweep_stats.csv then gives, per combination of the
+ * other keys and per (policy, tenant), the mean, standard deviation and
+ * 95% confidence interval of the main metrics over the seeds. Like a run,
  * the folder appears complete or not at all. */
 #include "sweep.h"
 
 #include <errno.h>
+#include <gsl/gsl_cdf.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +34,148 @@ struct sweep_key {
 	int n;
 	char values[SWEEP_MAX_VALUES][128];
 };
+
+/* The metrics sweep_stats.csv summarises over seeds. */
+#define SWEEP_N_STATS 5
+static const char *const stat_names[SWEEP_N_STATS] = {
+	"throughput_tok_s", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms",
+};
+
+/* One (point, policy, tenant) row kept for the statistics. */
+struct sweep_row {
+	int idx[SWEEP_MAX_KEYS];
+	char policy[EMA_NAME_MAX];
+	char tenant[EMA_NAME_MAX];
+	double v[SWEEP_N_STATS];
+	bool done;
+};
+
+struct sweep_rows {
+	struct sweep_row *r;
+	size_t n, cap;
+};
+
+static int keep_rows(struct sweep_rows *rows, const struct ema_experiment *x, const int *idx,
+		     int n_keys)
+{
+	for (int i = 0; i < x->n_runs; i++)
+		for (int t = 0; t < x->cfg.n_tenants; t++) {
+			const struct ema_tenant_result *res = &x->runs[i].results[t];
+			struct sweep_row *w;
+
+			if (rows->n == rows->cap) {
+				size_t cap = rows->cap ? 2 * rows->cap : 64;
+				struct sweep_row *r = realloc(rows->r, cap * sizeof *r);
+
+				if (r == NULL)
+					return EMA_ERR_NOMEM;
+				rows->r = r;
+				rows->cap = cap;
+			}
+			w = &rows->r[rows->n++];
+			memset(w, 0, sizeof *w);
+			memcpy(w->idx, idx, (size_t)n_keys * sizeof *idx);
+			snprintf(w->policy, sizeof w->policy, "%s", res->policy);
+			snprintf(w->tenant, sizeof w->tenant, "%s", res->tenant);
+			w->v[0] = res->throughput_tok_s;
+			w->v[1] = res->ttft_ms[0];
+			w->v[2] = res->ttft_ms[2];
+			w->v[3] = res->tpot_ms[0];
+			w->v[4] = res->tpot_ms[2];
+		}
+	return EMA_OK;
+}
+
+static void put_stat(FILE *f, double v)
+{
+	if (isnan(v) || isinf(v))
+		fputs(",", f);
+	else
+		fprintf(f, ",%.6g", v);
+}
+
+/* Writes sweep_stats.csv: rows that differ only in the seed key form one
+ * group. The interval is mean +- t(0.975, n - 1) x sd / sqrt(n), with the
+ * sample standard deviation; a metric a seed could not measure (no
+ * request finished) is left out of that metric's n. */
+static int write_stats(FILE *f, struct sweep_rows *rows, const struct sweep_key *keys,
+		       int n_keys, int seed_key)
+{
+	for (int k = 0; k < n_keys; k++)
+		if (k != seed_key)
+			fprintf(f, "%s,", keys[k].name);
+	fputs("policy,tenant,seeds", f);
+	for (int m = 0; m < SWEEP_N_STATS; m++)
+		fprintf(f, ",%s_mean,%s_sd,%s_ci95_low,%s_ci95_high", stat_names[m],
+			stat_names[m], stat_names[m], stat_names[m]);
+	fputc('\n', f);
+	for (size_t i = 0; i < rows->n; i++) {
+		const struct sweep_row *a = &rows->r[i];
+		int seeds = 0;
+
+		if (a->done)
+			continue;
+		for (int k = 0; k < n_keys; k++) {
+			const char *v = keys[k].values[a->idx[k]];
+
+			if (k == seed_key)
+				continue;
+			fprintf(f, strchr(v, ',') != NULL ? "\"%s\"," : "%s,", v);
+		}
+		fprintf(f, "%s,%s", a->policy, a->tenant);
+		for (size_t j = i; j < rows->n; j++) {
+			struct sweep_row *b = &rows->r[j];
+			bool same = strcmp(a->policy, b->policy) == 0 &&
+				    strcmp(a->tenant, b->tenant) == 0;
+
+			for (int k = 0; k < n_keys && same; k++)
+				same = k == seed_key || a->idx[k] == b->idx[k];
+			if (same) {
+				b->done = true;
+				seeds++;
+			}
+		}
+		fprintf(f, ",%d", seeds);
+		for (int m = 0; m < SWEEP_N_STATS; m++) {
+			double sum = 0, sq = 0, mean, sd = NAN, half = NAN;
+			int n = 0;
+
+			for (size_t j = i; j < rows->n; j++) {
+				const struct sweep_row *b = &rows->r[j];
+				bool same = strcmp(a->policy, b->policy) == 0 &&
+					    strcmp(a->tenant, b->tenant) == 0;
+
+				for (int k = 0; k < n_keys && same; k++)
+					same = k == seed_key || a->idx[k] == b->idx[k];
+				if (same && !isnan(b->v[m])) {
+					sum += b->v[m];
+					n++;
+				}
+			}
+			mean = n > 0 ? sum / n : NAN;
+			for (size_t j = i; j < rows->n && n > 1; j++) {
+				const struct sweep_row *b = &rows->r[j];
+				bool same = strcmp(a->policy, b->policy) == 0 &&
+					    strcmp(a->tenant, b->tenant) == 0;
+
+				for (int k = 0; k < n_keys && same; k++)
+					same = k == seed_key || a->idx[k] == b->idx[k];
+				if (same && !isnan(b->v[m]))
+					sq += (b->v[m] - mean) * (b->v[m] - mean);
+			}
+			if (n > 1) {
+				sd = sqrt(sq / (n - 1));
+				half = gsl_cdf_tdist_Pinv(0.975, n - 1) * sd / sqrt((double)n);
+			}
+			put_stat(f, mean);
+			put_stat(f, sd);
+			put_stat(f, mean - half);
+			put_stat(f, mean + half);
+		}
+		fputc('\n', f);
+	}
+	return ferror(f) ? EMA_ERR_IO : EMA_OK;
+}
 
 static int parse_vary(const char *arg, struct sweep_key *k, struct ema_error *err)
 {
@@ -112,7 +259,8 @@ int ema_sweep_main(int argc, char **argv, struct ema_error *err)
 	char tmp[EMA_PATH_MAX + 64], path[EMA_PATH_MAX + 128], outbuf[EMA_PATH_MAX];
 	FILE *csv = NULL;
 	struct stat st;
-	int rc = EMA_OK;
+	struct sweep_rows rows = { NULL, 0, 0 };
+	int rc = EMA_OK, seed_key = -1;
 
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -148,6 +296,9 @@ int ema_sweep_main(int argc, char **argv, struct ema_error *err)
 	}
 	if (n_keys == 0)
 		return ema_error_set(err, EMA_ERR_INPUT, "sweep: expected at least one --vary KEY=V1,V2,...");
+	for (int k = 0; k < n_keys; k++)
+		if (strcmp(keys[k].name, "seed") == 0 && keys[k].n >= 2)
+			seed_key = k;
 	for (int k = 0; k < n_keys; k++) {
 		points *= keys[k].n;
 		if (points > SWEEP_MAX_POINTS)
@@ -228,6 +379,8 @@ int ema_sweep_main(int argc, char **argv, struct ema_error *err)
 		}
 		if (rc == EMA_OK)
 			rc = append_summary(csv, x, pt == 0, keys, n_keys, idx, pt);
+		if (rc == EMA_OK && seed_key >= 0 && keep_rows(&rows, x, idx, n_keys) != EMA_OK)
+			rc = ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
 		ema_experiment_free(x);
 		free(x);
 	}
@@ -236,8 +389,25 @@ int ema_sweep_main(int argc, char **argv, struct ema_error *err)
 	csv = NULL;
 	if (rc != EMA_OK)
 		goto fail;
-	/* load curves against the swept value: one key, numeric values */
-	if (plots && n_keys == 1) {
+	if (seed_key >= 0) {
+		snprintf(path, sizeof path, "%s/sweep_stats.csv", tmp);
+		csv = fopen(path, "w");
+		if (csv == NULL) {
+			rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s", path,
+					   strerror(errno));
+			goto fail;
+		}
+		rc = write_stats(csv, &rows, keys, n_keys, seed_key);
+		if (fclose(csv) != 0 || rc != EMA_OK) {
+			csv = NULL;
+			rc = ema_error_set(err, EMA_ERR_IO, "%s: write failed", path);
+			goto fail;
+		}
+		csv = NULL;
+	}
+	/* load curves against the swept value: one key, numeric values (a
+	 * swept seed is a repetition, not an axis) */
+	if (plots && n_keys == 1 && seed_key < 0) {
 		bool numeric = true;
 
 		for (int v = 0; v < keys[0].n && numeric; v++) {
@@ -259,11 +429,14 @@ int ema_sweep_main(int argc, char **argv, struct ema_error *err)
 				   strerror(errno));
 		goto fail;
 	}
-	printf("sweep: %ld points, results in %s/ (sweep.csv, point-NNN/)\n", points, out);
+	printf("sweep: %ld points, results in %s/ (sweep.csv%s, point-NNN/)\n", points, out,
+	       seed_key >= 0 ? ", sweep_stats.csv" : "");
+	free(rows.r);
 	return EMA_OK;
 fail:
 	if (csv != NULL)
 		fclose(csv);
+	free(rows.r);
 	ema_remove_tree(tmp);
 	return rc;
 }
