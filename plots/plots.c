@@ -572,7 +572,7 @@ out:
 	return rc;
 }
 
-int ema_plots_render_sweep(const char *dir, const char *gnuplot, const char *key,
+int ema_plots_render_sweep(const char *dir, const char *gnuplot, const char *key, bool ci,
 			   int *rendered, struct ema_error *err)
 {
 	static const char *const metrics[][2] = {
@@ -590,7 +590,7 @@ int ema_plots_render_sweep(const char *dir, const char *gnuplot, const char *key
 		return ema_error_set(err, EMA_ERR_INTERNAL, "script sweep.gp is not built into ema");
 	rc = plots_path(script, dir, NULL, "sweep.gp", err);
 	if (rc == 0)
-		rc = plots_path(input, dir, NULL, "sweep.csv", err);
+		rc = plots_path(input, dir, NULL, ci ? "sweep_stats.csv" : "sweep.csv", err);
 	if (rc == 0)
 		rc = plots_path(logpath, dir, NULL, "gnuplot.log", err);
 	if (rc == 0)
@@ -604,7 +604,7 @@ int ema_plots_render_sweep(const char *dir, const char *gnuplot, const char *key
 	for (size_t m = 0; m < sizeof metrics / sizeof metrics[0] && rc == 0; m++) {
 		for (size_t f = 0; f < sizeof plots_formats / sizeof plots_formats[0]; f++) {
 			char part[PLOTS_PATH_MAX], final[PLOTS_PATH_MAX], name[128], tail[300];
-			char *argv[10];
+			char *argv[11];
 
 			snprintf(name, sizeof name, "sweep_%s.part.%s", metrics[m][0], plots_formats[f]);
 			rc = plots_path(part, dir, NULL, name, err);
@@ -622,7 +622,8 @@ int ema_plots_render_sweep(const char *dir, const char *gnuplot, const char *key
 			argv[6] = (char *)key;
 			argv[7] = (char *)metrics[m][0];
 			argv[8] = (char *)metrics[m][1];
-			argv[9] = NULL;
+			argv[9] = ci ? (char *)"ci" : NULL;
+			argv[10] = NULL;
 			dprintf(logfd, "== %s\n", name);
 			rc = plots_spawn(gnuplot, argv, logfd, err);
 			if (rc > 0) {

@@ -5,6 +5,7 @@
 #ifndef EMA_PLOTS_H
 #define EMA_PLOTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "ema_error.h"
@@ -29,9 +30,10 @@ int ema_plots_render(const char *run_dir, const char *gnuplot, int *rendered,
 /* The figures of a sweep folder (`ema sweep --out DIR`): DIR/sweep.gp, and
  * unless gnuplot is NULL or "", DIR/sweep_METRIC.pdf and .png for the
  * throughput, TTFT p50 and TPOT p50 of every (policy, tenant) against the
- * swept column `key` (numeric), log in DIR/gnuplot.log. *rendered as for
- * ema_plots_render. */
-int ema_plots_render_sweep(const char *dir, const char *gnuplot, const char *key,
+ * swept column `key` (numeric), log in DIR/gnuplot.log. With ci, from
+ * DIR/sweep_stats.csv: the mean over seeds with its 95% interval as error
+ * bars; else from DIR/sweep.csv. *rendered as for ema_plots_render. */
+int ema_plots_render_sweep(const char *dir, const char *gnuplot, const char *key, bool ci,
 			   int *rendered, struct ema_error *err);
 
 /* Sets *names to the figure names ("throughput", ...), a NULL-terminated

@@ -405,21 +405,23 @@ int ema_sweep_main(int argc, char **argv, struct ema_error *err)
 		}
 		csv = NULL;
 	}
-	/* load curves against the swept value: one key, numeric values (a
-	 * swept seed is a repetition, not an axis) */
-	if (plots && n_keys == 1 && seed_key < 0) {
+	/* load curves against the swept value: one numeric key besides the
+	 * seed (with seeds, means and their intervals from sweep_stats.csv) */
+	if (plots && n_keys - (seed_key >= 0) == 1) {
+		int x = seed_key == 0 ? 1 : 0;
 		bool numeric = true;
 
-		for (int v = 0; v < keys[0].n && numeric; v++) {
+		for (int v = 0; v < keys[x].n && numeric; v++) {
 			char *end;
 
-			strtod(keys[0].values[v], &end);
+			strtod(keys[x].values[v], &end);
 			numeric = *end == '\0';
 		}
 		if (numeric) {
 			int rendered = 0;
 
-			rc = ema_plots_render_sweep(tmp, EMA_GNUPLOT, keys[0].name, &rendered, err);
+			rc = ema_plots_render_sweep(tmp, EMA_GNUPLOT, keys[x].name, seed_key >= 0,
+						    &rendered, err);
 			if (rc != EMA_OK)
 				goto fail;
 		}

@@ -270,6 +270,15 @@ if command -v gnuplot >/dev/null 2>&1; then
 		check "sweep figure $m.pdf" [ -s "sw/sweep_$m.pdf" ]
 	done
 	rm -rf sw
+	# with seeds (two keys): the means and their intervals against the
+	# other key; two keys without a seed draw nothing
+	ema sweep --quiet $SHORT --set policies=static --vary seed=1,2 \
+		--vary tenants.0.workload.rate_rps=6,10 --out sw
+	check "sweep figures with seeds: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+	for m in throughput_tok_s ttft_p50_ms tpot_p50_ms; do
+		check "sweep figure with seeds $m.png" [ -s "sw/sweep_$m.png" ]
+	done
+	rm -rf sw
 fi
 # a bad value fails before anything runs, naming the --set it came from
 ema sweep --quiet $SHORT --vary tenants.0.workload.rate_rps=6,-1 --out sw
