@@ -450,8 +450,10 @@ static int plots_render_one(const char *run_dir, const char *plots_dir,
 	argv[5] = part;
 	argv[6] = pl->joined;
 	argv[7] = NULL;
-	dprintf(logfd, "== %s.%s: %s -d -c %s %s %s '%s'\n", fig->name, fmt,
-		gnuplot, script, input, part, pl->joined);
+	/* the command as it re-renders from the run folder: the folder is
+	 * still a temporary one here, named by the process id */
+	dprintf(logfd, "== %s.%s: gnuplot -d -c plots/%s.gp %s plots/%s.%s '%s'\n", fig->name,
+		fmt, fig->name, fig->input, fig->name, fmt, pl->joined);
 	rc = plots_spawn(gnuplot, argv, logfd, err);
 	if (rc < 0) {
 		char why[EMA_ERROR_MSG_MAX];
