@@ -506,6 +506,12 @@ int ema_config_load(struct ema_config *cfg, const char *path,
 		rc = ema_config_apply_set(ema_config_top_keys, cfg, overrides[i], cwd, err);
 	if (rc == 0)
 		rc = validate(cfg, &o, err);
+	for (int i = 0; rc == 0 && i < cfg->n_tenants; i++) {
+		char key[64];
+
+		snprintf(key, sizeof key, "tenants.%d.workload", i);
+		cfg->tenants[i].workload_line = ema_config_json_near_line(text, len, key);
+	}
 	cJSON_Delete(root);
 	free(owned);
 	return rc;

@@ -127,6 +127,10 @@ struct ema_tenant_cfg {
 	char name[EMA_NAME_MAX];
 	int gpu;
 	struct ema_workload_cfg workload;
+	/* line of tenants.N.workload (or of the nearest key above it) in
+	 * source_file, for errors found only when requests are generated;
+	 * 0 when unknown. Not a configuration key. */
+	long workload_line;
 };
 
 /* vLLM-like continuous batching knobs (serve/). */

@@ -192,6 +192,11 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 			char msg[EMA_ERROR_MSG_MAX];
 
 			snprintf(msg, sizeof msg, "%s", err->msg + 10);
+			if (cfg->tenants[ti].workload_line > 0)
+				return ema_error_set(err, EMA_ERR_INPUT,
+						     "%s:%ld: tenants.%d.workload: %s",
+						     cfg->source_file, cfg->tenants[ti].workload_line,
+						     ti, msg);
 			return ema_error_set(err, EMA_ERR_INPUT, "%s: tenants.%d.workload: %s",
 					     cfg->source_file, ti, msg);
 		}

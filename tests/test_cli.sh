@@ -210,6 +210,14 @@ bad_input duplicate_policy "--set policies=static,static:" $SHORT --set policies
 
 bad_input unknown_option "--no-such-option" --no-such-option
 
+# too many requests is found when they are generated: still file:line,
+# the line of the tenant's workload object
+sed -e 's/"rate_rps": 14,/"rate_rps": 10000,/' -e 's/"duration_s": 120,/"duration_s": 5000,/' \
+	"$I/default.json" >"$I/too_many.json"
+bad_input too_many_requests \
+	"$I/too_many.json:$(at_line "$I/too_many.json" '"workload"'): tenants.0.workload: 5e+07 requests asked for" \
+	--config "$I/too_many.json"
+
 bad_input bad_trace_row "$DATA/trace_bad_row.csv:3:" $TRACE --set "tenants.0.workload.trace=$DATA/trace_bad_row.csv"
 bad_input trace_backwards "$DATA/trace_backwards.csv:4:" $TRACE --set "tenants.0.workload.trace=$DATA/trace_backwards.csv"
 # An empty trace has no offending line: the file name is enough.
