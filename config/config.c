@@ -510,7 +510,7 @@ int ema_config_load(struct ema_config *cfg, const char *path,
 		char key[64];
 
 		snprintf(key, sizeof key, "tenants.%d.workload", i);
-		cfg->tenants[i].workload_line = ema_config_json_near_line(text, len, key);
+		cfg->workload_line[i] = ema_config_json_near_line(text, len, key);
 	}
 	cJSON_Delete(root);
 	free(owned);

@@ -127,10 +127,6 @@ struct ema_tenant_cfg {
 	char name[EMA_NAME_MAX];
 	int gpu;
 	struct ema_workload_cfg workload;
-	/* line of tenants.N.workload (or of the nearest key above it) in
-	 * source_file, for errors found only when requests are generated;
-	 * 0 when unknown. Not a configuration key. */
-	long workload_line;
 };
 
 /* vLLM-like continuous batching knobs (serve/). */
@@ -161,6 +157,10 @@ struct ema_policy_cfg {
 
 struct ema_config {
 	char source_file[EMA_PATH_MAX]; /* "(default)" for the embedded scenario */
+	/* where tenants.N.workload is in source_file (or the nearest key
+	 * above it), for errors found only when requests are generated; 0
+	 * when unknown. Provenance, like source_file: not a key. */
+	long workload_line[EMA_MAX_TENANTS];
 	char name[EMA_NAME_MAX];
 	uint64_t seed;
 	char hardware[EMA_PATH_MAX];  /* profile name or path */

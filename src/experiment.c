@@ -192,10 +192,10 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 			char msg[EMA_ERROR_MSG_MAX];
 
 			snprintf(msg, sizeof msg, "%s", err->msg + 10);
-			if (cfg->tenants[ti].workload_line > 0)
+			if (cfg->workload_line[ti] > 0)
 				return ema_error_set(err, EMA_ERR_INPUT,
 						     "%s:%ld: tenants.%d.workload: %s",
-						     cfg->source_file, cfg->tenants[ti].workload_line,
+						     cfg->source_file, cfg->workload_line[ti],
 						     ti, msg);
 			return ema_error_set(err, EMA_ERR_INPUT, "%s: tenants.%d.workload: %s",
 					     cfg->source_file, ti, msg);
