@@ -164,6 +164,25 @@ static int32_t ema_borrowable(struct ema_engine *e, void *state, int tenant)
 	return left < avail ? left : avail;
 }
 
+/* Its own KV capacity plus what it may borrow from idle peers, within
+ * the borrowing cap and each lender's slowdown cap. */
+static int32_t ema_max_request_pages(struct ema_engine *e, void *state, int tenant)
+{
+	const struct ema_state *st = state;
+	int64_t lendable = 0;
+
+	for (int g = 0; g < e->ledger.n_gpus; g++) {
+		int32_t n = ema_lending_max_lendable(e, g);
+
+		if (g == e->tenants[tenant].gpu)
+			continue;
+		lendable += n < st->max_lent[g] ? n : st->max_lent[g];
+	}
+	if (lendable > max_borrow(e, tenant))
+		lendable = max_borrow(e, tenant);
+	return (int32_t)(e->tenants[tenant].kv_capacity_pages + lendable);
+}
+
 static int ema_choose_lender(struct ema_engine *e, void *state, int tenant)
 {
 	struct ema_tenant *t = &e->tenants[tenant];
@@ -298,6 +317,7 @@ const struct ema_policy_ops ema_policy_ema = {
 	.state_size = sizeof(struct ema_state),
 	.init = ema_init,
 	.borrowable = ema_borrowable,
+	.max_request_pages = ema_max_request_pages,
 	.choose_lender = ema_choose_lender,
 	.reclaim = ema_reclaim,
 	.plan_iteration = ema_plan,

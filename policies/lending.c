@@ -33,6 +33,21 @@ int32_t ema_lending_lendable(struct ema_engine *e, int gpu)
 	return n > 0 ? n : 0;
 }
 
+int32_t ema_lending_max_lendable(struct ema_engine *e, int gpu)
+{
+	const struct ema_policy_cfg *pc = &e->cfg->policy;
+	int32_t cap = ema_lending_kv_capacity(e, gpu);
+	int32_t keep = 0;
+
+	if (e->ledger.gpu[gpu].home_tenant >= 0) {
+		int32_t reserve = (int32_t)ceil(pc->lender_reserve * cap);
+		int32_t floor_pages = (int32_t)ceil(pc->lender_floor * cap);
+
+		keep = reserve > floor_pages ? reserve : floor_pages;
+	}
+	return cap > keep ? cap - keep : 0;
+}
+
 int ema_lending_best_lender(struct ema_engine *e, int tenant)
 {
 	int home = e->tenants[tenant].gpu;

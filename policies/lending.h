@@ -23,6 +23,9 @@
 
 /* Pages GPU g can still lend under the floor and reserve. */
 int32_t ema_lending_lendable(struct ema_engine *e, int gpu);
+/* Pages GPU g could lend were its own tenant idle (its KV capacity less
+ * the larger of floor and reserve): the most a borrower can ever get. */
+int32_t ema_lending_max_lendable(struct ema_engine *e, int gpu);
 /* The GPU with the most lendable pages other than the tenant's, or -1. */
 int ema_lending_best_lender(struct ema_engine *e, int tenant);
 /* Sum of lendable pages over every GPU but the tenant's. */

@@ -55,6 +55,15 @@ struct ema_policy_ops {
 	 * decide whether a waiting request can be admitted. NULL: 0. */
 	int32_t (*borrowable)(struct ema_engine *e, void *state, int tenant);
 
+	/* int32_t max_request_pages(struct ema_engine *e, void *state, int tenant)
+	 * The most KV pages one request of `tenant` can ever hold under this
+	 * policy: its GPU's KV capacity plus what it could borrow were every
+	 * peer idle. Called once after init; a request whose whole KV
+	 * (prompt + output) needs more is dropped at arrival, with a reason,
+	 * rather than waiting for memory that never comes. NULL: the
+	 * tenant's KV capacity. */
+	int32_t (*max_request_pages)(struct ema_engine *e, void *state, int tenant);
+
 	/* int choose_lender(struct ema_engine *e, void *state, int tenant)
 	 * Tenant's own GPU is full: the GPU to borrow one page from, or -1.
 	 * Must respect the lender's floor and reserve. NULL: never borrow. */

@@ -10,6 +10,16 @@ static int32_t remote_direct_borrowable(struct ema_engine *e, void *state, int t
 	return ema_lending_total_lendable(e, tenant);
 }
 
+static int32_t remote_direct_max_request_pages(struct ema_engine *e, void *state, int tenant)
+{
+	int64_t n = e->tenants[tenant].kv_capacity_pages;
+
+	for (int g = 0; g < e->ledger.n_gpus; g++)
+		if (g != e->tenants[tenant].gpu)
+			n += ema_lending_max_lendable(e, g);
+	return n < INT32_MAX ? (int32_t)n : INT32_MAX;
+}
+
 static int remote_direct_choose_lender(struct ema_engine *e, void *state, int tenant)
 {
 	return ema_lending_best_lender(e, tenant);
@@ -31,6 +41,7 @@ const struct ema_policy_ops ema_policy_remote_direct = {
 	.name = "remote_direct",
 	.summary = "borrow peer memory, read remote KV in place (no prefetch), reclaim on demand",
 	.borrowable = remote_direct_borrowable,
+	.max_request_pages = remote_direct_max_request_pages,
 	.choose_lender = remote_direct_choose_lender,
 	.reclaim = remote_direct_reclaim,
 	.plan_iteration = remote_direct_plan,

@@ -35,6 +35,7 @@ struct xfer_ctx {
 
 static void tenant_kick(struct ema_engine *e, struct ema_tenant *t);
 static void kick_all(struct ema_engine *e);
+static void timeline_advance(struct ema_engine *e, int64_t now);
 
 static double wall_now(void)
 {
@@ -373,6 +374,8 @@ static int xfer_start(struct ema_engine *e, struct xfer_ctx *x, enum ema_transfe
 	tr.tags = tags;
 	r->pending_xfers++;
 	r->pinned = 1;
+	e->xfers_in_flight++;
+	e->tenants[x->tenant].xfers_in_flight++;
 	rc = e->platform->ops->transfer(e->platform, &tr, xfer_done, x);
 	free(tags);
 	return rc;
@@ -482,6 +485,7 @@ static void xfer_done(void *arg, int64_t now)
 	struct ema_tenant *t = &e->tenants[x->tenant];
 	struct ema_request *r = &t->reqs[x->req];
 
+	timeline_advance(e, now);
 	account(e, t, now);
 	switch (x->kind) {
 	case XFER_MOVE_HOME:
@@ -526,6 +530,8 @@ static void xfer_done(void *arg, int64_t now)
 		break;
 	}
 	r->pending_xfers--;
+	e->xfers_in_flight--;
+	t->xfers_in_flight--;
 	if (r->pending_xfers == 0) {
 		r->pinned = 0;
 		if (r->free_on_unpin) {
@@ -779,6 +785,13 @@ static bool in_batch(const struct ema_tenant *t, int32_t r)
 	return false;
 }
 
+/* Nothing of the tenant runs, is about to, or has pages moving: no
+ * event of its own can free memory for the next request. */
+static bool tenant_idle(const struct ema_tenant *t)
+{
+	return t->running_n == 0 && t->iter_n == 0 && t->xfers_in_flight == 0;
+}
+
 /* Admission of waiting requests (FCFS). Returns tokens used. */
 static int64_t admit(struct ema_engine *e, struct ema_tenant *t, int64_t budget, bool *wait)
 {
@@ -802,17 +815,11 @@ static int64_t admit(struct ema_engine *e, struct ema_tenant *t, int64_t budget,
 			break;
 		}
 		need_pages = ema_engine_pages_for_tokens(e, seq_len(r));
-		if (need_pages > t->kv_capacity_pages +
-				 (e->policy->borrowable ? e->policy->borrowable(e, e->policy_state, t->index) : 0) &&
-		    t->running_n == 0 && t->iter_n == 0) {
-			/* Can never fit, even alone: reject rather than wait forever. */
-			waiting_pop_front(t);
-			r->state = EMA_REQ_DONE;
-			t->n_done++;
-			e->done_requests++;
-			continue;
-		}
-		if (obtainable_pages(e, t) - need_pages < watermark)
+		/* The watermark keeps room for the running requests to grow;
+		 * a tenant with nothing running needs none, and a request
+		 * larger than capacity - watermark would otherwise never start
+		 * (requests that can never fit were dropped at arrival). */
+		if (obtainable_pages(e, t) - need_pages < (tenant_idle(t) ? 0 : watermark))
 			break;
 		rc = grow_request(e, t, r, r->computed + chunk);
 		if (rc == ALLOC_WAIT) {
@@ -901,7 +908,7 @@ static void tenant_try_start(struct ema_engine *e, struct ema_tenant *t)
 		while (t->swapped_n > 0) {
 			struct ema_request *r = &t->reqs[t->swapped[0]];
 
-			if (obtainable_pages(e, t) - r->n_pages < watermark)
+			if (obtainable_pages(e, t) - r->n_pages < (tenant_idle(t) ? 0 : watermark))
 				break;
 			if (swap_in(e, t, r) != ALLOC_OK)
 				break;
@@ -936,6 +943,7 @@ static void iteration_done(void *arg, const struct ema_iteration_result *res)
 
 	/* the tenant array lives inside the engine */
 	e = (struct ema_engine *)((char *)(t - t->index) - offsetof(struct ema_engine, tenants));
+	timeline_advance(e, res->end_ns);
 	account(e, t, res->end_ns);
 	t->busy = false;
 	t->stats.stall_ns += res->stall_ns;
@@ -1001,9 +1009,24 @@ static void arrival(void *arg, int64_t now)
 	struct ema_engine *e =
 		(struct ema_engine *)((char *)(t - t->index) - offsetof(struct ema_engine, tenants));
 
+	timeline_advance(e, now);
 	while (t->next_arrival < t->n_reqs && t->reqs[t->next_arrival].arrival_ns <= now) {
 		struct ema_request *r = &t->reqs[t->next_arrival++];
+		/* its KV at its last decode step: prompt + output - 1 tokens */
+		int32_t need = ema_engine_pages_for_tokens(e, (int64_t)r->prompt_tokens +
+							       r->output_tokens - 1);
 
+		if (need > t->max_request_pages) {
+			/* It could never run: waiting would stall the queue
+			 * behind it for ever. Dropped, and counted. */
+			r->state = EMA_REQ_DROPPED;
+			t->stats.dropped++;
+			if (need > t->stats.dropped_max_pages)
+				t->stats.dropped_max_pages = need;
+			t->n_done++;
+			e->done_requests++;
+			continue;
+		}
 		r->state = EMA_REQ_WAITING;
 		if (waiting_push_back(t, r->id) != EMA_OK) {
 			engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
@@ -1016,42 +1039,112 @@ static void arrival(void *arg, int64_t now)
 	tenant_kick(e, t);
 }
 
-static void timeline_sample(void *arg, int64_t now)
+static void timeline_take(const struct ema_engine *e, int g, struct ema_timeline_sample *s)
 {
-	struct ema_engine *e = arg;
+	const struct ema_ledger_gpu *gp = &e->ledger.gpu[g];
+	int tenant = gp->home_tenant;
 
+	s->gpu = g;
+	s->weights = gp->count[EMA_PAGE_WEIGHTS];
+	s->staging = tenant >= 0 ? e->tenants[tenant].staging_pages : 0;
+	s->kv_used = ema_ledger_used_pages(&e->ledger, g) - s->staging;
+	s->free_pages = gp->n_free;
+	s->lent = gp->lent;
+	s->borrowed = tenant >= 0 ? ema_ledger_borrowed_pages(&e->ledger, tenant) : 0;
+}
+
+static bool timeline_same(const struct ema_timeline_sample *a, const struct ema_timeline_sample *b)
+{
+	return a->weights == b->weights && a->staging == b->staging && a->kv_used == b->kv_used &&
+	       a->free_pages == b->free_pages && a->lent == b->lent && a->borrowed == b->borrowed;
+}
+
+static int timeline_push(struct ema_engine *e, const struct ema_timeline_sample *s, int64_t k)
+{
+	if (e->n_timeline == e->cap_timeline) {
+		int32_t ncap = e->cap_timeline ? e->cap_timeline * 2 : 1024;
+		struct ema_timeline_sample *n;
+
+		if (e->cap_timeline > INT32_MAX / 2)
+			return EMA_ERR_NOMEM;
+		n = realloc(e->timeline, (size_t)ncap * sizeof *n);
+		if (n == NULL)
+			return EMA_ERR_NOMEM;
+		e->timeline = n;
+		e->cap_timeline = ncap;
+	}
+	e->timeline[e->n_timeline] = *s;
+	e->timeline[e->n_timeline].time_s = (double)k * e->timeline_period_s;
+	e->n_timeline++;
+	return EMA_OK;
+}
+
+static int64_t timeline_grid_ns(const struct ema_engine *e, int64_t k)
+{
+	return (int64_t)((double)k * e->timeline_period_s * 1e9);
+}
+
+/* Called before anything changes at time `now`: the memory figures of
+ * every grid point in [next grid point, now) are the current ones. Only
+ * the first of those points can differ from what was recorded; a GPU
+ * whose figures changed gets a row there, preceded by a row with its old
+ * figures at the point before (when that one was skipped as unchanged). */
+static void timeline_advance(struct ema_engine *e, int64_t now)
+{
+	int64_t k0 = e->timeline_next_k, k_end;
+	int64_t horizon = e->cfg->horizon_s > 0 ? (int64_t)(e->cfg->horizon_s * 1e9) : INT64_MAX;
+	struct ema_timeline_sample cur[EMA_MAX_GPUS];
+	bool changed[EMA_MAX_GPUS];
+
+	if (timeline_grid_ns(e, k0) >= now || timeline_grid_ns(e, k0) > horizon)
+		return;
+	/* the last grid point before now (the period divides no int64 exactly) */
+	k_end = (int64_t)((double)(now - 1) / (e->timeline_period_s * 1e9));
+	while (k_end > k0 && timeline_grid_ns(e, k_end) >= now)
+		k_end--;
+	while (timeline_grid_ns(e, k_end + 1) < now)
+		k_end++;
 	for (int g = 0; g < e->ledger.n_gpus; g++) {
-		const struct ema_ledger_gpu *gp = &e->ledger.gpu[g];
-		struct ema_timeline_sample *s;
-		int tenant = gp->home_tenant;
+		timeline_take(e, g, &cur[g]);
+		changed[g] = e->timeline_last_k[g] < 0 || !timeline_same(&cur[g], &e->timeline_last[g]);
+	}
+	for (int g = 0; g < e->ledger.n_gpus; g++)
+		if (changed[g] && e->timeline_last_k[g] >= 0 && e->timeline_last_k[g] < k0 - 1 &&
+		    timeline_push(e, &e->timeline_last[g], k0 - 1) != EMA_OK)
+			goto nomem;
+	for (int g = 0; g < e->ledger.n_gpus; g++) {
+		if (!changed[g])
+			continue;
+		if (timeline_push(e, &cur[g], k0) != EMA_OK)
+			goto nomem;
+		e->timeline_last[g] = cur[g];
+		e->timeline_last_k[g] = k0;
+	}
+	e->timeline_next_k = k_end + 1;
+	return;
+nomem:
+	engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+}
 
-		if (e->n_timeline == e->cap_timeline) {
-			int32_t ncap = e->cap_timeline ? e->cap_timeline * 2 : 1024;
-			struct ema_timeline_sample *n = realloc(e->timeline, (size_t)ncap * sizeof *n);
+/* The end of the run: the grid point at or after the last event (within
+ * the horizon) closes every GPU's line. */
+static void timeline_finish(struct ema_engine *e, int64_t end_ns)
+{
+	double period_ns = e->timeline_period_s * 1e9;
+	int64_t k = (int64_t)ceil((double)end_ns / period_ns);
 
-			if (n == NULL) {
-				engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
-				return;
-			}
-			e->timeline = n;
-			e->cap_timeline = ncap;
+	if (e->cfg->horizon_s > 0)
+		while (k > 0 && timeline_grid_ns(e, k) > (int64_t)(e->cfg->horizon_s * 1e9))
+			k--;
+	if (k < e->timeline_next_k)
+		k = e->timeline_next_k;
+	timeline_advance(e, timeline_grid_ns(e, k) + 1);
+	for (int g = 0; g < e->ledger.n_gpus; g++)
+		if (e->timeline_last_k[g] >= 0 && e->timeline_last_k[g] < k &&
+		    timeline_push(e, &e->timeline_last[g], k) != EMA_OK) {
+			engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+			return;
 		}
-		s = &e->timeline[e->n_timeline++];
-		s->time_s = (double)now * 1e-9;
-		s->gpu = g;
-		s->weights = gp->count[EMA_PAGE_WEIGHTS];
-		s->staging = tenant >= 0 ? e->tenants[tenant].staging_pages : 0;
-		s->kv_used = ema_ledger_used_pages(&e->ledger, g) - s->staging;
-		s->free_pages = gp->n_free;
-		s->lent = gp->lent;
-		s->borrowed = tenant >= 0 ? ema_ledger_borrowed_pages(&e->ledger, tenant) : 0;
-	}
-	if (e->done_requests < e->total_requests && !e->error) {
-		int64_t next = now + (int64_t)(e->timeline_period_s * 1e9);
-
-		if (e->cfg->horizon_s <= 0 || (double)next <= e->cfg->horizon_s * 1e9)
-			e->platform->ops->timer(e->platform, next, timeline_sample, e);
-	}
 }
 
 /* ---- reclaim records --------------------------------------------------- */
@@ -1201,6 +1294,12 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 		if (rc != EMA_OK)
 			goto fail;
 	}
+	for (int i = 0; i < cfg->n_tenants; i++)
+		e->tenants[i].max_request_pages = policy->max_request_pages != NULL ?
+			policy->max_request_pages(e, e->policy_state, i) :
+			e->tenants[i].kv_capacity_pages;
+	for (int g = 0; g < EMA_MAX_GPUS; g++)
+		e->timeline_last_k[g] = -1;
 	return EMA_OK;
 fail:
 	ema_engine_destroy(e);
@@ -1227,6 +1326,57 @@ int ema_engine_reserve_staging(struct ema_engine *e, int tenant, int32_t n, stru
 	return EMA_OK;
 }
 
+static const char *const req_state_names[] = {
+	"not arrived", "waiting", "running", "swapped out", "done", "dropped",
+};
+
+/* Whether anything the engine started or expects (an iteration, a
+ * transfer, an arrival) is still to come: if not, nothing can change. */
+static bool work_pending(const struct ema_engine *e)
+{
+	if (e->xfers_in_flight > 0)
+		return true;
+	for (int i = 0; i < e->n_tenants; i++)
+		if (e->tenants[i].busy || e->tenants[i].next_arrival < e->tenants[i].n_reqs)
+			return true;
+	return false;
+}
+
+/* Nothing is pending and requests are left: no event can ever move them
+ * (a bug in admission, allocation or a policy's accounting). Names the
+ * first stuck request of the first stuck tenant and the memory around it. */
+static int no_progress(struct ema_engine *e, struct ema_error *err)
+{
+	for (int i = 0; i < e->n_tenants; i++) {
+		struct ema_tenant *t = &e->tenants[i];
+		const struct ema_request *r = NULL;
+
+		if (t->n_done == t->n_reqs)
+			continue;
+		for (int32_t k = 0; k < t->n_reqs && r == NULL; k++)
+			if (t->reqs[k].state != EMA_REQ_DONE && t->reqs[k].state != EMA_REQ_DROPPED)
+				r = &t->reqs[k];
+		if (r == NULL)
+			continue;
+		return ema_error_set(err, EMA_ERR_INTERNAL,
+			"engine: no progress possible at t = %.3f s (a bug in ema): tenant %s, "
+			"request %d %s (%d prompt + %d output tokens, %d computed, needs %d pages, "
+			"holds %d), %d of %d requests done; GPU %d: %d pages free, %d lent, "
+			"tenant holds %d KV pages, %d borrowed, can borrow %d, one request may hold %d",
+			(double)ema_engine_now(e) * 1e-9, t->cfg->name, r->id,
+			req_state_names[r->state], r->prompt_tokens, r->output_tokens, r->computed,
+			ema_engine_pages_for_tokens(e, seq_len(r)), r->n_pages, t->n_done, t->n_reqs,
+			t->gpu, ema_ledger_free_pages(&e->ledger, t->gpu),
+			ema_ledger_lent_pages(&e->ledger, t->gpu), t->kv_pages,
+			ema_ledger_borrowed_pages(&e->ledger, i),
+			e->policy->borrowable ? e->policy->borrowable(e, e->policy_state, i) : 0,
+			t->max_request_pages);
+	}
+	return ema_error_set(err, EMA_ERR_INTERNAL,
+			     "engine: no progress possible: %lld of %lld requests done (a bug in ema)",
+			     (long long)e->done_requests, (long long)e->total_requests);
+}
+
 int ema_engine_run(struct ema_engine *e, struct ema_error *err)
 {
 	int64_t horizon = e->cfg->horizon_s > 0 ? (int64_t)(e->cfg->horizon_s * 1e9) : 0;
@@ -1240,7 +1390,6 @@ int ema_engine_run(struct ema_engine *e, struct ema_error *err)
 		    e->platform->ops->timer(e->platform, t->reqs[0].arrival_ns, arrival, t) != EMA_OK)
 			return ema_error_set(err, EMA_ERR_NOMEM, "engine: timer failed");
 	}
-	e->platform->ops->timer(e->platform, 0, timeline_sample, e);
 	rc = e->platform->ops->run(e->platform, horizon, err);
 	if (e->error) {
 		*err = e->err;
@@ -1249,6 +1398,13 @@ int ema_engine_run(struct ema_engine *e, struct ema_error *err)
 	if (rc != EMA_OK)
 		return rc;
 	e->end_ns = ema_engine_now(e);
+	if (e->done_requests < e->total_requests && !work_pending(e))
+		return no_progress(e, err);
+	timeline_finish(e, e->end_ns);
+	if (e->error) {
+		*err = e->err;
+		return e->error;
+	}
 	for (int i = 0; i < e->n_tenants; i++)
 		account(e, &e->tenants[i], e->end_ns);
 	return EMA_OK;

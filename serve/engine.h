@@ -24,7 +24,8 @@ enum ema_req_state {
 	EMA_REQ_WAITING,      /* queued, no KV */
 	EMA_REQ_RUNNING,      /* admitted, KV in pages */
 	EMA_REQ_SWAPPED,      /* KV in host memory (or moving there/back) */
-	EMA_REQ_DONE
+	EMA_REQ_DONE,
+	EMA_REQ_DROPPED       /* rejected at arrival: needs more KV than it can ever get */
 };
 
 /* Where one KV page of a request lives. */
@@ -72,6 +73,8 @@ struct ema_tenant_stats {
 	int64_t reclaim_wait_ns;      /* time this tenant (as lender) waited for its pages */
 	int64_t busy_ns;              /* time with an iteration in flight */
 	uint64_t remote_bytes;        /* KV bytes read from other GPUs */
+	int64_t dropped;              /* requests rejected at arrival */
+	int32_t dropped_max_pages;    /* the largest KV (pages) among them */
 };
 
 /* A reclaim: a lender asked for pages back; latency to pages free. */
@@ -98,11 +101,13 @@ struct ema_tenant {
 	bool kick_pending;            /* a schedule timer is armed */
 	int64_t reclaim_wait_since;   /* >= 0 while waiting for reclaimed pages */
 	int32_t kv_capacity_pages;    /* KV pages of its own GPU */
+	int32_t max_request_pages;    /* most KV one request can ever hold (policy) */
 	int32_t staging_pages;        /* pages reserved for prefetch staging */
 	int32_t staging_first;
 	int32_t local_reserve;        /* own free pages kept for staging: borrow before using them */
 	int64_t last_account_ns;
 	int32_t kv_pages;             /* KV pages held, all GPUs */
+	int32_t xfers_in_flight;      /* transfers of its requests in flight */
 	int32_t *iter_batch; int32_t iter_n;     /* requests of the iteration in flight */
 	int32_t *iter_chunk;                     /* tokens each computes (0 = decode) */
 	int32_t *local_buf; int32_t *remote_buf[EMA_MAX_GPUS]; int32_t page_buf_cap;
@@ -128,14 +133,22 @@ struct ema_engine {
 	int n_tenants;
 	struct ema_tenant tenants[EMA_MAX_TENANTS];
 	int64_t admit_counter;
+	int64_t xfers_in_flight;      /* transfers started, not yet done */
 	int32_t host_free[EMA_MAX_GPUS];  /* host pages left for swap/demotion */
 	int32_t *host_stack[EMA_MAX_GPUS];/* free host slots per tenant GPU */
 	int32_t host_capacity;
 	bool page_lists;              /* fill page numbers in iterations (hw needs them) */
 	/* results */
 	struct ema_reclaim_record *reclaims; int32_t n_reclaims, cap_reclaims;
+	/* Memory over time, on a grid of timeline_period_s, recorded only
+	 * where a GPU's figures change (plus the grid point before each
+	 * change, so that lines drawn through the rows stay flat across
+	 * idle gaps): cost grows with work, not with simulated time. */
 	struct ema_timeline_sample *timeline; int32_t n_timeline, cap_timeline;
 	double timeline_period_s;
+	int64_t timeline_next_k;      /* next grid point not yet looked at */
+	int64_t timeline_last_k[EMA_MAX_GPUS];   /* grid point of each GPU's last row, -1: none */
+	struct ema_timeline_sample timeline_last[EMA_MAX_GPUS];
 	int64_t end_ns;
 	int64_t total_requests;
 	int64_t done_requests;

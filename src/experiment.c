@@ -56,6 +56,9 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 	snprintf(res->tenant, sizeof res->tenant, "%s", cfg->tenants[ti].name);
 	res->gpu = t->gpu;
 	res->requests = (int64_t)n;
+	res->dropped = t->stats.dropped;
+	res->dropped_max_pages = t->stats.dropped_max_pages;
+	res->max_request_pages = t->max_request_pages;
 	if (!ttft || !tpot || !e2e || !rec) {
 		free(ttft); free(tpot); free(e2e); free(rec);
 		return;
@@ -254,8 +257,20 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 			return rc;
 		run->wall_s = wall_now() - w0;
 		lent_peaks(run);
-		for (int ti = 0; ti < cfg->n_tenants; ti++)
+		for (int ti = 0; ti < cfg->n_tenants; ti++) {
+			const struct ema_tenant_result *r = &run->results[ti];
+
 			tenant_result(run, ti, cfg);
+			/* said even with --quiet: a result short of requests
+			 * must not look like a complete one */
+			if (r->dropped > 0)
+				fprintf(stderr, "ema: %s: %s: %lld of %lld requests dropped at arrival: "
+					"their KV (up to %d pages of %g MiB) exceeds the %d pages one "
+					"request can ever hold under %s\n", run->policy, r->tenant,
+					(long long)r->dropped, (long long)r->requests,
+					r->dropped_max_pages, cfg->page_mib, r->max_request_pages,
+					run->policy);
+		}
 	}
 	compare(x);
 	x->wall_s = wall_now() - t0;
@@ -284,7 +299,7 @@ static void put_num(FILE *f, double v)
 
 int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f)
 {
-	fputs("policy,tenant,gpu,requests,completed,throughput_tok_s,req_s,"
+	fputs("policy,tenant,gpu,requests,completed,dropped,throughput_tok_s,req_s,"
 	      "ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,tpot_p50_ms,tpot_p90_ms,tpot_p99_ms,"
 	      "e2e_p50_ms,e2e_p99_ms,preemptions,kv_peak_gib,"
 	      "swaps,recomputed_tokens,borrowed_peak_gib,remote_share,remote_read_gib,stall_ms,"
@@ -299,8 +314,8 @@ int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f)
 				r->tpot_ms[0], r->tpot_ms[1], r->tpot_ms[2], r->e2e_ms[0], r->e2e_ms[1],
 			};
 
-			fprintf(f, "%s,%s,%d,%lld,%lld", r->policy, r->tenant, r->gpu,
-				(long long)r->requests, (long long)r->completed);
+			fprintf(f, "%s,%s,%d,%lld,%lld,%lld", r->policy, r->tenant, r->gpu,
+				(long long)r->requests, (long long)r->completed, (long long)r->dropped);
 			for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
 				fputc(',', f);
 				put_num(f, nums[k]);
@@ -345,7 +360,7 @@ static void put_ms(FILE *f, int64_t ns)
 static int write_requests_csv(const struct ema_experiment *x, FILE *f)
 {
 	fputs("policy,tenant,request,arrival_ms,first_token_ms,finish_ms,prompt_tokens,"
-	      "output_tokens,preemptions,ttft_ms,tpot_ms,e2e_ms\n", f);
+	      "output_tokens,preemptions,ttft_ms,tpot_ms,e2e_ms,dropped\n", f);
 	for (int i = 0; i < x->n_runs; i++) {
 		const struct ema_engine *e = &x->runs[i].engine;
 
@@ -372,7 +387,7 @@ static int write_requests_csv(const struct ema_experiment *x, FILE *f)
 				fputc(',', f);
 				if (done)
 					put_ms(f, r->finish_ns - r->arrival_ns);
-				fputc('\n', f);
+				fputs(r->state == EMA_REQ_DROPPED ? ",1\n" : ",0\n", f);
 			}
 		}
 	}
@@ -556,8 +571,8 @@ fail:
 
 void ema_experiment_print(const struct ema_experiment *x, FILE *out)
 {
-	fprintf(out, "%-14s %-8s %4s %9s %11s %10s %10s %10s %10s %7s %8s %8s %9s\n",
-		"policy", "tenant", "gpu", "completed", "tok/s", "ttft_p50", "ttft_p99",
+	fprintf(out, "%-14s %-8s %4s %9s %7s %11s %10s %10s %10s %10s %7s %8s %8s %9s\n",
+		"policy", "tenant", "gpu", "completed", "dropped", "tok/s", "ttft_p50", "ttft_p99",
 		"tpot_p50", "tpot_p99", "preempt", "remote", "vs_stat", "lender");
 	for (int i = 0; i < x->n_runs; i++)
 		for (int ti = 0; ti < x->cfg.n_tenants; ti++) {
@@ -576,9 +591,9 @@ void ema_experiment_print(const struct ema_experiment *x, FILE *out)
 				else
 					snprintf(v[k], sizeof v[k], k < 2 ? "%.1fms" : "%.2fms", val[k]);
 			}
-			fprintf(out, "%-14s %-8s %4d %4lld/%-4lld %11.1f %10s %10s %10s %10s %7lld %7.1f%% %8s %9s\n",
+			fprintf(out, "%-14s %-8s %4d %4lld/%-4lld %7lld %11.1f %10s %10s %10s %10s %7lld %7.1f%% %8s %9s\n",
 				r->policy, r->tenant, r->gpu, (long long)r->completed,
-				(long long)r->requests, r->throughput_tok_s, v[0], v[1], v[2], v[3],
+				(long long)r->requests, (long long)r->dropped, r->throughput_tok_s, v[0], v[1], v[2], v[3],
 				(long long)r->preemptions, 100.0 * r->remote_share, v[4], r->guarantee);
 		}
 	if (x->backend == EMA_BACKEND_HW)

@@ -110,7 +110,7 @@ done
 check "run: no temporary folder left" [ "$(ls -A "$R")" = r1 ]
 check "run: stdout names the folder" grep -qF "$R/r1" "$T/log/out"
 check "run: summary.csv header" \
-	grep -q '^policy,tenant,gpu,requests,completed,throughput_tok_s,req_s,ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,tpot_p50_ms,tpot_p90_ms,tpot_p99_ms,e2e_p50_ms,e2e_p99_ms,preemptions,kv_peak_gib' \
+	grep -q '^policy,tenant,gpu,requests,completed,dropped,throughput_tok_s,req_s,ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,tpot_p50_ms,tpot_p90_ms,tpot_p99_ms,e2e_p50_ms,e2e_p99_ms,preemptions,kv_peak_gib' \
 	"$R/r1/summary.csv"
 check "run: requests.csv header" grep -q '^policy,tenant,request,arrival_ms,' "$R/r1/requests.csv"
 # one row per (policy, tenant): 5 policies x 2 tenants, no pair twice

@@ -199,7 +199,9 @@ static void test_random_all_policies(void)
 	}
 }
 
-/* A prompt larger than the whole KV pool is rejected, not waited on. */
+/* A request whose whole KV exceeds what it can ever hold is dropped at
+ * arrival and counted; the next one runs. 20 KV pages of 16 tokens: a
+ * 5000-token prompt needs 313. */
 static void test_oversized_request(void)
 {
 	struct ema_config cfg;
@@ -209,8 +211,110 @@ static void test_oversized_request(void)
 
 	tiny_config(&cfg, 1, (489 + 20) * 4.0 / 1024);
 	CU_ASSERT_EQUAL_FATAL(run_engine(&e, &cfg, "static", &w), EMA_OK);
+	CU_ASSERT_EQUAL(e.tenants[0].reqs[0].state, EMA_REQ_DROPPED);
 	CU_ASSERT_EQUAL(e.tenants[0].reqs[0].finish_ns, -1);
+	CU_ASSERT_EQUAL(e.tenants[0].stats.dropped, 1);
+	CU_ASSERT_EQUAL(e.tenants[0].stats.dropped_max_pages, 313);
 	CU_ASSERT(e.tenants[0].reqs[1].finish_ns > 0);
+	ema_engine_destroy(&e);
+}
+
+/* The watermark band: 20 KV pages, watermark 0.1 (2 pages). A request
+ * alone needing 18 .. 20 pages (more than capacity - watermark) used to
+ * wait for ever; now everything up to 20 pages runs and 21 is dropped,
+ * under every policy (whose own limit is max_request_pages). Prompt
+ * p x 16 tokens and 1 output token hold exactly p pages; with 33 output
+ * tokens the last decode step holds p + 2. */
+static void test_watermark_band(void)
+{
+	for (int pol = 0; ema_policy_table[pol] != NULL; pol++)
+		for (int out = 1; out <= 33; out += 32)
+			for (int pages = 16; pages <= 22; pages++) {
+				struct ema_config cfg;
+				struct ema_engine e;
+				struct ema_request_spec r[1] = {spec(0, pages * 16 - (out - 1), out)};
+				struct ema_workload w = {r, 1, 1};
+				const char *name = ema_policy_table[pol]->name;
+				int32_t limit;
+
+				tiny_config(&cfg, 1, (489 + 20) * 4.0 / 1024);
+				cfg.serving.watermark = 0.1;
+				CU_ASSERT_EQUAL_FATAL(run_engine(&e, &cfg, name, &w), EMA_OK);
+				limit = e.tenants[0].max_request_pages;
+				if (strcmp(name, "ideal") != 0)
+					CU_ASSERT_EQUAL(limit, 20); /* one GPU: nothing to borrow */
+				if (pages <= limit) {
+					CU_ASSERT(e.tenants[0].reqs[0].finish_ns > 0);
+					CU_ASSERT_EQUAL(e.tenants[0].stats.dropped, 0);
+				} else {
+					CU_ASSERT_EQUAL(e.tenants[0].reqs[0].state, EMA_REQ_DROPPED);
+					CU_ASSERT_EQUAL(e.tenants[0].stats.dropped, 1);
+				}
+				CU_ASSERT_EQUAL(e.tenants[0].n_done, 1);
+				CU_ASSERT_EQUAL(ema_ledger_free_pages(&e.ledger, 0) + e.weight_pages,
+						e.ledger.gpu[0].capacity);
+				ema_engine_destroy(&e);
+			}
+}
+
+/* A policy that promises more than it can give: the 5000-token request is
+ * not dropped, can never be admitted, and nothing pending can change
+ * that. The run stops with an internal error naming the tenant and the
+ * request instead of spinning. */
+static int32_t liar_max_request_pages(struct ema_engine *e, void *state, int tenant)
+{
+	return INT32_MAX;
+}
+
+static void test_no_progress_guard(void)
+{
+	static const struct ema_policy_ops liar = {
+		.name = "liar", .summary = "claims every request fits",
+		.max_request_pages = liar_max_request_pages,
+	};
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_request_spec r[2] = {spec(0, 10, 2), spec(10, 5000, 2)};
+	struct ema_workload w = {r, 2, 2};
+	struct ema_error err = {0};
+	struct mock *m;
+	int rc;
+
+	tiny_config(&cfg, 1, (489 + 20) * 4.0 / 1024);
+	m = mock_new(&cfg);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, &liar, &m->base, &w, &err), EMA_OK);
+	rc = ema_engine_run(&e, &err);
+	CU_ASSERT_EQUAL(rc, EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no progress possible"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "tenant t0, request 1 waiting"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "needs 313 pages"));
+	CU_ASSERT(e.tenants[0].reqs[0].finish_ns > 0);
+	e.platform = NULL;
+	mock_destroy(&m->base);
+	ema_engine_destroy(&e);
+}
+
+/* The timeline records a GPU only where its figures change, on the 0.5 s
+ * grid, plus the grid point before a change: two requests 100 s apart
+ * cost a handful of rows, not 200 per GPU. */
+static void test_timeline_changes_only(void)
+{
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_request_spec r[2] = {spec(0, 100, 4), spec(100000000000LL, 100, 4)};
+	struct ema_workload w = {r, 2, 2};
+
+	tiny_config(&cfg, 1, (489 + 20) * 4.0 / 1024);
+	CU_ASSERT_EQUAL_FATAL(run_engine(&e, &cfg, "static", &w), EMA_OK);
+	/* t = 0: empty (requests hold pages only between grid points);
+	 * nothing changes at any grid point after; the last row closes the
+	 * line at the first grid point after the end (100.5 s) */
+	CU_ASSERT(e.n_timeline >= 2);
+	CU_ASSERT(e.n_timeline <= 6);
+	CU_ASSERT_DOUBLE_EQUAL(e.timeline[0].time_s, 0.0, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(e.timeline[e.n_timeline - 1].time_s, 100.5, 1e-12);
+	for (int32_t i = 1; i < e.n_timeline; i++)
+		CU_ASSERT(e.timeline[i].time_s >= e.timeline[i - 1].time_s);
 	ema_engine_destroy(&e);
 }
 
@@ -223,7 +327,10 @@ int main(void)
 		{"host_swap swaps instead", test_swap_preemption},
 		{"FCFS order", test_fcfs},
 		{"random loads, every policy", test_random_all_policies},
-		{"oversized request rejected", test_oversized_request},
+		{"oversized request dropped at arrival", test_oversized_request},
+		{"watermark band: every request runs or is dropped", test_watermark_band},
+		{"no progress possible: an error, not a spin", test_no_progress_guard},
+		{"timeline: rows only where memory changes", test_timeline_changes_only},
 		{NULL, NULL},
 	};
 	return ema_test_run("engine", cases);

@@ -21,7 +21,7 @@
 
 /* Column numbers (0-based) in summary.csv, checked against the header by
  * test_summary_shape so that a reordered header fails there, not here. */
-enum { COL_POLICY = 0, COL_TENANT = 1, COL_COMPLETED = 4, COL_THROUGHPUT = 5 };
+enum { COL_POLICY = 0, COL_TENANT = 1, COL_COMPLETED = 4, COL_DROPPED = 5, COL_THROUGHPUT = 6 };
 
 /* Loads the embedded default scenario with overrides and runs it quietly.
  * Returns NULL (after a CUnit failure) when loading or running fails. */
@@ -213,7 +213,7 @@ static void test_summary_shape(void)
 {
 	static const char *const sets[] = {SHORT_T0, SHORT_T1};
 	static const char head[] =
-		"policy,tenant,gpu,requests,completed,throughput_tok_s,req_s,"
+		"policy,tenant,gpu,requests,completed,dropped,throughput_tok_s,req_s,"
 		"ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,tpot_p50_ms,tpot_p90_ms,tpot_p99_ms,"
 		"e2e_p50_ms,e2e_p99_ms,preemptions,kv_peak_gib";
 	struct ema_experiment *x = run_default(sets, 2);
@@ -399,6 +399,7 @@ static void test_one_request(void)
 		CU_ASSERT_STRING_EQUAL(field(row, COL_POLICY, buf, sizeof buf), "static");
 		CU_ASSERT_STRING_EQUAL(field(row, COL_TENANT, buf, sizeof buf), "solo");
 		CU_ASSERT_STRING_EQUAL(field(row, COL_COMPLETED, buf, sizeof buf), "1");
+		CU_ASSERT_STRING_EQUAL(field(row, COL_DROPPED, buf, sizeof buf), "0");
 		CU_ASSERT_DOUBLE_EQUAL(atof(field(row, COL_THROUGHPUT, buf, sizeof buf)),
 				       r->throughput_tok_s, r->throughput_tok_s * 1e-5);
 		free(s);

@@ -421,6 +421,105 @@ static void test_lender_max_slowdown(void)
 	free(x);
 }
 
+/* ---- admission at the edges of what fits ---------------------------- */
+
+/* One request of `prompt` tokens (one output token, so it holds exactly
+ * ceil(prompt / 16) pages of llama-3-8b on the default machine) on the
+ * default scenario, the lender with one small request: every policy
+ * finishes, within a horizon that a spinning engine would hit, with the
+ * request completed or dropped as its policy's limit says. */
+static void run_edge(int prompt, int32_t *limits)
+{
+	char p_set[160], h_set[] = "horizon_s=36000";
+	const char *sets[] = {
+		p_set, "tenants.0.workload.output={\"kind\":\"fixed\",\"mean\":1}",
+		"tenants.0.workload.max_requests=1", "tenants.1.workload.max_requests=1", h_set,
+		"policies=static,ideal,host_swap,remote_direct,ema",
+	};
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = {0};
+
+	snprintf(p_set, sizeof p_set,
+		 "tenants.0.workload.prompt={\"kind\":\"fixed\",\"mean\":%d,\"max\":1000000}", prompt);
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 6, &err), EMA_OK);
+	x->quiet = true;
+	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
+	for (int i = 0; i < x->n_runs; i++) {
+		const struct ema_engine *e = &x->runs[i].engine;
+		const struct ema_tenant_result *r = &x->runs[i].results[0];
+		int32_t need = (prompt + 15) / 16;
+
+		if (limits != NULL)
+			limits[i] = e->tenants[0].max_request_pages;
+		CU_ASSERT(e->end_ns < 36000000000000LL);
+		CU_ASSERT_EQUAL(e->done_requests, e->total_requests);
+		if (need > e->tenants[0].max_request_pages) {
+			CU_ASSERT_EQUAL(r->dropped, 1);
+			CU_ASSERT_EQUAL(r->completed, 0);
+		} else {
+			CU_ASSERT_EQUAL(r->dropped, 0);
+			CU_ASSERT_EQUAL(r->completed, 1);
+		}
+	}
+	ema_experiment_free(x);
+	free(x);
+}
+
+/* Local capacity 4629 pages, watermark 47: prompts needing 4581 .. 4630
+ * pages under every policy (the band that hung static, host_swap and ema
+ * alone), and the same band below ema's own limit, 4629 + 1350 = 5979
+ * pages (its staging reserve and the watermark on borrowed memory). */
+static void test_admission_edges(void)
+{
+	int32_t limits[EMA_MAX_POLICIES] = {0};
+
+	run_edge(16, limits);
+	CU_ASSERT_EQUAL(limits[0], 4629);  /* static */
+	CU_ASSERT_EQUAL(limits[2], 4629);  /* host_swap */
+	CU_ASSERT_EQUAL(limits[4], 4629 + 1350);  /* ema: its borrowing cap */
+	CU_ASSERT(limits[3] > limits[4]);  /* remote_direct: no cap */
+	for (int pages = 4629 - 48; pages <= 4629 + 1; pages++)
+		run_edge(pages * 16, NULL);
+	for (int pages = limits[4] - 48; pages <= limits[4] + 1; pages++)
+		run_edge(pages * 16 - 7, NULL);
+}
+
+/* The Mooncake trace at 24 GiB: prompts from a few tokens to beyond the
+ * GPU's KV capacity replay to completion under every policy; what cannot
+ * fit is dropped and counted, the rest completes. */
+static void test_trace_beyond_capacity(void)
+{
+	const char *dir = ema_test_shared_traces();
+	char t_set[4300];
+	const char *sets[] = {t_set, "tenants.1.workload.duration_s=30"};
+	struct ema_experiment *x;
+	struct ema_error err = {0};
+
+	if (dir == NULL) {
+		fprintf(stderr, "  skipped: ../shared/traces not found\n");
+		return;
+	}
+	snprintf(t_set, sizeof t_set,
+		 "tenants.0.workload={\"source\":\"trace\",\"trace\":\"%s/mooncake_synthetic_trace.jsonl\","
+		 "\"duration_s\":0}", dir);
+	x = calloc(1, sizeof *x);
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 2, &err), EMA_OK);
+	x->quiet = true;
+	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
+	for (int i = 0; i < x->n_runs; i++) {
+		const struct ema_tenant_result *r = &x->runs[i].results[0];
+
+		CU_ASSERT_EQUAL(r->completed + r->dropped, r->requests);
+		CU_ASSERT(r->requests > 3000);
+		if (strcmp(r->policy, "static") == 0)
+			CU_ASSERT(r->dropped > 0);
+		if (strcmp(r->policy, "ideal") == 0)
+			CU_ASSERT(r->dropped < x->runs[0].results[0].dropped);
+	}
+	ema_experiment_free(x);
+	free(x);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -431,6 +530,8 @@ int main(void)
 		{"adversarial: lender spike vs a borrower at its cap", test_adversarial_lender},
 		{"borrow_rule=throughput borrows only where it pays", test_borrow_rule_throughput},
 		{"lender_max_slowdown caps what a lender has out", test_lender_max_slowdown},
+		{"admission at the edges of what fits, every policy", test_admission_edges},
+		{"a trace beyond the GPU's capacity replays to the end", test_trace_beyond_capacity},
 		{NULL, NULL},
 	};
 	int rc;
