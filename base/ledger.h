@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "ema_limits.h"
 #include "ema_error.h"
 
 enum ema_page_state {

@@ -1,7 +1,9 @@
 # base/local.mk: the policy core: error record, page ledger, platform
 # interface, embedded data lookup.
-libema_a_SOURCES += base/ema_error.c base/ema_error.h base/ledger.c base/ledger.h \
-	base/platform.h base/embedded.c base/embedded.h
+libema_base_a_CPPFLAGS = $(BASE_CPPFLAGS)
+libema_base_a_SOURCES = base/ema_error.c base/ema_error.h base/ledger.c base/ledger.h \
+	base/platform.h base/embedded.c base/embedded.h base/ema_limits.h base/hardware.c \
+	base/hardware.h base/knobs.h base/eventq.c base/eventq.h
 
 if HAVE_CUNIT
 check_PROGRAMS += tests/test_ledger
@@ -9,4 +11,10 @@ TESTS += tests/test_ledger
 tests_test_ledger_SOURCES = tests/test_ledger.c tests/test_main.h
 tests_test_ledger_CFLAGS = $(TEST_CFLAGS)
 tests_test_ledger_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/test_eventq
+TESTS += tests/test_eventq
+tests_test_eventq_SOURCES = tests/test_eventq.c
+tests_test_eventq_CFLAGS = $(TEST_CFLAGS)
+tests_test_eventq_LDADD = $(TEST_LIBS)
 endif

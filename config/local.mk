@@ -1,6 +1,7 @@
 # config/local.mk: sources and tests of config/, and the generated C files
 # that carry profiles/ and scenarios/default.json inside the program.
-libema_a_SOURCES += config/config.c config/config.h config/config_internal.h \
+libema_config_a_CPPFLAGS = $(CONFIG_CPPFLAGS)
+libema_config_a_SOURCES = config/config.c config/config.h config/config_internal.h \
 	config/config_keys.c config/json_pos.c config/profile.c
 
 EMA_CONFIG_HW_JSON = profiles/hardware/h200x2.json profiles/hardware/h200x2_hw.json \
@@ -13,7 +14,7 @@ EMA_CONFIG_MODEL_JSON = profiles/models/llama-2-7b.json profiles/models/llama-2-
 	profiles/models/opt-30b.json
 EMA_CONFIG_GEN = config/hw_data.c config/model_data.c config/scenario_data.c
 
-nodist_libema_a_SOURCES += $(EMA_CONFIG_GEN)
+nodist_libema_config_a_SOURCES = $(EMA_CONFIG_GEN)
 BUILT_SOURCES += $(EMA_CONFIG_GEN)
 CLEANFILES += $(EMA_CONFIG_GEN)
 EXTRA_DIST += $(EMA_CONFIG_HW_JSON) $(EMA_CONFIG_MODEL_JSON) \

@@ -1,17 +1,18 @@
 # hw/local.mk: sources and tests of hw/, the hardware backend on real GPUs.
 # With CUDA (HAVE_CUDA) the C sources include the toolkit's headers and the
-# device code is compiled by nvcc into one object added to libema.a; the
+# device code is compiled by nvcc into one object added to libema_hw.a; the
 # runtime is linked statically (CUDA_LIBS) and the driver and cuBLAS are
 # reached at run time, so ema starts on machines without either. Without
 # CUDA, hw_none.c provides the same entry points, each saying why.
 EXTRA_DIST += hw/hw_kernels.cu
-libema_a_SOURCES += hw/hw.h hw/hw_pattern.h
+libema_hw_a_CPPFLAGS = $(HW_CPPFLAGS) $(CUDA_CFLAGS)
+libema_hw_a_SOURCES = hw/hw.h hw/hw_pattern.h
 
 if HAVE_CUDA
 AM_CPPFLAGS += $(CUDA_CFLAGS)
-libema_a_SOURCES += hw/hw_platform.c hw/hw_util.c hw/calibrate.c hw/bench.c \
+libema_hw_a_SOURCES += hw/hw_platform.c hw/hw_util.c hw/calibrate.c hw/bench.c \
 	hw/hw_cuda.h hw/hw_kernels.h
-libema_a_LIBADD += hw/hw_kernels.$(OBJEXT)
+libema_hw_a_LIBADD += hw/hw_kernels.$(OBJEXT)
 CLEANFILES += hw/hw_kernels.$(OBJEXT)
 # sm_90 machine code plus compute_90 PTX, so newer GPUs can JIT it.
 EMA_NVCCFLAGS = -std=c++17 -O3 \
@@ -23,7 +24,7 @@ hw/hw_kernels.$(OBJEXT): $(srcdir)/hw/hw_kernels.cu $(srcdir)/hw/hw_kernels.h \
 	$(NVCC) -ccbin $(CC) $(EMA_NVCCFLAGS) $(NVCCFLAGS) -I$(srcdir)/hw \
 		-c $(srcdir)/hw/hw_kernels.cu -o $@
 else
-libema_a_SOURCES += hw/hw_none.c
+libema_hw_a_SOURCES += hw/hw_none.c
 endif
 
 if HAVE_CUNIT

@@ -3,8 +3,9 @@
 # renders them without an installed copy.
 PLOTS_GP = plots/throughput.gp plots/latency_cdf.gp plots/memory.gp plots/sweep.gp
 
-libema_a_SOURCES += plots/plots.c plots/plots.h
-nodist_libema_a_SOURCES += plots/plots_gp.c
+libema_plots_a_CPPFLAGS = $(PLOTS_CPPFLAGS)
+libema_plots_a_SOURCES = plots/plots.c plots/plots.h
+nodist_libema_plots_a_SOURCES = plots/plots_gp.c
 BUILT_SOURCES += plots/plots_gp.c
 CLEANFILES += plots/plots_gp.c
 EXTRA_DIST += $(PLOTS_GP) \
@@ -26,7 +27,5 @@ check_PROGRAMS += tests/test_plots
 TESTS += tests/test_plots
 tests_test_plots_SOURCES = tests/test_plots.c
 tests_test_plots_CFLAGS = $(TEST_CFLAGS)
-# plots/ is not on the shared include path (AM_CPPFLAGS) yet.
-tests_test_plots_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plots
 tests_test_plots_LDADD = $(TEST_LIBS)
 endif

@@ -98,5 +98,7 @@ struct ema_policy_ops {
 /* The registry: every policy, in `ema list policies` order. */
 extern const struct ema_policy_ops *const ema_policy_table[];
 const struct ema_policy_ops *ema_policy_find(const char *name);
+/* Their names, NULL-terminated (for the configuration's checks). */
+const char *const *ema_policy_names(void);
 
 #endif

@@ -19,6 +19,16 @@ const struct ema_policy_ops *const ema_policy_table[] = {
 	NULL,
 };
 
+const char *const *ema_policy_names(void)
+{
+	static const char *names[sizeof ema_policy_table / sizeof ema_policy_table[0]];
+
+	if (names[0] == NULL)
+		for (int i = 0; ema_policy_table[i] != NULL; i++)
+			names[i] = ema_policy_table[i]->name;
+	return names;
+}
+
 const struct ema_policy_ops *ema_policy_find(const char *name)
 {
 	for (int i = 0; ema_policy_table[i] != NULL; i++)

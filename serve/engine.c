@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "costmodel.h"
+#include "work.h"
 #include "policy.h"
 
 enum { ALLOC_OK = 0, ALLOC_NOSPACE = 1, ALLOC_WAIT = 2 };
@@ -708,7 +708,7 @@ static void launch(struct ema_engine *e, struct ema_tenant *t)
 		struct ema_request *r = &t->reqs[t->iter_batch[i]];
 		uint64_t kv = 0;
 
-		ema_cost_add_request(&it, m, r->computed, t->iter_chunk[i], &kv);
+		ema_work_add_request(&it, m, r->computed, t->iter_chunk[i], &kv);
 		if (r->n_remote == 0) {
 			it.kv_local_bytes += kv;
 			if (e->page_lists)

@@ -1,15 +1,10 @@
 # sim/local.mk: sources and tests of sim/ (event queue, fluid link model,
 # simulated platform).
-libema_a_SOURCES += sim/eventq.c sim/eventq.h sim/sim.h \
-	sim/flownet.c sim/flownet.h sim/sim_platform.c
+libema_sim_a_CPPFLAGS = $(SIM_CPPFLAGS) -I$(top_srcdir)/traces -I$(top_srcdir)/config
+libema_sim_a_SOURCES = sim/sim.h sim/flownet.c sim/flownet.h sim/sim_platform.c \
+	sim/timing.c sim/timing.h
 
 if HAVE_CUNIT
-check_PROGRAMS += tests/test_eventq
-TESTS += tests/test_eventq
-tests_test_eventq_SOURCES = tests/test_eventq.c
-tests_test_eventq_CFLAGS = $(TEST_CFLAGS)
-tests_test_eventq_LDADD = $(TEST_LIBS)
-
 check_PROGRAMS += tests/test_flownet
 TESTS += tests/test_flownet
 tests_test_flownet_SOURCES = tests/test_flownet.c

@@ -11,10 +11,6 @@
 #include "flownet.h"
 #include "platform.h"
 
-/* Keeps `pending` events in a queue and does `ops` pop+push pairs (each
- * pushed event lands a pseudo-random, fixed-seed delay after the popped
- * one); *ops_per_s receives pairs per second of wall time. */
-int ema_eventq_bench(size_t pending, uint64_t ops, double *ops_per_s);
 
 /* Message of the last failed op of a platform made by
  * ema_sim_platform_create, or "" when none failed. */

@@ -39,7 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "costmodel.h"
+#include "timing.h"
 #include "eventq.h"
 #include "flownet.h"
 #include "platform.h"
@@ -496,7 +496,7 @@ static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it
 	struct sim *p = to_sim(pl);
 	const struct ema_hw_profile *hw = p->hw;
 	struct iter_slot *s;
-	struct ema_cost c;
+	struct ema_timing c;
 	double out, in, in_others, f_mem, f_comp, total, busy;
 	int depth_eff;
 	uint64_t remote = 0;
@@ -527,7 +527,7 @@ static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it
 							g, it->gpu));
 		remote += it->remote[i].bytes;
 	}
-	ema_cost_iteration(hw, &p->base.cfg->model, it, &c);
+	ema_timing_iteration(hw, &p->base.cfg->model, it, &c);
 	out = ema_flownet_hbm_out_gbps(p->net, it->gpu);
 	in = ema_flownet_hbm_in_gbps(p->net, it->gpu);
 	in_others = in;

@@ -1,5 +1,6 @@
 # src/local.mk: the command line: experiments, outputs, subcommands.
-libema_a_SOURCES += src/experiment.c src/experiment.h src/bench.c src/bench.h \
+libema_src_a_CPPFLAGS = $(SRC_CPPFLAGS)
+libema_src_a_SOURCES = src/experiment.c src/experiment.h src/bench.c src/bench.h \
 	src/validate.c src/validate.h src/sweep.c src/sweep.h
 
 

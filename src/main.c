@@ -259,6 +259,7 @@ int main(int argc, char **argv)
 	int rc;
 
 	gsl_set_error_handler_off();
+	ema_config_set_policy_names(ema_policy_names());
 	/* CUDA loads kernels at their first use by default: on the H200s the
 	 * lender's largest prefill waited for new cuBLAS kernels, its TTFT
 	 * 107-170 ms against 58-64 with eager loading (simulated: 56). Eager

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "costmodel.h"
+#include "timing.h"
+#include "work.h"
 #include "engine.h"
 #include "eventq.h"
 
@@ -48,9 +49,9 @@ static int mock_iteration(struct ema_platform *p, const struct ema_iteration *it
 			  ema_iteration_fn fn, void *arg)
 {
 	struct mock *m = (struct mock *)p;
-	struct ema_cost c;
+	struct ema_timing c;
 
-	ema_cost_iteration(&p->cfg->hw, &p->cfg->model, it, &c);
+	ema_timing_iteration(&p->cfg->hw, &p->cfg->model, it, &c);
 	m->res[it->gpu].start_ns = m->now;
 	m->res[it->gpu].end_ns = m->now + llround(c.total_ns);
 	m->res[it->gpu].stall_ns = 0;

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "costmodel.h"
+#include "timing.h"
+#include "work.h"
 #include "engine.h"
 #include "eventq.h"
 #include "policy.h"

@@ -8,7 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "costmodel.h"
+#include "timing.h"
+#include "work.h"
 #include "ema_error.h"
 #include "platform.h"
 #include "sim.h"
@@ -143,14 +144,14 @@ static void test_iteration_alone(void)
 	struct ema_config cfg;
 	struct ema_platform *p;
 	struct ema_iteration it;
-	struct ema_cost c;
+	struct ema_timing c;
 	struct ema_error err = { 0 };
 
 	h200x2_cfg(&cfg);
 	p = make(&cfg);
 	CU_ASSERT_STRING_EQUAL(p->ops->name, "sim");
 	decode_iter(&it, 1);
-	ema_cost_iteration(&cfg.hw, &cfg.model, &it, &c);
+	ema_timing_iteration(&cfg.hw, &cfg.model, &it, &c);
 	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)7), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
@@ -395,7 +396,7 @@ static void test_interference(void)
 	struct ema_platform *p;
 	struct ema_iteration a, b;
 	struct ema_transfer t = { 0 };
-	struct ema_cost ca, cb;
+	struct ema_timing ca, cb;
 	struct ema_error err = { 0 };
 	double f_lender = 1 + 1.122 * 395 / 4430.0;
 	double f_borrower = 1 + 1.94 * 395 / 4430.0;
@@ -411,8 +412,8 @@ static void test_interference(void)
 	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, xfer_done, (void *)5), EMA_OK);
 	decode_iter(&a, 0);
 	decode_iter(&b, 1);
-	ema_cost_iteration(&cfg.hw, &cfg.model, &a, &ca);
-	ema_cost_iteration(&cfg.hw, &cfg.model, &b, &cb);
+	ema_timing_iteration(&cfg.hw, &cfg.model, &a, &ca);
+	ema_timing_iteration(&cfg.hw, &cfg.model, &b, &cb);
 	CU_ASSERT(ca.memory_ns > ca.compute_ns);
 	CU_ASSERT_EQUAL(p->ops->timer(p, 100000, start_iter_timer, &a), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->timer(p, 100000, start_iter_timer, &b), EMA_OK);
@@ -439,7 +440,7 @@ static void test_interference_compute(void)
 	struct ema_platform *p;
 	struct ema_iteration a;
 	struct ema_transfer t = { 0 };
-	struct ema_cost c;
+	struct ema_timing c;
 	struct ema_error err = { 0 };
 
 	h200x2_cfg(&cfg);
@@ -453,7 +454,7 @@ static void test_interference_compute(void)
 	decode_iter(&a, 0);
 	a.flops = 8192 * 2 * 8.03e9;
 	a.prefill_tokens = 8192;
-	ema_cost_iteration(&cfg.hw, &cfg.model, &a, &c);
+	ema_timing_iteration(&cfg.hw, &cfg.model, &a, &c);
 	CU_ASSERT(c.compute_ns > c.memory_ns * (1 + 1.94 * 395 / 4430.0));
 	CU_ASSERT_EQUAL(p->ops->timer(p, 100000, start_iter_timer, &a), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);

@@ -9,6 +9,7 @@
 #include <gsl/gsl_errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,7 @@
 # traces/local.mk: sources and tests of traces/ (trace readers, request
 # generators, stream seeds) and the small fixtures its tests read.
-libema_a_SOURCES += traces/workload.h traces/workload_priv.h \
+libema_traces_a_CPPFLAGS = $(TRACES_CPPFLAGS) $(GSL_CFLAGS)
+libema_traces_a_SOURCES = traces/workload.h traces/workload_priv.h \
 	traces/trace_read.c traces/generate.c traces/seed.c
 
 EXTRA_DIST += tests/data/traces/azure_2023.csv \

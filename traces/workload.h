@@ -8,8 +8,46 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "ema_limits.h"
 #include "ema_error.h"
+
+enum ema_workload_source {
+	EMA_WL_SYNTHETIC = 0, /* arrivals and lengths from generators */
+	EMA_WL_TRACE,         /* arrivals and lengths from a trace file */
+	EMA_WL_LENGTHS        /* lengths from a file, arrivals generated */
+};
+
+enum ema_arrival_kind { EMA_ARR_POISSON = 0, EMA_ARR_GAMMA };
+enum ema_length_kind {
+	EMA_LEN_FIXED = 0, EMA_LEN_UNIFORM, EMA_LEN_LOGNORMAL, EMA_LEN_EMPIRICAL
+};
+enum ema_trace_format {
+	EMA_TRACE_AUTO = 0, EMA_TRACE_AZURE, EMA_TRACE_VIDUR, EMA_TRACE_BURSTGPT,
+	EMA_TRACE_MOONCAKE, EMA_TRACE_LENGTHS
+};
+
+struct ema_length_cfg {
+	enum ema_length_kind kind;
+	double mean;                  /* tokens (fixed: the value) */
+	double cv;                    /* lognormal */
+	int min, max;                 /* uniform bounds; clamp for the others */
+};
+
+/* Where one tenant's requests come from. */
+struct ema_workload_cfg {
+	enum ema_workload_source source;
+	char trace[EMA_PATH_MAX];     /* trace or lengths file */
+	enum ema_trace_format format;
+	double start_s;               /* window into the trace */
+	double duration_s;            /* 0 = to the end (trace) / required (synthetic) */
+	double rate_scale;            /* trace: arrivals sped up by this factor */
+	enum ema_arrival_kind arrival;
+	double rate_rps;              /* synthetic/lengths arrivals */
+	double cv;                    /* gamma arrivals: coefficient of variation */
+	struct ema_length_cfg prompt, output;
+	int max_requests;             /* 0 = no cap */
+	uint64_t seed;                /* stream seed; 0 = derived from run seed and tenant */
+};
 
 struct ema_request_spec {
 	int64_t arrival_ns;         /* from the start of the run */

@@ -9,7 +9,6 @@
 #include <time.h>
 
 #include "ema_error.h"
-#include "sim.h"
 
 #define EVENTQ_MIN_CAP 64
 

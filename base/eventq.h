@@ -1,4 +1,5 @@
-/* eventq.h: the simulator's pending events, a binary min-heap ordered by
+/* eventq.h: pending events of a platform (the simulator's clock, the
+ * hardware backend's timers), a binary min-heap ordered by
  * (time in ns, insertion sequence) so that ties fire in the order they
  * were scheduled and every run is deterministic. */
 #ifndef EMA_EVENTQ_H
@@ -32,5 +33,10 @@ int ema_eventq_pop(struct ema_eventq *q, struct ema_event *ev);
 static inline size_t ema_eventq_size(const struct ema_eventq *q) { return q->n; }
 /* Earliest time, or INT64_MAX when empty. */
 int64_t ema_eventq_peek_time(const struct ema_eventq *q);
+
+/* Keeps `pending` events in a queue and does `ops` pop+push pairs (each
+ * pushed event lands a pseudo-random, fixed-seed delay after the popped
+ * one); *ops_per_s receives pairs per second of wall time. */
+int ema_eventq_bench(size_t pending, uint64_t ops, double *ops_per_s);
 
 #endif

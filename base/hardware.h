@@ -1,0 +1,82 @@
+/* hardware.h: plain descriptions of a server (GPUs, memory, links,
+ * measured costs) and of a model (shapes), with the sizes that follow from
+ * them. config/ reads them from JSON; every other layer only reads these
+ * structs, so they live at the bottom. */
+#ifndef EMA_HARDWARE_H
+#define EMA_HARDWARE_H
+
+#include <stdint.h>
+
+#include "ema_limits.h"
+
+/* One point of a measured size-dependent bandwidth curve. */
+struct ema_curve_point {
+	double bytes;
+	double gbps; /* GB/s = 1e9 bytes/s */
+};
+
+/* A server: GPUs, their memory and compute, and how they are joined.
+ * Loaded from profiles/hardware/NAME.json (embedded in the program) or from
+ * a file that `ema calibrate` wrote. Units are in the field names. */
+struct ema_hw_profile {
+	char name[EMA_NAME_MAX];
+	char source[EMA_NAME_MAX];    /* "measured", "datasheet", "calibrated" */
+	char date[EMA_NAME_MAX];      /* when measured, YYYY-MM-DD, or "" */
+	char description[256];
+	char gpu_name[EMA_NAME_MAX];
+	int n_gpus;
+	double gpu_mem_gib;           /* usable memory per GPU */
+	double hbm_read_gbps;         /* peak read bandwidth of one GPU */
+	double hbm_efficiency;        /* share reached by decode-like reads */
+	double peak_tflops;           /* dense bf16 */
+	double flops_efficiency;      /* share reached by large prefill GEMMs */
+	double iter_overhead_us;      /* fixed cost per iteration (launches, sampling) */
+	char topology[EMA_NAME_MAX];  /* "direct" (pairwise links) or "switch" */
+	double link_gbps;             /* one direction: per pair (direct) or per GPU port (switch) */
+	double host_link_gbps;        /* PCIe, one direction, per GPU */
+	int copy_engines;             /* concurrent transfers a GPU can drive */
+	double copy_fixed_us;         /* fixed cost of one copy call on the device */
+	double copy_call_us;          /* host cost of issuing one copy call */
+	double batch_page_us;         /* host cost per page in a batched copy */
+	double gather_gbps;           /* SM gather kernel, scattered pages */
+	int n_copy_curve;             /* cudaMemcpyPeerAsync GB/s by size */
+	struct ema_curve_point copy_curve[EMA_CURVE_MAX];
+	double remote_read_gbps;      /* kernel reading peer memory in place */
+	/* Slowdown of memory-bound work on a GPU = factor x (transfer bytes/s
+	 * through its HBM) / hbm_read_gbps. Lender: a peer pulls from it;
+	 * borrower: it pulls into itself. Compute-bound work loses
+	 * interference_compute at a full-rate transfer. */
+	double interference_lender;
+	double interference_borrower;
+	double interference_compute;
+	/* Share of its rate a pull into a GPU keeps while that GPU runs
+	 * memory-bound work (prefetch always overlaps an iteration); 1 when
+	 * not measured. */
+	double pull_share_under_load;
+	double map_us_per_page;       /* cuMemMap + cuMemSetAccess, 2 MiB page */
+	double unmap_us_per_page;
+	double malloc_2mib_us;
+};
+
+/* A model: shapes from which weights, KV bytes and FLOPs follow. */
+struct ema_model {
+	char name[EMA_NAME_MAX];
+	int layers;
+	int heads;
+	int kv_heads;
+	int head_dim;
+	int hidden;
+	int ffn;
+	double params_b;              /* billions of parameters */
+	int bytes_per_param;          /* 2 for fp16/bf16 */
+	int tensor_parallel;          /* GPUs one instance spans (1 here) */
+};
+
+/* Derived sizes, per GPU of an instance. */
+uint64_t ema_model_weight_bytes(const struct ema_model *m);
+uint64_t ema_model_kv_bytes_per_token(const struct ema_model *m);
+
+/* Cost of reading a curve: GB/s at a given size, log-linear between points. */
+double ema_curve_gbps(const struct ema_curve_point *c, int n, double bytes);
+
+#endif
