@@ -3,6 +3,9 @@
 #include "hardware.h"
 
 #include <math.h>
+#include <stddef.h>
+
+const char *const ema_topology_names[] = { "direct", "switch", NULL };
 
 uint64_t ema_model_weight_bytes(const struct ema_model *m)
 {

@@ -9,6 +9,13 @@
 
 #include "ema_limits.h"
 
+/* How the GPUs are joined; names in ema_topology_names (same order). */
+enum ema_topology {
+	EMA_TOPO_DIRECT = 0,  /* "direct": a link between every pair */
+	EMA_TOPO_SWITCH       /* "switch": one port per GPU into a switch */
+};
+extern const char *const ema_topology_names[]; /* NULL-terminated */
+
 /* One point of a measured size-dependent bandwidth curve. */
 struct ema_curve_point {
 	double bytes;
@@ -31,7 +38,7 @@ struct ema_hw_profile {
 	double peak_tflops;           /* dense bf16 */
 	double flops_efficiency;      /* share reached by large prefill GEMMs */
 	double iter_overhead_us;      /* fixed cost per iteration (launches, sampling) */
-	char topology[EMA_NAME_MAX];  /* "direct" (pairwise links) or "switch" */
+	enum ema_topology topology;   /* pairwise links or a switch */
 	double link_gbps;             /* one direction: per pair (direct) or per GPU port (switch) */
 	double host_link_gbps;        /* PCIe, one direction, per GPU */
 	int copy_engines;             /* concurrent transfers a GPU can drive */

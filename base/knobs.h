@@ -9,6 +9,33 @@
 
 #include "ema_limits.h"
 
+/* Each choice below has its names, in enum order, NULL-terminated, in the
+ * list beside it: the configuration parses and writes them from there. */
+
+/* How a prefetch or a move copies pages (the platforms implement each). */
+enum ema_copy_method {
+	EMA_COPY_GATHER = 0,   /* "gather": SM kernel pulling scattered pages */
+	EMA_COPY_BATCH,        /* "batch": cudaMemcpyBatchAsync-like, one call, many pages */
+	EMA_COPY_PER_PAGE      /* "per_page": one cudaMemcpyPeerAsync per page */
+};
+extern const char *const ema_copy_method_names[];
+
+/* What a lender's reclaim does with a borrower's request (lending.c). */
+enum ema_reclaim_mode {
+	EMA_RECLAIM_AUTO = 0,  /* "auto": move home if the borrower has room, else recompute */
+	EMA_RECLAIM_MOVE,      /* "move": only move home */
+	EMA_RECLAIM_HOST,      /* "host": demote to host memory, else recompute */
+	EMA_RECLAIM_DROP       /* "drop": recompute */
+};
+extern const char *const ema_reclaim_mode_names[];
+
+/* When ema borrows (policies/ema.c). */
+enum ema_borrow_rule {
+	EMA_BORROW_ALWAYS = 0, /* "always" */
+	EMA_BORROW_THROUGHPUT  /* "throughput": only where the cost model says it pays */
+};
+extern const char *const ema_borrow_rule_names[];
+
 /* vLLM-like continuous batching knobs (serve/). */
 struct ema_serving_cfg {
 	int block_tokens;
@@ -28,10 +55,10 @@ struct ema_policy_cfg {
 	double max_remote_share;      /* cap of a borrower's KV held remotely */
 	int prefetch_depth;           /* layer groups fetched ahead */
 	double headroom;              /* share of a lender's KV pages kept free by reclaiming ahead */
-	char reclaim_mode[EMA_NAME_MAX]; /* "auto", "move", "host", "drop" */
+	enum ema_reclaim_mode reclaim_mode;
 	double host_gib;              /* host memory for swap/demotion per GPU */
-	char copy_method[EMA_NAME_MAX];  /* "gather", "batch", "per_page" */
-	char borrow_rule[EMA_NAME_MAX];  /* ema: "always", or "throughput" (only where it pays) */
+	enum ema_copy_method copy_method;
+	enum ema_borrow_rule borrow_rule;
 	double lender_max_slowdown;   /* ema: cap on a lender's HBM slowdown from pulls (0 = none) */
 };
 

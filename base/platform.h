@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "ema_error.h"
+#include "knobs.h"
 
 #define EMA_HOST (-1) /* "gpu" index of host memory in transfers */
 
@@ -27,11 +28,6 @@ enum ema_transfer_purpose {
 	EMA_XFER_PURPOSES
 };
 
-enum ema_copy_method {
-	EMA_COPY_GATHER = 0,   /* SM kernel pulling scattered pages */
-	EMA_COPY_BATCH,        /* cudaMemcpyBatchAsync-like: one call, many pages */
-	EMA_COPY_PER_PAGE      /* one cudaMemcpyPeerAsync per page */
-};
 
 /* A set of pages moved from one place to another in one operation.
  * Page numbers index the GPU's pool (page * page_bytes is the offset) or,

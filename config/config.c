@@ -48,9 +48,6 @@ static const char *const arrival_names[] = { "poisson", "gamma", NULL };
 static const char *const length_names[] = {
 	"fixed", "uniform", "lognormal", "empirical", NULL
 };
-static const char *const reclaim_names[] = { "auto", "move", "host", "drop", NULL };
-static const char *const copy_names[] = { "gather", "batch", "per_page", NULL };
-static const char *const borrow_rule_names[] = { "always", "throughput", NULL };
 
 static const struct ema_config_key length_keys[] = {
 	{ "kind", EMA_CFG_ENUM, LN(kind), 0, 0, 0, 0, 0, length_names, NULL, NULL },
@@ -102,11 +99,11 @@ static const struct ema_config_key policy_keys[] = {
 	{ "max_remote_share", EMA_CFG_DBL, PO(max_remote_share), 0, 0, 0, 1, 0, NULL, NULL, NULL },
 	{ "prefetch_depth", EMA_CFG_INT, PO(prefetch_depth), 0, 0, 0, 1024, 0, NULL, NULL, NULL },
 	{ "headroom", EMA_CFG_DBL, PO(headroom), 0, 0, 0, 1, 0, NULL, NULL, NULL },
-	{ "reclaim_mode", EMA_CFG_CHOICE, PO(reclaim_mode), SZ(ema_policy_cfg, reclaim_mode), 0, 0, 0, 0, reclaim_names, NULL, NULL },
+	{ "reclaim_mode", EMA_CFG_ENUM, PO(reclaim_mode), 0, 0, 0, 0, 0, ema_reclaim_mode_names, NULL, NULL },
 	{ "host_gib", EMA_CFG_DBL, PO(host_gib), 0, 0, 0, 4096, 0, NULL, NULL, NULL },
-	{ "copy_method", EMA_CFG_CHOICE, PO(copy_method), SZ(ema_policy_cfg, copy_method), 0, 0, 0, 0, copy_names, NULL, NULL },
+	{ "copy_method", EMA_CFG_ENUM, PO(copy_method), 0, 0, 0, 0, 0, ema_copy_method_names, NULL, NULL },
 	{ "lender_max_slowdown", EMA_CFG_DBL, PO(lender_max_slowdown), 0, 0, 0, 1, 0, NULL, NULL, NULL },
-	{ "borrow_rule", EMA_CFG_CHOICE, PO(borrow_rule), SZ(ema_policy_cfg, borrow_rule), 0, 0, 0, 0, borrow_rule_names, NULL, NULL },
+	{ "borrow_rule", EMA_CFG_ENUM, PO(borrow_rule), 0, 0, 0, 0, 0, ema_borrow_rule_names, NULL, NULL },
 	END
 };
 
@@ -163,8 +160,8 @@ static int config_defaults(struct ema_config *c, struct ema_error *err)
 	c->policy = (struct ema_policy_cfg){
 		.ideal_factor = 2, .lender_floor = 0.25, .lender_reserve = 0.05,
 		.max_remote_share = 0, .prefetch_depth = 1, .headroom = 0.05,
-		.reclaim_mode = "auto", .host_gib = 64, .copy_method = "gather",
-		.borrow_rule = "always", .lender_max_slowdown = 0,
+		.reclaim_mode = EMA_RECLAIM_AUTO, .host_gib = 64, .copy_method = EMA_COPY_GATHER,
+		.borrow_rule = EMA_BORROW_ALWAYS, .lender_max_slowdown = 0,
 	};
 	rc = ema_hw_profile_load(&c->hw, c->hardware, err);
 	if (rc == 0)

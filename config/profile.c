@@ -14,7 +14,6 @@
 #define REQ EMA_CFG_REQUIRED
 #define POS (EMA_CFG_REQUIRED | EMA_CFG_MIN_OPEN)
 
-static const char *const topology_names[] = { "direct", "switch", NULL };
 
 const struct ema_config_key ema_config_hw_keys[] = {
 	{ "name", EMA_CFG_STR, HW(name), SZ(ema_hw_profile, name), 0, 0, 0, REQ | EMA_CFG_NONEMPTY, NULL, NULL, NULL },
@@ -29,7 +28,7 @@ const struct ema_config_key ema_config_hw_keys[] = {
 	{ "peak_tflops", EMA_CFG_DBL, HW(peak_tflops), 0, 0, 0, 1e6, POS, NULL, NULL, NULL },
 	{ "flops_efficiency", EMA_CFG_DBL, HW(flops_efficiency), 0, 0, 0, 1, POS, NULL, NULL, NULL },
 	{ "iter_overhead_us", EMA_CFG_DBL, HW(iter_overhead_us), 0, 0, 0, 1e6, REQ, NULL, NULL, NULL },
-	{ "topology", EMA_CFG_CHOICE, HW(topology), SZ(ema_hw_profile, topology), 0, 0, 0, REQ, topology_names, NULL, NULL },
+	{ "topology", EMA_CFG_ENUM, HW(topology), 0, 0, 0, 0, REQ, ema_topology_names, NULL, NULL },
 	{ "link_gbps", EMA_CFG_DBL, HW(link_gbps), 0, 0, 0, 1e6, POS, NULL, NULL, NULL },
 	{ "host_link_gbps", EMA_CFG_DBL, HW(host_link_gbps), 0, 0, 0, 1e6, POS, NULL, NULL, NULL },
 	{ "copy_engines", EMA_CFG_INT, HW(copy_engines), 0, 0, 1, 64, REQ, NULL, NULL, NULL },

@@ -1007,7 +1007,7 @@ static void cal_profile(const struct cal *c, const struct cal_result *r, const c
 		hw->flops_efficiency = 1.0;
 	hw->iter_overhead_us = r->decode_fixed_us > 0 ? r->decode_fixed_us : 0.0;
 	/* two GPUs are a direct pair; more are assumed switched (NVSwitch) */
-	snprintf(hw->topology, sizeof hw->topology, "%s", c->n_gpus <= 2 ? "direct" : "switch");
+	hw->topology = c->n_gpus <= 2 ? EMA_TOPO_DIRECT : EMA_TOPO_SWITCH;
 	hw->link_gbps = r->fit_gbps;
 	hw->host_link_gbps = r->h2d_gbps < r->d2h_gbps ? r->h2d_gbps : r->d2h_gbps;
 	hw->copy_engines = c->prop.asyncEngineCount;

@@ -43,7 +43,7 @@ static int32_t max_borrow_compute(struct ema_engine *e, int tenant)
 	double s = e->cfg->policy.max_remote_share;
 	double hbm, link, local, cap;
 
-	if (strcmp(e->cfg->policy.borrow_rule, "throughput") == 0) {
+	if (e->cfg->policy.borrow_rule == EMA_BORROW_THROUGHPUT) {
 		/* A memory-bound step takes about (W + L + R (1 + k)) / hbm and
 		 * serves a batch in proportion to L + R (k: the borrower's own
 		 * interference per staged byte, relative to the effective HBM
@@ -66,7 +66,7 @@ static int32_t max_borrow_compute(struct ema_engine *e, int tenant)
 	 * direct topology has a link to each peer, a switch one port */
 	link = hw->gather_gbps > 0 && hw->gather_gbps < hw->link_gbps ? hw->gather_gbps
 								       : hw->link_gbps;
-	if (strcmp(hw->topology, "switch") != 0)
+	if (hw->topology != EMA_TOPO_SWITCH)
 		link *= hw->n_gpus - 1;
 	/* what a pull keeps while the borrower computes (calibrated) */
 	if (hw->pull_share_under_load > 0 && hw->pull_share_under_load < 1)
@@ -232,9 +232,7 @@ static void ema_plan(struct ema_engine *e, void *state, struct ema_iteration *it
 	it->layer_groups = groups;
 	/* the prefetch copies use the configured method (gather kernel by
 	 * default; "batch" keeps them on the copy engines, off the SMs) */
-	it->method = strcmp(e->cfg->policy.copy_method, "batch") == 0 ? EMA_COPY_BATCH :
-		     strcmp(e->cfg->policy.copy_method, "per_page") == 0 ? EMA_COPY_PER_PAGE :
-		     EMA_COPY_GATHER;
+	it->method = e->cfg->policy.copy_method;
 	it->staging_pages = NULL;
 	it->n_staging_pages = 0;
 	if (remote == 0 || depth <= 0) {

@@ -79,7 +79,7 @@ int32_t ema_lending_total_lendable(struct ema_engine *e, int tenant)
 	return n;
 }
 
-int32_t ema_lending_reclaim(struct ema_engine *e, int gpu, int32_t need, const char *mode)
+int32_t ema_lending_reclaim(struct ema_engine *e, int gpu, int32_t need, enum ema_reclaim_mode mode)
 {
 	struct ema_request *victims[512];
 	int32_t freed = 0, moving = 0;
@@ -91,13 +91,13 @@ int32_t ema_lending_reclaim(struct ema_engine *e, int gpu, int32_t need, const c
 		int home = e->tenants[r->tenant].gpu;
 		bool room = ema_ledger_free_pages(&e->ledger, home) >= k;
 
-		if ((strcmp(mode, "move") == 0 || strcmp(mode, "auto") == 0) && room) {
+		if ((mode == EMA_RECLAIM_MOVE || mode == EMA_RECLAIM_AUTO) && room) {
 			moving += ema_engine_move_home(e, r, gpu);
 			continue;
 		}
-		if (strcmp(mode, "move") == 0)
+		if (mode == EMA_RECLAIM_MOVE)
 			continue;
-		if (strcmp(mode, "host") == 0 && ema_engine_demote(e, r)) {
+		if (mode == EMA_RECLAIM_HOST && ema_engine_demote(e, r)) {
 			/* its pages leave when the swap-out completes */
 			moving += k;
 			continue;

@@ -34,7 +34,7 @@ int32_t ema_lending_total_lendable(struct ema_engine *e, int tenant);
  * newest requests first, in mode "auto" (move home if the borrower has
  * room, else recompute), "move", "host" or "drop". Returns the pages freed
  * at once; moves complete later. */
-int32_t ema_lending_reclaim(struct ema_engine *e, int gpu, int32_t need, const char *mode);
+int32_t ema_lending_reclaim(struct ema_engine *e, int gpu, int32_t need, enum ema_reclaim_mode mode);
 /* KV capacity (pages) of the GPU's own tenant, or of the whole GPU. */
 int32_t ema_lending_kv_capacity(struct ema_engine *e, int gpu);
 

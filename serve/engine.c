@@ -361,11 +361,7 @@ static int xfer_start(struct ema_engine *e, struct xfer_ctx *x, enum ema_transfe
 	tr.dst_pages = x->dst_pages;
 	tr.bytes = (uint64_t)x->n * e->page_bytes;
 	tr.purpose = purpose;
-	tr.method = EMA_COPY_GATHER;
-	if (strcmp(e->cfg->policy.copy_method, "batch") == 0)
-		tr.method = EMA_COPY_BATCH;
-	else if (strcmp(e->cfg->policy.copy_method, "per_page") == 0)
-		tr.method = EMA_COPY_PER_PAGE;
+	tr.method = e->cfg->policy.copy_method;
 	tags = malloc((size_t)(x->n > 0 ? x->n : 1) * sizeof *tags);
 	if (tags == NULL)
 		return EMA_ERR_NOMEM;

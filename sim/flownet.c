@@ -131,16 +131,16 @@ int ema_flownet_create(struct ema_flownet **out, const struct ema_hw_profile *hw
 					    "copy_curve point %d: expected bytes > 0 increasing and gbps > 0",
 					    i);
 	}
-	if (strcmp(hw->topology, "direct") != 0 && strcmp(hw->topology, "switch") != 0)
+	if (hw->topology != EMA_TOPO_DIRECT && hw->topology != EMA_TOPO_SWITCH)
 		return ema_error_at(err, nm, 0,
-				    "topology must be \"direct\" or \"switch\", got \"%s\"",
-				    hw->topology);
+				    "topology must be \"direct\" or \"switch\", got %d",
+				    (int)hw->topology);
 	net = calloc(1, sizeof *net);
 	if (net == NULL)
 		return ema_error_set(err, EMA_ERR_NOMEM, "flownet: out of memory");
 	net->hw = *hw;
 	net->n = n;
-	net->is_switch = strcmp(hw->topology, "switch") == 0;
+	net->is_switch = hw->topology == EMA_TOPO_SWITCH;
 	net->n_res = net->is_switch ? 4 * n : 2 * n + n * n;
 	net->res_cap = calloc((size_t)net->n_res, sizeof *net->res_cap);
 	net->res_left = calloc((size_t)net->n_res, sizeof *net->res_left);

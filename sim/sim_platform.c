@@ -458,7 +458,7 @@ static double prefetch_rate(const struct sim *p, const struct ema_iteration *it,
 	double rate = it->method == EMA_COPY_GATHER && hw->gather_gbps > 0 &&
 		      hw->gather_gbps < hw->link_gbps ? hw->gather_gbps : hw->link_gbps;
 	double lender_left = hw->link_gbps - ema_flownet_hbm_out_gbps(p->net, lender);
-	double ingress = strcmp(hw->topology, "switch") == 0 ? hw->link_gbps
+	double ingress = hw->topology == EMA_TOPO_SWITCH ? hw->link_gbps
 							     : hw->link_gbps * (hw->n_gpus - 1);
 	double ingress_left = (ingress - in_others) / (it->n_remote > 0 ? it->n_remote : 1);
 

@@ -238,7 +238,7 @@ static int cmd_list(int argc, char **argv, struct ema_error *err)
 				return err->code;
 			printf("%-12s %d x %-12s %6.1f GiB  HBM %5.0f GB/s  %-6s link %4.0f GB/s  (%s%s%s)\n",
 			       names[i], h.n_gpus, h.gpu_name, h.gpu_mem_gib, h.hbm_read_gbps,
-			       h.topology, h.link_gbps, h.source, h.date[0] ? " " : "", h.date);
+			       ema_topology_names[h.topology], h.link_gbps, h.source, h.date[0] ? " " : "", h.date);
 		}
 		return EMA_OK;
 	}

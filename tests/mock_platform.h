@@ -152,8 +152,8 @@ static void tiny_config(struct ema_config *c, int tenants, double mem_mib)
 	c->serving.layer_groups = 1;
 	c->policy.ideal_factor = 2;
 	c->policy.host_gib = 1;
-	snprintf(c->policy.copy_method, sizeof c->policy.copy_method, "gather");
-	snprintf(c->policy.reclaim_mode, sizeof c->policy.reclaim_mode, "auto");
+	c->policy.copy_method = EMA_COPY_GATHER;
+	c->policy.reclaim_mode = EMA_RECLAIM_AUTO;
 	c->n_tenants = tenants;
 	for (int i = 0; i < tenants; i++) {
 		snprintf(c->tenants[i].name, sizeof c->tenants[i].name, "t%d", i);

@@ -151,9 +151,9 @@ static void test_default_scenario(void)
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.policy.max_remote_share, 0, 0);
 	CU_ASSERT_EQUAL(cfg_a.policy.prefetch_depth, 1);
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.policy.headroom, 0.05, 0);
-	CU_ASSERT_STRING_EQUAL(cfg_a.policy.reclaim_mode, "auto");
+	CU_ASSERT_EQUAL(cfg_a.policy.reclaim_mode, EMA_RECLAIM_AUTO);
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.policy.host_gib, 64, 0);
-	CU_ASSERT_STRING_EQUAL(cfg_a.policy.copy_method, "gather");
+	CU_ASSERT_EQUAL(cfg_a.policy.copy_method, EMA_COPY_GATHER);
 	CU_ASSERT_EQUAL_FATAL(cfg_a.n_tenants, 2);
 	CU_ASSERT_STRING_EQUAL(cfg_a.tenants[0].name, "t0");
 	CU_ASSERT_EQUAL(cfg_a.tenants[0].gpu, 0);
@@ -223,8 +223,8 @@ static void test_full_file(void)
 	CU_ASSERT_STRING_EQUAL(cfg_a.policies[1], "ema");
 	CU_ASSERT_TRUE(cfg_a.serving.chunked_prefill);
 	CU_ASSERT_EQUAL(cfg_a.serving.layer_groups, 8);
-	CU_ASSERT_STRING_EQUAL(cfg_a.policy.reclaim_mode, "move");
-	CU_ASSERT_STRING_EQUAL(cfg_a.policy.copy_method, "batch");
+	CU_ASSERT_EQUAL(cfg_a.policy.reclaim_mode, EMA_RECLAIM_MOVE);
+	CU_ASSERT_EQUAL(cfg_a.policy.copy_method, EMA_COPY_BATCH);
 	CU_ASSERT_EQUAL(cfg_a.tenants[0].workload.source, EMA_WL_TRACE);
 	CU_ASSERT_EQUAL(cfg_a.tenants[0].workload.format, EMA_TRACE_AZURE);
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.tenants[0].workload.rate_scale, 2.5, 0);
@@ -284,7 +284,7 @@ static void test_set_overrides(void)
 	CU_ASSERT_EQUAL(cfg_a.seed, 11);
 	CU_ASSERT_EQUAL(cfg_a.serving.max_batch, 64);
 	CU_ASSERT_TRUE(cfg_a.serving.chunked_prefill);
-	CU_ASSERT_STRING_EQUAL(cfg_a.policy.reclaim_mode, "drop");
+	CU_ASSERT_EQUAL(cfg_a.policy.reclaim_mode, EMA_RECLAIM_DROP);
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.tenants[1].workload.rate_rps, 3, 0);
 	CU_ASSERT_EQUAL(cfg_a.n_policies, 3);
 	CU_ASSERT_STRING_EQUAL(cfg_a.policies[1], "ema");
@@ -691,7 +691,7 @@ static void test_h200x2_figures(void)
 	CU_ASSERT_EQUAL_FATAL(ema_hw_profile_load(&hw, "h200x2", &err), 0);
 	CU_ASSERT_STRING_EQUAL(hw.source, "calibrated");
 	CU_ASSERT_STRING_EQUAL(hw.date, "2026-11-30");
-	CU_ASSERT_STRING_EQUAL(hw.topology, "direct");
+	CU_ASSERT_EQUAL(hw.topology, EMA_TOPO_DIRECT);
 	CU_ASSERT_EQUAL(hw.n_gpus, 2);
 	CU_ASSERT_DOUBLE_EQUAL(hw.gpu_mem_gib, 139.8, 1e-9);
 	CU_ASSERT_DOUBLE_EQUAL(hw.hbm_read_gbps / 4430, 1, 0.05);

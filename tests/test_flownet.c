@@ -19,7 +19,7 @@ static void plain_hw(struct ema_hw_profile *hw, int n, const char *topo)
 {
 	memset(hw, 0, sizeof *hw);
 	snprintf(hw->name, sizeof hw->name, "plain");
-	snprintf(hw->topology, sizeof hw->topology, "%s", topo);
+	hw->topology = strcmp(topo, "switch") == 0 ? EMA_TOPO_SWITCH : EMA_TOPO_DIRECT;
 	hw->n_gpus = n;
 	hw->hbm_read_gbps = 1000;
 	hw->hbm_efficiency = 1;
@@ -38,7 +38,7 @@ static void h200x2_hw(struct ema_hw_profile *hw)
 
 	memset(hw, 0, sizeof *hw);
 	snprintf(hw->name, sizeof hw->name, "h200x2");
-	snprintf(hw->topology, sizeof hw->topology, "direct");
+	hw->topology = EMA_TOPO_DIRECT;
 	hw->n_gpus = 2;
 	hw->hbm_read_gbps = 4430;
 	hw->hbm_efficiency = 0.7;
@@ -532,9 +532,9 @@ static void test_errors(void)
 	CU_ASSERT_EQUAL(ema_flownet_create(&net, &hw, &err), EMA_ERR_INPUT);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "copy_curve must have 0..16 points"));
 	h200x2_hw(&hw);
-	snprintf(hw.topology, sizeof hw.topology, "ring");
+	hw.topology = (enum ema_topology)7;
 	CU_ASSERT_EQUAL(ema_flownet_create(&net, &hw, &err), EMA_ERR_INPUT);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "topology must be \"direct\" or \"switch\", got \"ring\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "topology must be \"direct\" or \"switch\", got 7"));
 
 	h200x2_hw(&hw);
 	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, &hw, &err), EMA_OK);

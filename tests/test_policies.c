@@ -80,7 +80,7 @@ static void random_workload(struct ema_request_spec *r, int n, int64_t gap, int 
 static void test_random_sequences(void)
 {
 	static struct ema_request_spec r0[300], r1[300], r2[60];
-	const char *modes[] = {"auto", "move", "host", "drop"};
+	const enum ema_reclaim_mode modes[] = {EMA_RECLAIM_AUTO, EMA_RECLAIM_MOVE, EMA_RECLAIM_HOST, EMA_RECLAIM_DROP};
 
 	for (int round = 0; round < 8; round++) {
 		struct ema_workload w[3] = {{r0, 300, 300}, {r1, 300, 300}, {r2, 60, 60}};
@@ -103,7 +103,7 @@ static void test_random_sequences(void)
 		cfg.policy.prefetch_depth = 1 + round % 2;
 		cfg.policy.headroom = 0.1;
 		cfg.serving.layer_groups = 4;
-		snprintf(cfg.policy.reclaim_mode, sizeof cfg.policy.reclaim_mode, "%s", modes[round % 4]);
+		cfg.policy.reclaim_mode = modes[round % 4];
 		m = mock_new(&cfg);
 		CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, ema_policy_find(policy), &m->base, w, &err), EMA_OK);
 		c.e = &e;

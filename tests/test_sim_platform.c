@@ -23,7 +23,7 @@ static void plain_cfg(struct ema_config *cfg, int n)
 
 	memset(cfg, 0, sizeof *cfg);
 	snprintf(hw->name, sizeof hw->name, "plain");
-	snprintf(hw->topology, sizeof hw->topology, "direct");
+	hw->topology = EMA_TOPO_DIRECT;
 	hw->n_gpus = n;
 	hw->hbm_read_gbps = 1000;
 	hw->hbm_efficiency = 1;
@@ -48,7 +48,7 @@ static void h200x2_cfg(struct ema_config *cfg)
 
 	memset(cfg, 0, sizeof *cfg);
 	snprintf(hw->name, sizeof hw->name, "h200x2");
-	snprintf(hw->topology, sizeof hw->topology, "direct");
+	hw->topology = EMA_TOPO_DIRECT;
 	hw->n_gpus = 2;
 	hw->hbm_read_gbps = 4430;
 	hw->hbm_efficiency = 0.7;

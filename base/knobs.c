@@ -1,0 +1,8 @@
+/* knobs.c: the names of the knobs' choices, in enum order. */
+#include "knobs.h"
+
+#include <stddef.h>
+
+const char *const ema_copy_method_names[] = { "gather", "batch", "per_page", NULL };
+const char *const ema_reclaim_mode_names[] = { "auto", "move", "host", "drop", NULL };
+const char *const ema_borrow_rule_names[] = { "always", "throughput", NULL };
