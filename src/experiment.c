@@ -485,21 +485,23 @@ static int write_run_json(const struct ema_experiment *x, FILE *f)
 
 typedef int (*writer_fn)(const struct ema_experiment *x, FILE *f);
 
-static int write_file(const char *dir, const char *name, const struct ema_experiment *x,
-		      writer_fn fn, struct ema_error *err)
+/* One file of the run folder, written in od->tmp; messages name it as it
+ * will be once complete (od->shown), and give the reason of a failure. */
+static int write_file(const struct ema_outdir *od, const char *name,
+		      const struct ema_experiment *x, writer_fn fn, struct ema_error *err)
 {
-	char path[EMA_PATH_MAX + 64];
+	char path[sizeof od->tmp + 64], shown[sizeof od->shown + 64];
 	FILE *f;
 	int rc;
 
-	snprintf(path, sizeof path, "%s/%s", dir, name);
+	snprintf(path, sizeof path, "%s/%s", od->tmp, name);
+	snprintf(shown, sizeof shown, "%s/%s", od->shown, name);
 	f = fopen(path, "w");
 	if (f == NULL)
-		return ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+		return ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s", shown, strerror(errno));
+	errno = 0;
 	rc = fn(x, f);
-	if (fclose(f) != 0 || rc != EMA_OK)
-		return ema_error_set(err, EMA_ERR_IO, "%s: write failed", path);
-	return EMA_OK;
+	return ema_file_close(f, rc, shown, err);
 }
 
 static int write_config(const struct ema_experiment *x, FILE *f)
@@ -507,48 +509,19 @@ static int write_config(const struct ema_experiment *x, FILE *f)
 	return ema_config_write_json(&x->cfg, f, NULL);
 }
 
-void ema_remove_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *ent;
-	char path[EMA_PATH_MAX + 300];
-
-	if (d == NULL)
-		return;
-	while ((ent = readdir(d)) != NULL) {
-		struct stat st;
-
-		if (strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0)
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
-		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-			ema_remove_tree(path);
-		else
-			unlink(path);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
-int ema_experiment_write(struct ema_experiment *x, const char *dir, bool plots,
+int ema_experiment_write(struct ema_experiment *x, struct ema_outdir *od, bool plots,
 			 struct ema_error *err)
 {
-	char tmp[EMA_PATH_MAX + 64];
-	struct stat st;
+	const char *tmp = od->tmp;
 	int rc;
 
-	if (stat(dir, &st) == 0)
-		return ema_error_set(err, EMA_ERR_INPUT, "%s: already exists (choose another --out)", dir);
-	snprintf(tmp, sizeof tmp, "%s.tmp-%ld", dir, (long)getpid());
-	if (mkdir(tmp, 0777) != 0)
-		return ema_error_set(err, EMA_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-	if ((rc = write_file(tmp, "config.json", x, write_config, err)) != EMA_OK ||
-	    (rc = write_file(tmp, "summary.csv", x, ema_experiment_write_summary_csv, err)) != EMA_OK ||
-	    (rc = write_file(tmp, "requests.csv", x, write_requests_csv, err)) != EMA_OK ||
-	    (rc = write_file(tmp, "timeline.csv", x, write_timeline_csv, err)) != EMA_OK ||
-	    (rc = write_file(tmp, "links.csv", x, write_links_csv, err)) != EMA_OK ||
-	    (rc = write_file(tmp, "transfers.csv", x, write_transfers_csv, err)) != EMA_OK ||
-	    (rc = write_file(tmp, "run.json", x, write_run_json, err)) != EMA_OK)
+	if ((rc = write_file(od, "config.json", x, write_config, err)) != EMA_OK ||
+	    (rc = write_file(od, "summary.csv", x, ema_experiment_write_summary_csv, err)) != EMA_OK ||
+	    (rc = write_file(od, "requests.csv", x, write_requests_csv, err)) != EMA_OK ||
+	    (rc = write_file(od, "timeline.csv", x, write_timeline_csv, err)) != EMA_OK ||
+	    (rc = write_file(od, "links.csv", x, write_links_csv, err)) != EMA_OK ||
+	    (rc = write_file(od, "transfers.csv", x, write_transfers_csv, err)) != EMA_OK ||
+	    (rc = write_file(od, "run.json", x, write_run_json, err)) != EMA_OK)
 		goto fail;
 	if (plots) {
 		int rendered = 0;
@@ -557,15 +530,12 @@ int ema_experiment_write(struct ema_experiment *x, const char *dir, bool plots,
 		if (rc != EMA_OK)
 			goto fail;
 		if (rendered == 0 && !x->quiet)
-			fprintf(stderr, "ema: gnuplot not found: figures skipped (scripts are in %s/plots)\n", dir);
+			fprintf(stderr, "ema: gnuplot not found: figures skipped (scripts are in %s/plots)\n",
+				od->shown);
 	}
-	if (rename(tmp, dir) != 0) {
-		rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot rename to %s: %s", tmp, dir, strerror(errno));
-		goto fail;
-	}
-	return EMA_OK;
+	return ema_outdir_commit(od, err);
 fail:
-	ema_remove_tree(tmp);
+	ema_outdir_abort(od);
 	return rc;
 }
 

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "engine.h"
+#include "outdir.h"
 #include "workload.h"
 
 enum ema_backend { EMA_BACKEND_SIM = 0, EMA_BACKEND_HW };
@@ -73,16 +74,14 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err);
 void ema_experiment_free(struct ema_experiment *x);
 
 /* Writes the run folder (config.json, run.json, summary.csv,
- * requests.csv, timeline.csv, links.csv, plots/) atomically: into a
- * temporary sibling, renamed at the end. */
-int ema_experiment_write(struct ema_experiment *x, const char *dir, bool plots,
+ * requests.csv, timeline.csv, links.csv, plots/) into od->tmp, reserved
+ * by ema_outdir_reserve before the run, and renames it to od->path; on a
+ * failure the folder is removed (ema_outdir_abort). */
+int ema_experiment_write(struct ema_experiment *x, struct ema_outdir *od, bool plots,
 			 struct ema_error *err);
 /* The summary table for the terminal. */
 void ema_experiment_print(const struct ema_experiment *x, FILE *out);
 int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f);
-
-/* Removes a folder and everything in it (a half-written run folder). */
-void ema_remove_tree(const char *dir);
 
 /* Quantile q (0..1) of n values (sorted in place); NAN when n == 0. */
 double ema_quantile(double *v, size_t n, double q);

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "bench.h"
 #include "config.h"
@@ -120,22 +119,11 @@ static int parse_common(int argc, char **argv, struct run_opts *o, struct ema_er
 	return EMA_OK;
 }
 
-/* runs/NAME, or runs/NAME-2, -3 ... when taken: never overwrite a run. */
-static void default_out(char *buf, size_t n, const char *name)
-{
-	struct stat st;
-
-	mkdir("runs", 0777);
-	snprintf(buf, n, "runs/%s", name);
-	for (int k = 2; stat(buf, &st) == 0 && k < 100000; k++)
-		snprintf(buf, n, "runs/%s-%d", name, k);
-}
-
 static int cmd_run(int argc, char **argv, struct ema_error *err)
 {
 	struct run_opts o;
 	struct ema_experiment *x;
-	char out[EMA_PATH_MAX];
+	struct ema_outdir od;
 	int rc;
 
 	rc = parse_common(argc, argv, &o, err);
@@ -157,25 +145,21 @@ static int cmd_run(int argc, char **argv, struct ema_error *err)
 		for (int i = 0; i < argc && len < sizeof x->command; i++)
 			len += (size_t)snprintf(x->command + len, sizeof x->command - len, " %s", argv[i]);
 	}
-	if (o.out != NULL) {
-		struct stat st;
-
-		if (stat(o.out, &st) == 0) {
-			rc = ema_error_set(err, EMA_ERR_INPUT, "--out %s: already exists (nothing was run)", o.out);
-			goto done;
-		}
-		snprintf(out, sizeof out, "%s", o.out);
-	}
-	rc = ema_experiment_run(x, err);
+	/* the folder is checked and reserved before simulating: a wrong
+	 * --out must not cost the whole run */
+	rc = ema_outdir_reserve(&od, "--out", o.out, x->cfg.name, err);
 	if (rc != EMA_OK)
 		goto done;
-	if (o.out == NULL)
-		default_out(out, sizeof out, x->cfg.name);
+	rc = ema_experiment_run(x, err);
+	if (rc != EMA_OK) {
+		ema_outdir_abort(&od);
+		goto done;
+	}
 	ema_experiment_print(x, stdout);
-	rc = ema_experiment_write(x, out, o.plots, err);
+	rc = ema_experiment_write(x, &od, o.plots, err);
 	if (rc == EMA_OK)
 		printf("results: %s/ (summary.csv, requests.csv, timeline.csv, links.csv, transfers.csv, config.json, run.json%s)\n",
-		       out, o.plots ? ", plots/" : "");
+		       od.path, o.plots ? ", plots/" : "");
 done:
 	ema_experiment_free(x);
 	free(x);

@@ -256,9 +256,9 @@ int ema_sweep_main(int argc, char **argv, struct ema_error *err)
 	int n_keys = 0, n_sets = 0, idx[SWEEP_MAX_KEYS] = {0};
 	bool plots = true, quiet = false;
 	long points = 1;
-	char tmp[EMA_PATH_MAX + 64], path[EMA_PATH_MAX + 128], outbuf[EMA_PATH_MAX];
+	char path[EMA_PATH_MAX + 128], shown[EMA_PATH_MAX + 128];
 	FILE *csv = NULL;
-	struct stat st;
+	struct ema_outdir od;
 	struct sweep_rows rows = { NULL, 0, 0 };
 	int rc = EMA_OK, seed_key = -1;
 
@@ -305,15 +305,6 @@ int ema_sweep_main(int argc, char **argv, struct ema_error *err)
 			return ema_error_set(err, EMA_ERR_INPUT, "sweep: more than %d points",
 					     SWEEP_MAX_POINTS);
 	}
-	if (out == NULL) {
-		mkdir("runs", 0777);
-		snprintf(outbuf, sizeof outbuf, "runs/sweep");
-		for (int k = 2; stat(outbuf, &st) == 0 && k < 100000; k++)
-			snprintf(outbuf, sizeof outbuf, "runs/sweep-%d", k);
-		out = outbuf;
-	} else if (stat(out, &st) == 0) {
-		return ema_error_set(err, EMA_ERR_INPUT, "--out %s: already exists (nothing was run)", out);
-	}
 	/* Every point's configuration is checked before anything runs, so a
 	 * bad value fails at once with the --set it came from. */
 	for (long pt = 0; pt < points; pt++) {
@@ -334,13 +325,18 @@ int ema_sweep_main(int argc, char **argv, struct ema_error *err)
 		if (rc != EMA_OK)
 			return rc;
 	}
-	snprintf(tmp, sizeof tmp, "%s.tmp-%ld", out, (long)getpid());
-	if (mkdir(tmp, 0777) != 0)
-		return ema_error_set(err, EMA_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-	snprintf(path, sizeof path, "%s/sweep.csv", tmp);
+	/* Reserved before the first point runs. The points are written
+	 * inside od.tmp, so one registration removes them all on a signal,
+	 * and a sweep killed outright leaves one OUT.tmp-PID, which the
+	 * next sweep with the same --out removes. */
+	rc = ema_outdir_reserve(&od, "--out", out, "sweep", err);
+	if (rc != EMA_OK)
+		return rc;
+	snprintf(path, sizeof path, "%s/sweep.csv", od.tmp);
+	snprintf(shown, sizeof shown, "%s/sweep.csv", od.shown);
 	csv = fopen(path, "w");
 	if (csv == NULL) {
-		rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+		rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s", shown, strerror(errno));
 		goto fail;
 	}
 	for (long pt = 0; pt < points && rc == EMA_OK; pt++) {
@@ -374,36 +370,49 @@ int ema_sweep_main(int argc, char **argv, struct ema_error *err)
 		if (rc == EMA_OK)
 			rc = ema_experiment_run(x, err);
 		if (rc == EMA_OK) {
-			snprintf(path, sizeof path, "%s/point-%03ld", tmp, pt);
-			rc = ema_experiment_write(x, path, plots, err);
+			struct ema_outdir pod;
+			char name[32];
+
+			snprintf(name, sizeof name, "point-%03ld", pt);
+			rc = ema_outdir_reserve_sub(&pod, &od, name, err);
+			if (rc == EMA_OK)
+				rc = ema_experiment_write(x, &pod, plots, err);
 		}
-		if (rc == EMA_OK)
+		if (rc == EMA_OK) {
+			errno = 0;
 			rc = append_summary(csv, x, pt == 0, keys, n_keys, idx, pt);
+			if (rc != EMA_OK) {
+				/* say why: a full disk shows here first */
+				rc = ema_file_close(csv, rc, shown, err);
+				csv = NULL;
+			}
+		}
 		if (rc == EMA_OK && seed_key >= 0 && keep_rows(&rows, x, idx, n_keys) != EMA_OK)
 			rc = ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
 		ema_experiment_free(x);
 		free(x);
 	}
-	if (csv != NULL && fclose(csv) != 0 && rc == EMA_OK)
-		rc = ema_error_set(err, EMA_ERR_IO, "%s/sweep.csv: write failed", tmp);
-	csv = NULL;
+	if (rc == EMA_OK) {
+		rc = ema_file_close(csv, EMA_OK, shown, err);
+		csv = NULL;
+	}
 	if (rc != EMA_OK)
 		goto fail;
 	if (seed_key >= 0) {
-		snprintf(path, sizeof path, "%s/sweep_stats.csv", tmp);
+		snprintf(path, sizeof path, "%s/sweep_stats.csv", od.tmp);
+		snprintf(shown, sizeof shown, "%s/sweep_stats.csv", od.shown);
 		csv = fopen(path, "w");
 		if (csv == NULL) {
-			rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s", path,
+			rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s", shown,
 					   strerror(errno));
 			goto fail;
 		}
+		errno = 0;
 		rc = write_stats(csv, &rows, keys, n_keys, seed_key);
-		if (fclose(csv) != 0 || rc != EMA_OK) {
-			csv = NULL;
-			rc = ema_error_set(err, EMA_ERR_IO, "%s: write failed", path);
-			goto fail;
-		}
+		rc = ema_file_close(csv, rc, shown, err);
 		csv = NULL;
+		if (rc != EMA_OK)
+			goto fail;
 	}
 	/* load curves against the swept value: one numeric key besides the
 	 * seed (with seeds, means and their intervals from sweep_stats.csv) */
@@ -420,18 +429,18 @@ int ema_sweep_main(int argc, char **argv, struct ema_error *err)
 		if (numeric) {
 			int rendered = 0;
 
-			rc = ema_plots_render_sweep(tmp, EMA_GNUPLOT, keys[x].name, seed_key >= 0,
+			rc = ema_plots_render_sweep(od.tmp, EMA_GNUPLOT, keys[x].name, seed_key >= 0,
 						    &rendered, err);
 			if (rc != EMA_OK)
 				goto fail;
 		}
 	}
-	if (rename(tmp, out) != 0) {
-		rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot rename to %s: %s", tmp, out,
-				   strerror(errno));
-		goto fail;
+	rc = ema_outdir_commit(&od, err);
+	if (rc != EMA_OK) {
+		free(rows.r);
+		return rc;
 	}
-	printf("sweep: %ld points, results in %s/ (sweep.csv%s, point-NNN/)\n", points, out,
+	printf("sweep: %ld points, results in %s/ (sweep.csv%s, point-NNN/)\n", points, od.path,
 	       seed_key >= 0 ? ", sweep_stats.csv" : "");
 	free(rows.r);
 	return EMA_OK;
@@ -439,6 +448,6 @@ fail:
 	if (csv != NULL)
 		fclose(csv);
 	free(rows.r);
-	ema_remove_tree(tmp);
+	ema_outdir_abort(&od);
 	return rc;
 }

@@ -4,12 +4,16 @@
  * within 5% on throughput and p50s, 15% on p99s. */
 #include "validate.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "experiment.h"
+#include "outdir.h"
 
 #define MAX_SETS 256
 
@@ -26,8 +30,10 @@ int ema_validate_main(int argc, char **argv, struct ema_error *err)
 	const char *sets[MAX_SETS];
 	int n_sets = 0;
 	struct ema_experiment *sim = NULL, *hw = NULL;
+	char tmp[EMA_PATH_MAX + 32];
+	struct stat st;
 	FILE *f;
-	int rc;
+	int rc, slot;
 
 	for (int i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
@@ -41,6 +47,18 @@ int ema_validate_main(int argc, char **argv, struct ema_error *err)
 					     "validate: expected --config FILE, --set key=value or --csv FILE, not %s",
 					     argv[i]);
 	}
+	/* before the GPUs are busy for minutes: the file must be writable
+	 * (it is replaced when it exists, as a file) */
+	rc = ema_out_check_parent("--csv", csv, err);
+	if (rc != EMA_OK)
+		return rc;
+	if (stat(csv, &st) == 0 && S_ISDIR(st.st_mode))
+		return ema_error_set(err, EMA_ERR_INPUT, "--csv %s: is a folder, expected a file", csv);
+	if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld", csv, (long)getpid()) >= (int)sizeof tmp)
+		return ema_error_set(err, EMA_ERR_INPUT, "--csv %s: name too long", csv);
+	rc = ema_out_clean_leftovers(csv, NULL, err);
+	if (rc != EMA_OK)
+		return rc;
 	sim = calloc(1, sizeof *sim);
 	hw = calloc(1, sizeof *hw);
 	if (sim == NULL || hw == NULL) {
@@ -59,11 +77,16 @@ int ema_validate_main(int argc, char **argv, struct ema_error *err)
 	rc = ema_experiment_run(sim, err);
 	if (rc != EMA_OK)
 		goto done;
-	f = fopen(csv, "w");
+	/* written beside it and renamed: an old validate.csv stays whole
+	 * until the new one is */
+	slot = ema_cleanup_add(tmp);
+	f = fopen(tmp, "w");
 	if (f == NULL) {
-		rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot write", csv);
+		rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s", csv, strerror(errno));
+		ema_cleanup_drop(slot);
 		goto done;
 	}
+	errno = 0;
 	fputs("policy,tenant,metric,hw,sim,rel_error\n", f);
 	printf("%-14s %-8s %-18s %12s %12s %9s\n", "policy", "tenant", "metric", "hw", "sim", "error");
 	for (int i = 0; i < sim->n_runs; i++)
@@ -87,8 +110,15 @@ int ema_validate_main(int argc, char **argv, struct ema_error *err)
 				       m[k].name, m[k].hw, m[k].sim, 100.0 * r);
 			}
 		}
-	fclose(f);
-	printf("written: %s\n", csv);
+	rc = ema_file_close(f, ferror(f) ? EMA_ERR_IO : EMA_OK, csv, err);
+	if (rc == EMA_OK && rename(tmp, csv) != 0)
+		rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot rename %s to it: %s", csv, tmp,
+				   strerror(errno));
+	if (rc != EMA_OK)
+		unlink(tmp);
+	ema_cleanup_drop(slot);
+	if (rc == EMA_OK)
+		printf("written: %s\n", csv);
 done:
 	if (sim) {
 		ema_experiment_free(sim);

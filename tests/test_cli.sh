@@ -235,6 +235,126 @@ check "existing --out: file untouched" [ "$(cat keep/summary.csv)" = precious ]
 check "existing --out: nothing else written" [ "$(ls -A)" = keep ]
 rm -rf keep
 
+# ---- output folders: checked before running, never left half-written ----
+
+# out_refused NAME EXPECTED ARGS...: `ema run ARGS` refused at once: exit 2,
+# the reason on stderr, nothing simulated (no "running" line), nothing on
+# stdout, nothing written but what was there before ($before).
+out_refused() {
+	name=$1
+	want=$2
+	shift 2
+	before=$(ls -A | tr '\n' ' ')
+	ema "$@"
+	check "$name: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+	if grep -qF -- "$want" "$T/log/err"; then
+		pass
+	else
+		fail "$name: stderr lacks \"$want\": $(cat "$T/log/err")"
+	fi
+	check "$name: nothing simulated" [ -z "$(grep -E 'running|sweep point' "$T/log/err")" ]
+	check "$name: nothing on stdout" [ ! -s "$T/log/out" ]
+	check "$name: nothing written ($(ls -A | tr '\n' ' '))" [ "$(ls -A | tr '\n' ' ')" = "$before" ]
+}
+out_refused "--out, missing parent" "--out nosuch/r: parent folder nosuch does not exist" \
+	run $SHORT --out nosuch/r
+touch afile
+out_refused "--out under a file" "--out afile/r: parent afile is not a folder" run $SHORT --out afile/r
+out_refused "--out under a file, deeper" "--out afile/a/r: parent folder afile/a: Not a directory" \
+	run $SHORT --out afile/a/r
+out_refused "--out named like a temporary folder" "kept for unfinished folders" \
+	run $SHORT --out r.tmp-12
+out_refused "sweep --out, missing parent" "--out nosuch/sw: parent folder nosuch does not exist" \
+	sweep $SHORT --vary seed=1,2 --out nosuch/sw
+out_refused "validate --csv, missing parent" "--csv nosuch/v.csv: parent folder nosuch does not exist" \
+	validate $SHORT --csv nosuch/v.csv
+rm -f afile
+# a name that another live process is writing (this shell's PID)
+mkdir "busy.tmp-$$"
+out_refused "--out being written" "busy.tmp-$$ is being written by process $$" run $SHORT --out busy
+rm -rf "busy.tmp-$$"
+
+# A leftover of a killed run (a PID no process has) is removed, with a
+# note, by the next run with the same --out.
+sh -c : &
+dead=$!
+wait "$dead"
+mkdir -p "lo.tmp-$dead/plots"
+touch "lo.tmp-$dead/summary.csv" "lo.tmp-$dead/plots/memory.gp"
+ema run --quiet --no-plots $SHORT --set policies=static --out lo
+check "leftover: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+check "leftover: removed with a note" \
+	grep -qxF "ema: removing leftover lo.tmp-$dead from a run that was killed" "$T/log/err"
+check "leftover: gone, the run written ($(ls -A | tr '\n' ' '))" [ "$(ls -A)" = lo ]
+rm -rf lo
+# the same for a sweep killed between points
+mkdir -p "sw.tmp-$dead/point-000" "sw.tmp-$dead/point-001.tmp-$dead"
+touch "sw.tmp-$dead/sweep.csv" "sw.tmp-$dead/point-000/summary.csv"
+ema sweep --quiet --no-plots $SHORT --set policies=static --vary seed=1,2 --out sw
+check "sweep leftover: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+check "sweep leftover: removed with a note" \
+	grep -qxF "ema: removing leftover sw.tmp-$dead from a run that was killed" "$T/log/err"
+check "sweep leftover: gone, the sweep written ($(ls -A | tr '\n' ' '))" [ "$(ls -A)" = sw ]
+check "sweep leftover: 2 points, no temporary one" [ "$(ls sw | grep -c point-)" -eq 2 ]
+rm -rf sw
+
+# Interrupted runs: a run long enough to be stopped while simulating
+# (20000 s of arrivals, ~1 min unstopped) is sent a signal once its
+# folder is reserved. A watchdog kills it if the signal does nothing
+# within 30 s.
+LONG="--no-plots --set tenants.0.workload.duration_s=20000 --set tenants.1.workload.duration_s=20000"
+# interrupt SIG NAME [WRAPPER...]: starts `ema run` on $LONG into NAME in
+# the background, sends SIG when NAME.tmp-* appears; status in $rc.
+interrupt() {
+	sig=$1
+	name=$2
+	shift 2
+	"$@" "$EMA" run $LONG --out "$name" >"$T/log/out" 2>"$T/log/err" &
+	pid=$!
+	i=0
+	while [ $i -lt 200 ] && [ -z "$(ls -d "$name".tmp-* 2>/dev/null)" ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	kill "-$sig" "$pid"
+	(
+		i=0
+		while [ $i -lt 300 ] && kill -0 "$pid" 2>/dev/null; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		kill -9 "$pid" 2>/dev/null
+	) >/dev/null 2>&1 &
+	watchdog=$!
+	wait "$pid"
+	rc=$?
+	wait "$watchdog"
+}
+# A background job of a non-interactive shell ignores SIGINT (and ema
+# keeps an ignored signal ignored); env gives it back its default.
+if env --default-signal=INT true 2>/dev/null; then
+	interrupt INT long env --default-signal=INT
+	check "SIGINT: exit 130 (got $rc)" [ "$rc" -eq 130 ]
+	check "SIGINT: nothing left ($(ls -A | tr '\n' ' '))" [ -z "$(ls -A)" ]
+	check "SIGINT: says so" grep -qF "interrupted: the unfinished output was removed" "$T/log/err"
+else
+	echo "note: env has no --default-signal, SIGINT not checked"
+fi
+interrupt TERM long
+check "SIGTERM: exit 143 (got $rc)" [ "$rc" -eq 143 ]
+check "SIGTERM: nothing left ($(ls -A | tr '\n' ' '))" [ -z "$(ls -A)" ]
+# kill -9 cannot be caught: the leftover stays, the next run removes it
+interrupt KILL long
+check "SIGKILL: exit 137 (got $rc)" [ "$rc" -eq 137 ]
+left=$(ls -d long.tmp-* 2>/dev/null)
+check "SIGKILL: the reserved folder is left ($(ls -A | tr '\n' ' '))" [ -n "$left" ]
+ema run --quiet --no-plots $SHORT --set policies=static --out long
+check "after SIGKILL: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+check "after SIGKILL: leftover removed with a note" \
+	grep -qxF "ema: removing leftover $left from a run that was killed" "$T/log/err"
+check "after SIGKILL: only the run ($(ls -A | tr '\n' ' '))" [ "$(ls -A)" = long ]
+rm -rf long
+
 # ---- sweeps ----------------------------------------------------------------
 
 # 2 x 2 points, 2 policies, 2 tenants: 16 rows, the swept values first.

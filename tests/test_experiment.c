@@ -3,12 +3,17 @@
  * policies in reverse order, gives byte-identical summary rows), the
  * quantile definition on hand-computed cases, a one-request scenario whose
  * summary is checked against that request's own timestamps, and the
- * comparison columns (static against itself, the lender guarantee). */
+ * comparison columns (static against itself, the lender guarantee), and
+ * the run folder as written: its files, and the reason of a failed
+ * write. */
+#include <errno.h>
 #include <gsl/gsl_errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "experiment.h"
@@ -407,6 +412,91 @@ static void test_one_request(void)
 	drop(x);
 }
 
+/* ---- writing ---- */
+
+/* A full disk: the error names the file and says why, whether the writer
+ * sees it (unbuffered) or only the close does (buffered). */
+static void test_write_full_disk(void)
+{
+	static const char *const sets[] = {SHORT_T0, SHORT_T1, "policies=static"};
+	struct ema_experiment *x;
+	struct ema_error err = {0};
+	FILE *f;
+	int rc;
+
+	f = fopen("/dev/full", "w");
+	if (f == NULL) {
+		fprintf(stderr, "note: no /dev/full, test skipped\n");
+		return;
+	}
+	x = run_default(sets, 3);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	errno = 0;
+	rc = ema_experiment_write_summary_csv(x, f);
+	rc = ema_file_close(f, rc, "out/summary.csv", &err);
+	CU_ASSERT_EQUAL(rc, EMA_ERR_IO);
+	CU_ASSERT_STRING_EQUAL(err.msg, "out/summary.csv: write failed: No space left on device");
+
+	f = fopen("/dev/full", "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	setvbuf(f, NULL, _IONBF, 0);
+	memset(&err, 0, sizeof err);
+	errno = 0;
+	rc = ema_experiment_write_summary_csv(x, f);
+	CU_ASSERT_EQUAL(rc, EMA_ERR_IO);
+	rc = ema_file_close(f, rc, "out/summary.csv", &err);
+	CU_ASSERT_EQUAL(rc, EMA_ERR_IO);
+	CU_ASSERT_STRING_EQUAL(err.msg, "out/summary.csv: write failed: No space left on device");
+	drop(x);
+}
+
+/* Written into the reserved folder and renamed: the files are there,
+ * summary.csv is the summary, nothing temporary is left. */
+static void test_write_folder(void)
+{
+	static const char *const sets[] = {SHORT_T0, SHORT_T1, "policies=static,ema"};
+	static const char *const files[] = {
+		"config.json", "summary.csv", "requests.csv", "timeline.csv", "links.csv",
+		"transfers.csv", "run.json",
+	};
+	struct ema_experiment *x = run_default(sets, 3);
+	struct ema_error err = {0};
+	struct ema_outdir od;
+	char top[4096], path[4200], tmp[sizeof od.tmp];
+	const char *t = getenv("TMPDIR");
+	struct stat st;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	snprintf(top, sizeof top, "%s/ema-experiment.XXXXXX", t ? t : "/tmp");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(top));
+	snprintf(path, sizeof path, "%s/run", top);
+	CU_ASSERT_EQUAL_FATAL(ema_outdir_reserve(&od, "--out", path, NULL, &err), EMA_OK);
+	snprintf(tmp, sizeof tmp, "%s", od.tmp);
+	CU_ASSERT_EQUAL(ema_experiment_write(x, &od, false, &err), EMA_OK);
+	CU_ASSERT(stat(tmp, &st) != 0);
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		snprintf(path, sizeof path, "%s/run/%s", top, files[i]);
+		CU_ASSERT(stat(path, &st) == 0 && st.st_size > 0);
+	}
+	{
+		char *want = summary_text(x), got[65536];
+		size_t n;
+		FILE *f;
+
+		snprintf(path, sizeof path, "%s/run/summary.csv", top);
+		f = fopen(path, "r");
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		n = fread(got, 1, sizeof got - 1, f);
+		got[n] = '\0';
+		fclose(f);
+		CU_ASSERT_STRING_EQUAL(got, want);
+		free(want);
+	}
+	ema_remove_tree(top);
+	CU_ASSERT(stat(top, &st) != 0);
+	drop(x);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -417,6 +507,8 @@ int main(void)
 		{"static vs itself is 1, guarantee only for lenders", test_comparisons},
 		{"quantiles by hand", test_quantile},
 		{"one request by hand", test_one_request},
+		{"a full disk: the file and the reason", test_write_full_disk},
+		{"the run folder as written", test_write_folder},
 		{NULL, NULL},
 	};
 
