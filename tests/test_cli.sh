@@ -220,9 +220,53 @@ bad_input too_many_requests \
 
 bad_input bad_trace_row "$DATA/trace_bad_row.csv:3:" $TRACE --set "tenants.0.workload.trace=$DATA/trace_bad_row.csv"
 bad_input trace_backwards "$DATA/trace_backwards.csv:4:" $TRACE --set "tenants.0.workload.trace=$DATA/trace_backwards.csv"
-# An empty trace has no offending line: the file name is enough.
-bad_input trace_empty "$DATA/trace_empty.csv:" $TRACE --set "tenants.0.workload.trace=$DATA/trace_empty.csv"
-bad_input trace_missing "$I/nosuch.csv:" $TRACE --set "tenants.0.workload.trace=$I/nosuch.csv"
+# A header alone lacks a row on line 2; an empty file its header on line 1.
+bad_input trace_header_only "$DATA/trace_empty.csv:2: expected at least one request after the header" \
+	$TRACE --set "tenants.0.workload.trace=$DATA/trace_empty.csv"
+: >"$I/empty.csv"
+bad_input trace_empty "$I/empty.csv:1: expected the header line TIMESTAMP,ContextTokens,GeneratedTokens" \
+	$TRACE --set "tenants.0.workload.trace=$I/empty.csv"
+bad_input trace_empty_auto "$I/empty.csv:1: expected the header line TIMESTAMP,ContextTokens,GeneratedTokens (azure)" \
+	--set tenants.0.workload.source=trace --set "tenants.0.workload.trace=$I/empty.csv"
+bad_input trace_missing "$I/nosuch.csv: cannot open" $TRACE --set "tenants.0.workload.trace=$I/nosuch.csv"
+# a folder or an unreadable file is bad input like a missing one (exit 2)
+mkdir "$I/folder.csv"
+bad_input trace_folder "$I/folder.csv: expected a trace file, got a folder" \
+	$TRACE --set "tenants.0.workload.trace=$I/folder.csv"
+if [ "$(id -u)" -ne 0 ]; then
+	cp "$DATA/trace_ok.csv" "$I/noperm.csv" && chmod 000 "$I/noperm.csv"
+	bad_input trace_no_permission "$I/noperm.csv: cannot open: Permission denied" \
+		$TRACE --set "tenants.0.workload.trace=$I/noperm.csv"
+fi
+# a lengths-only file has no times: refused, pointing to source "lengths"
+LENGTHS=$DATA/../traces/lengths.csv
+bad_input lengths_as_trace "$LENGTHS:1: a lengths-only file has no arrival times; expected \"source\": \"lengths\"" \
+	--set tenants.0.workload.source=trace --set "tenants.0.workload.trace=$LENGTHS"
+# slowed down 1e12 times, row 3 (0.32 s in) would arrive 10,000 years on
+bad_input rate_scale_overflow "$DATA/trace_ok.csv:3: this row comes 0.31941 s after the window's first, which rate_scale = 1e-12 stretches" \
+	$TRACE --set "tenants.0.workload.trace=$DATA/trace_ok.csv" --set tenants.0.workload.rate_scale=1e-12
+# without duration_s, a tiny rate_rps would do the same to generated arrivals
+bad_input rate_rps_overflow "tenants.0.workload: request 1 would arrive at" \
+	--set tenants.0.workload.rate_rps=1e-12 --set tenants.0.workload.duration_s=0 \
+	--set tenants.0.workload.max_requests=3
+
+# A trace through a FIFO (as <(...) gives) is opened once: format auto reads
+# it whole instead of hanging on a second open.
+if mkfifo "$T/fifo" 2>/dev/null; then
+	cat "$DATA/trace_ok.csv" >"$T/fifo" &
+	writer=$!
+	to=""
+	command -v timeout >/dev/null 2>&1 && to="timeout 60"
+	$to "$EMA" run --quiet --no-plots --set tenants.0.workload.source=trace \
+		--set "tenants.0.workload.trace=$T/fifo" --set tenants.1.workload.duration_s=10 \
+		--set policies=static --out "$R/fifo" >"$T/log/out" 2>"$T/log/err"
+	rc=$?
+	kill "$writer" 2>/dev/null
+	wait "$writer" 2>/dev/null
+	check "trace from a FIFO: exit 0 (got $rc: $(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+	check "trace from a FIFO: its 3 requests" grep -q '^static,t0,0,3,3,' "$R/fifo/summary.csv"
+	rm -f "$T/fifo"
+fi
 
 # --out that exists: refused before running, contents untouched.
 mkdir keep

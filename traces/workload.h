@@ -21,11 +21,19 @@ struct ema_workload {
 	struct ema_request_spec *reqs;  /* sorted by arrival, ties in file order */
 	size_t n;
 	size_t cap;
+	/* trace replays: rows of the file left out after the window end
+	 * (start_s + duration_s) and after max_requests, for the warning that
+	 * a replay was cut (a duration_s kept from a default goes unnoticed) */
+	size_t cut_by_duration;
+	size_t cut_by_max_requests;
 };
 
-/* Reads a trace file as it is (no window, no scaling). fmt AUTO detects
- * the format from the header line / first record. Errors:
- * "path:line: what was expected", EMA_ERR_INPUT. An empty trace is an error. */
+/* Reads a trace file as it is (no window, no scaling), opening it once
+ * (a FIFO or <(...) works). fmt AUTO detects the format from the header
+ * line / first record. Errors: "path:line: what was expected",
+ * EMA_ERR_INPUT; a path that cannot be read (missing, a folder, no
+ * permission) is an input error too. An empty trace is an error at line 1,
+ * a header without rows at line 2. */
 int ema_trace_read(const char *path, enum ema_trace_format fmt,
 		   struct ema_workload *out, struct ema_error *err);
 
