@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define PATH_BUF 512
 
@@ -164,10 +165,18 @@ int ema_config_read_file(const char *path, char **text, size_t *len,
 	size_t cap = 0, n = 0;
 	int rc = EMA_OK;
 
+	struct stat st;
+
 	*text = NULL;
 	*len = 0;
 	if (f == NULL)
 		return ema_error_at(err, path, 0, "cannot open: %s", strerror(errno));
+	/* fopen opens a folder on Linux; say so rather than "Is a directory"
+	 * from the first read */
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		rc = ema_error_at(err, path, 0, "expected a JSON file, got a folder");
+		goto out;
+	}
 	for (;;) {
 		size_t got;
 

@@ -170,7 +170,15 @@ check "runs left no temporary folder" [ -z "$(find "$R" -maxdepth 1 -name '*.tmp
 # ---- bad input: exit 2, where and what, nothing written ----------------
 
 I=$T/in
-bad_input missing_config "$I/nosuch.json:" --config "$I/nosuch.json"
+bad_input missing_config "$I/nosuch.json: cannot open" --config "$I/nosuch.json"
+# the rule: whatever the user names that cannot be read is bad input, exit 2
+bad_input config_folder "$I: expected a JSON file, got a folder" --config "$I"
+bad_input profile_folder "--set hardware=$I/: \"$I/\" is a folder; expected a hardware profile file" \
+	--set "hardware=$I/"
+if [ "$(id -u)" -ne 0 ]; then
+	echo '{}' >"$I/noperm.json" && chmod 000 "$I/noperm.json"
+	bad_input config_no_permission "$I/noperm.json: cannot open: Permission denied" --config "$I/noperm.json"
+fi
 
 printf '{\n  "name": "x",\n  "seed": 1,,\n  "page_mib": 2\n}\n' >"$I/malformed.json"
 bad_input malformed_json "$I/malformed.json:3:" --config "$I/malformed.json"

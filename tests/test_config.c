@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -418,6 +419,28 @@ static void test_file_errors(void)
 
 	expect_error("/nonexistent/dir/s.json", NULL, 0,
 		     "/nonexistent/dir/s.json: cannot open: No such file or directory");
+	/* a folder or an unreadable file: input errors (exit 2) like a
+	 * missing file, whether scenario or profile */
+	scratch("c.json", "{}");
+	snprintf(want, sizeof want, "%s: expected a JSON file, got a folder", tmpdir);
+	expect_error(tmpdir, NULL, 0, want);
+	{
+		char set[600];
+		const char *ov[] = { set };
+
+		snprintf(set, sizeof set, "hardware=%s/", tmpdir);
+		snprintf(want, sizeof want, "--set %s: \"%s/\" is a folder; expected a hardware profile file",
+			 set, tmpdir);
+		expect_error(NULL, ov, 1, want);
+	}
+	if (geteuid() != 0) {
+		const char *p = scratch("noperm.json", "{}");
+
+		CU_ASSERT_EQUAL(chmod(p, 0), 0);
+		snprintf(want, sizeof want, "%s: cannot open: Permission denied", p);
+		expect_error(p, NULL, 0, want);
+		unlink(p);
+	}
 	snprintf(want, sizeof want, "%s:4:25: malformed JSON", data_path("malformed.json"));
 	expect_error(data_path("malformed.json"), NULL, 0, want);
 	snprintf(want, sizeof want,
