@@ -54,8 +54,8 @@ static const struct ema_config_key workload_keys[] = {
 	{ "arrival", EMA_CFG_ENUM, WL(arrival), 0, 0, 0, 0, 0, arrival_names, NULL, NULL },
 	{ "rate_rps", EMA_CFG_DBL, WL(rate_rps), 0, 0, 0, 1e4, 0, NULL, NULL, NULL },
 	{ "cv", EMA_CFG_DBL, WL(cv), 0, 0, 0, 100, 0, NULL, NULL, NULL },
-	{ "prompt", EMA_CFG_OBJ, WL(prompt), 0, 0, 0, 0, 0, NULL, length_keys, NULL },
-	{ "output", EMA_CFG_OBJ, WL(output), 0, 0, 0, 0, 0, NULL, length_keys, NULL },
+	{ "prompt", EMA_CFG_OBJ, WL(prompt), SZ(ema_workload_cfg, prompt), 0, 0, 0, 0, NULL, length_keys, NULL },
+	{ "output", EMA_CFG_OBJ, WL(output), SZ(ema_workload_cfg, output), 0, 0, 0, 0, NULL, length_keys, NULL },
 	{ "max_requests", EMA_CFG_INT, WL(max_requests), 0, 0, 0, INT_MAX, 0, NULL, NULL, NULL },
 	{ "seed", EMA_CFG_U64, WL(seed), 0, 0, 0, SEED_MAX, 0, NULL, NULL, NULL },
 	END
@@ -64,7 +64,7 @@ static const struct ema_config_key workload_keys[] = {
 static const struct ema_config_key tenant_keys[] = {
 	{ "name", EMA_CFG_STR, TN(name), SZ(ema_tenant_cfg, name), 0, 0, 0, EMA_CFG_NONEMPTY, NULL, NULL, NULL },
 	{ "gpu", EMA_CFG_INT, TN(gpu), 0, 0, 0, EMA_MAX_GPUS - 1, 0, NULL, NULL, NULL },
-	{ "workload", EMA_CFG_OBJ, TN(workload), 0, 0, 0, 0, 0, NULL, workload_keys, NULL },
+	{ "workload", EMA_CFG_OBJ, TN(workload), SZ(ema_tenant_cfg, workload), 0, 0, 0, 0, NULL, workload_keys, NULL },
 	END
 };
 
@@ -120,8 +120,8 @@ const struct ema_config_key ema_config_top_keys[] = {
 	{ "gpu_mem_cap_gib", EMA_CFG_DBL, CF(gpu_mem_cap_gib), 0, 0, 0, 1e5, 0, NULL, NULL, NULL },
 	{ "horizon_s", EMA_CFG_DBL, CF(horizon_s), 0, 0, 0, 1e9, 0, NULL, NULL, NULL },
 	{ "policies", EMA_CFG_STRLIST, CF(policies), EMA_NAME_MAX, CF(n_policies), 1, EMA_MAX_POLICIES, 0, NULL, NULL, NULL },
-	{ "serving", EMA_CFG_OBJ, CF(serving), 0, 0, 0, 0, 0, NULL, serving_keys, NULL },
-	{ "policy", EMA_CFG_OBJ, CF(policy), 0, 0, 0, 0, 0, NULL, policy_keys, NULL },
+	{ "serving", EMA_CFG_OBJ, CF(serving), SZ(ema_config, serving), 0, 0, 0, 0, NULL, serving_keys, NULL },
+	{ "policy", EMA_CFG_OBJ, CF(policy), SZ(ema_config, policy), 0, 0, 0, 0, NULL, policy_keys, NULL },
 	{ "tenants", EMA_CFG_ARRAY, CF(tenants), sizeof(struct ema_tenant_cfg), CF(n_tenants), 0, EMA_MAX_TENANTS, 0, NULL, tenant_keys, tenant_init },
 	END
 };
@@ -469,6 +469,7 @@ int ema_config_load(struct ema_config *cfg, const char *path,
 	const char *text;
 	size_t len;
 	cJSON *root = NULL;
+	struct ema_config *defaults = NULL;
 	int rc;
 
 	if (cfg == NULL || (n_overrides > 0 && overrides == NULL))
@@ -502,8 +503,19 @@ int ema_config_load(struct ema_config *cfg, const char *path,
 	rc = ema_config_parse_text(cfg->source_file, text, len, &root, err);
 	if (rc == 0)
 		rc = ema_config_parse_object(ema_config_top_keys, cfg, root, "", &src, err);
+	/* a whole object given with --set replaces the old one: what it
+	 * leaves out takes the built-in defaults, not the file's values */
+	if (rc == 0 && n_overrides > 0) {
+		defaults = malloc(sizeof *defaults);
+		if (defaults == NULL)
+			rc = ema_error_set(err, EMA_ERR_NOMEM, "out of memory for the defaults");
+		else
+			rc = config_defaults(defaults, err);
+	}
 	for (int i = 0; rc == 0 && i < n_overrides; i++)
-		rc = ema_config_apply_set(ema_config_top_keys, cfg, overrides[i], cwd, err);
+		rc = ema_config_apply_set(ema_config_top_keys, cfg, defaults,
+					  overrides[i], cwd, err);
+	free(defaults);
 	if (rc == 0)
 		rc = validate(cfg, &o, err);
 	for (int i = 0; rc == 0 && i < cfg->n_tenants; i++) {

@@ -336,6 +336,59 @@ static void test_set_arrays(void)
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.hw.copy_curve[1].gbps, 4, 0);
 }
 
+/* A whole object given with --set replaces the old one: keys it leaves
+ * out take the built-in defaults, not the file's values (a trace replay
+ * that kept the default scenario's duration_s of 120 s stopped early). */
+static void test_set_replaces_objects(void)
+{
+	const char *wl[] = {
+		"tenants.0.workload={\"source\": \"trace\", \"trace\": \"/x.csv\"}",
+	};
+	const char *srv[] = { "serving.block_tokens=32", "serving={\"max_batch\": 8}" };
+	const char *elem[] = { "tenants.0={\"gpu\": 0, \"workload\": {\"duration_s\": 5}}" };
+	const char *len[] = { "tenants.0.workload.prompt={\"kind\": \"fixed\", \"mean\": 5}" };
+	const char *keys[] = { "tenants.0.workload.duration_s=7", "tenants.0.workload.prompt.max=99" };
+	const char *file = scratch("c.json",
+				   "{\"tenants\": [{\"name\": \"alpha\", \"workload\": {\"rate_rps\": 3,\n"
+				   " \"duration_s\": 60, \"prompt\": {\"kind\": \"uniform\", \"min\": 2, \"max\": 100}}}]}");
+
+	/* the embedded scenario's t0: 14 requests/s for 120 s */
+	load_ok(&cfg_a, NULL, wl, 1);
+	CU_ASSERT_EQUAL(cfg_a.tenants[0].workload.source, EMA_WL_TRACE);
+	CU_ASSERT_STRING_EQUAL(cfg_a.tenants[0].workload.trace, "/x.csv");
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.tenants[0].workload.duration_s, 0, 0);
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.tenants[0].workload.rate_rps, 1, 0);
+	/* the rest of the tenant is not part of the object */
+	CU_ASSERT_STRING_EQUAL(cfg_a.tenants[0].name, "t0");
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.tenants[1].workload.duration_s, 120, 0);
+
+	load_ok(&cfg_a, NULL, srv, 2);
+	CU_ASSERT_EQUAL(cfg_a.serving.max_batch, 8);
+	CU_ASSERT_EQUAL(cfg_a.serving.block_tokens, 16);
+
+	/* a whole element: name, gpu and workload from the element defaults */
+	load_ok(&cfg_a, file, elem, 1);
+	CU_ASSERT_STRING_EQUAL(cfg_a.tenants[0].name, "t0");
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.tenants[0].workload.rate_rps, 1, 0);
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.tenants[0].workload.duration_s, 5, 0);
+	CU_ASSERT_EQUAL(cfg_a.tenants[0].workload.prompt.kind, EMA_LEN_LOGNORMAL);
+
+	load_ok(&cfg_a, file, len, 1);
+	CU_ASSERT_EQUAL(cfg_a.tenants[0].workload.prompt.kind, EMA_LEN_FIXED);
+	CU_ASSERT_EQUAL(cfg_a.tenants[0].workload.prompt.min, 1);
+	CU_ASSERT_EQUAL(cfg_a.tenants[0].workload.prompt.max, 8192);
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.tenants[0].workload.rate_rps, 3, 0);
+
+	/* single keys still change only themselves */
+	load_ok(&cfg_a, file, keys, 2);
+	CU_ASSERT_STRING_EQUAL(cfg_a.tenants[0].name, "alpha");
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.tenants[0].workload.duration_s, 7, 0);
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.tenants[0].workload.rate_rps, 3, 0);
+	CU_ASSERT_EQUAL(cfg_a.tenants[0].workload.prompt.kind, EMA_LEN_UNIFORM);
+	CU_ASSERT_EQUAL(cfg_a.tenants[0].workload.prompt.min, 2);
+	CU_ASSERT_EQUAL(cfg_a.tenants[0].workload.prompt.max, 99);
+}
+
 static void test_set_layer_groups_clamped(void)
 {
 	const char *ov[] = { "serving.layer_groups=100" };
@@ -912,6 +965,7 @@ int main(void)
 		{ "round trip", test_round_trip },
 		{ "--set overrides", test_set_overrides },
 		{ "--set on array elements", test_set_arrays },
+		{ "--set replaces whole objects", test_set_replaces_objects },
 		{ "layer_groups clamped", test_set_layer_groups_clamped },
 		{ "--set errors", test_set_errors },
 		{ "file errors at their lines", test_file_errors },
