@@ -202,6 +202,13 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 		}
 		if (rc != EMA_OK)
 			return rc;
+		{
+			/* not progress: shown with --quiet too */
+			char note[EMA_ERROR_MSG_MAX + EMA_PATH_MAX];
+
+			if (ema_workload_cut_note(&x->workloads[ti], wc, note, sizeof note))
+				fprintf(stderr, "ema: warning: tenants.%d.workload: %s\n", ti, note);
+		}
 	}
 	for (int i = 0; i < cfg->n_policies; i++) {
 		struct ema_policy_run *run = &x->runs[i];

@@ -167,6 +167,29 @@ check "good trace: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
 check "good trace: its 3 requests" grep -q '^static,t0,0,3,3,' "$R/trace/summary.csv"
 check "runs left no temporary folder" [ -z "$(find "$R" -maxdepth 1 -name '*.tmp-*')" ]
 
+# A whole workload given with --set replaces the old one: the default
+# scenario's duration_s of 120 s no longer cuts a trace replay. When a
+# window or max_requests does cut one, stderr says so, --quiet or not.
+printf 'arrived_at,num_prefill_tokens,num_decode_tokens\n0,100,10\n60,100,10\n130,100,10\n200,100,10\n' \
+	>"$T/long.csv"
+ONE="--set tenants.1.workload.duration_s=10 --set policies=static"
+ema run --quiet --no-plots $ONE --set "tenants.0.workload={\"source\": \"trace\", \"trace\": \"$T/long.csv\"}" \
+	--out "$R/whole"
+check "whole workload by --set: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+check "whole workload by --set: all 4 rows replayed" grep -q '^static,t0,0,4,4,' "$R/whole/summary.csv"
+check "whole workload by --set: no warning" [ ! -s "$T/log/err" ]
+ema run --quiet --no-plots $ONE --set tenants.0.workload.source=trace \
+	--set "tenants.0.workload.trace=$T/long.csv" --out "$R/cut"
+check "replay cut by duration_s: exit 0" [ "$rc" -eq 0 ]
+check "replay cut by duration_s: 2 rows kept" grep -q '^static,t0,0,2,2,' "$R/cut/summary.csv"
+check "replay cut by duration_s: warned ($(cat "$T/log/err"))" grep -qF \
+	'ema: warning: tenants.0.workload: the trace replay of '"$T/long.csv"' keeps 2 requests; 2 rows after start_s + duration_s = 120 s were left out by duration_s = 120' \
+	"$T/log/err"
+ema run --quiet --no-plots $ONE --set "tenants.0.workload={\"source\": \"trace\", \"trace\": \"$T/long.csv\", \"max_requests\": 3}" \
+	--out "$R/capped"
+check "replay cut by max_requests: warned ($(cat "$T/log/err"))" grep -qF \
+	'keeps 3 requests; 1 row was left out by max_requests = 3 (0 = no cap)' "$T/log/err"
+
 # ---- bad input: exit 2, where and what, nothing written ----------------
 
 I=$T/in

@@ -187,6 +187,51 @@ static int build_trace(const struct ema_workload_cfg *cfg,
 	return 0;
 }
 
+/* 8756 as "8,756": counts in warnings are read by people. */
+static void fmt_count(char *buf, size_t size, size_t v)
+{
+	char digits[32];
+	size_t n, k = 0;
+
+	n = (size_t)snprintf(digits, sizeof digits, "%zu", v);
+	for (size_t i = 0; i < n && k + 2 < size; i++) {
+		if (i > 0 && (n - i) % 3 == 0)
+			buf[k++] = ',';
+		buf[k++] = digits[i];
+	}
+	buf[k] = '\0';
+}
+
+bool ema_workload_cut_note(const struct ema_workload *w,
+			   const struct ema_workload_cfg *cfg, char *buf,
+			   size_t size)
+{
+	char kept[32], dur[32], max[32];
+	int n;
+
+	if (size > 0)
+		buf[0] = '\0';
+	if (w->cut_by_duration == 0 && w->cut_by_max_requests == 0)
+		return false;
+	fmt_count(kept, sizeof kept, w->n);
+	fmt_count(dur, sizeof dur, w->cut_by_duration);
+	fmt_count(max, sizeof max, w->cut_by_max_requests);
+	n = snprintf(buf, size, "the trace replay of %s keeps %s requests;", cfg->trace, kept);
+	if (w->cut_by_duration > 0 && n >= 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - (size_t)n,
+			      " %s %s after start_s + duration_s = %g s %s left out by duration_s = %g (0 replays to the end)%s",
+			      dur, w->cut_by_duration == 1 ? "row" : "rows",
+			      cfg->start_s + cfg->duration_s,
+			      w->cut_by_duration == 1 ? "was" : "were", cfg->duration_s,
+			      w->cut_by_max_requests > 0 ? ";" : "");
+	if (w->cut_by_max_requests > 0 && n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n,
+			 " %s %s left out by max_requests = %d (0 = no cap)",
+			 max, w->cut_by_max_requests == 1 ? "row was" : "rows were",
+			 cfg->max_requests);
+	return true;
+}
+
 static int check_arrivals(const struct ema_workload_cfg *cfg,
 			  struct ema_error *err)
 {

@@ -5,6 +5,7 @@
 #ifndef EMA_WORKLOAD_H
 #define EMA_WORKLOAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,14 @@ int ema_workload_build(const struct ema_workload_cfg *cfg, uint64_t seed,
 		       struct ema_workload *out, struct ema_error *err);
 
 void ema_workload_free(struct ema_workload *w);
+
+/* A sentence saying how many rows of a trace replay its window end
+ * (duration_s) and max_requests left out, naming the key, for a warning:
+ * a duration_s the user never meant to set cuts a replay silently. Returns
+ * false, buf "", when nothing was cut. */
+bool ema_workload_cut_note(const struct ema_workload *w,
+			   const struct ema_workload_cfg *cfg, char *buf,
+			   size_t size);
 
 /* Format names for configs and messages: "auto", "azure", "vidur",
  * "burstgpt", "mooncake", "lengths". Returns -1 for an unknown name. */
