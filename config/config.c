@@ -246,6 +246,51 @@ static const char *locate_t(const struct origin *o, char *buf, size_t size,
 	return buf;
 }
 
+/* Names end up in paths (the scenario's is the run folder under runs/)
+ * and in CSV fields (tenants'), which nothing quotes: only letters,
+ * digits, '-', '_' and '.', not starting with '.' (no "..", no hidden
+ * folder). The length is bounded by the EMA_NAME_MAX buffer. */
+static bool safe_name(const char *s)
+{
+	if (s[0] == '\0' || s[0] == '.')
+		return false;
+	for (; *s != '\0'; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '-' || *s == '_' || *s == '.'))
+			return false;
+	return true;
+}
+
+/* A name as a message shows it: control bytes escaped, so that a
+ * newline in it cannot split the message. */
+static const char *shown_name(char *buf, size_t size, const char *s)
+{
+	size_t k = 0;
+
+	for (; *s != '\0' && k + 5 < size; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch < 0x20 || ch == 0x7f || ch == '"' || ch == '\\')
+			k += (size_t)snprintf(buf + k, size - k, "\\x%02x", ch);
+		else
+			buf[k++] = (char)ch;
+	}
+	buf[k] = '\0';
+	return buf;
+}
+
+static int check_name(const struct origin *o, const char *path,
+		      const char *name, const char *what, struct ema_error *err)
+{
+	char shown[4 * EMA_NAME_MAX + 8];
+
+	if (safe_name(name))
+		return EMA_OK;
+	return vfail(o, path, false, err,
+		     "%s must be letters, digits, '-', '_' or '.', not starting with '.', at most %d bytes (%s); got \"%s\"",
+		     path, EMA_NAME_MAX - 1, what, shown_name(shown, sizeof shown, name));
+}
+
 static int check_length(const struct origin *o, const struct ema_length_cfg *l,
 			int tenant, const char *which, struct ema_error *err)
 {
@@ -269,6 +314,10 @@ static int check_tenant(const struct origin *o, const struct ema_config *c,
 	char p[512];
 	int rc;
 
+	snprintf(p, sizeof p, "tenants.%d.name", i);
+	rc = check_name(o, p, t->name, "it is a field of every CSV output", err);
+	if (rc < 0)
+		return rc;
 	if (t->gpu >= c->hw.n_gpus) {
 		snprintf(p, sizeof p, "tenants.%d.gpu", i);
 		return vfail(o, p, true, err,
@@ -385,6 +434,9 @@ static int validate(struct ema_config *c, const struct origin *o,
 					    "model", err);
 	if (rc < 0)
 		return rc;
+	rc = check_name(o, "name", c->name, "it names the run folder under runs/", err);
+	if (rc < 0)
+		return rc;
 	if (c->gpu_mem_cap_gib > c->hw.gpu_mem_gib)
 		return vfail(o, "gpu_mem_cap_gib", true, err,
 			     "expected at most the %g GiB of a GPU of %s (0 = all of it), got %g",
@@ -446,6 +498,9 @@ static void file_dir(char *out, size_t size, const char *path, const char *cwd)
 		snprintf(out, size, "%s", dir);
 }
 
+/* The file's base name as the default scenario name. The user did not
+ * write it as a name, so "my run.json" becomes "my_run" rather than an
+ * error: unsafe characters (and a leading '.') turn into '_'. */
 static void base_name(char *out, size_t size, const char *path)
 {
 	const char *b = strrchr(path, '/');
@@ -456,6 +511,12 @@ static void base_name(char *out, size_t size, const char *path)
 	if (n > 5 && strcmp(b + n - 5, ".json") == 0)
 		n -= 5;
 	snprintf(out, size, "%.*s", (int)n, b);
+	for (char *q = out; *q != '\0'; q++) {
+		char ch[2] = { *q, '\0' };
+
+		if (!safe_name(ch) || (q == out && *q == '.'))
+			*q = '_';
+	}
 }
 
 int ema_config_load(struct ema_config *cfg, const char *path,

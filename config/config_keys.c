@@ -32,7 +32,17 @@ int ema_config_fail(const struct ema_config_src *src, const char *path,
 	if (path == NULL || *path == '\0')
 		with_path = false;
 	if (src->set_arg != NULL) {
-		snprintf(where, sizeof where, "--set %s", src->set_arg);
+		size_t k = (size_t)snprintf(where, sizeof where, "--set ");
+
+		/* a control byte (a newline in a value) would split the message */
+		for (const char *c = src->set_arg; *c != '\0' && k + 5 < sizeof where; c++) {
+			if ((unsigned char)*c < 0x20)
+				k += (size_t)snprintf(where + k, sizeof where - k,
+						      "\\x%02x", (unsigned char)*c);
+			else
+				where[k++] = *c;
+		}
+		where[k] = '\0';
 		/* the key path is already in the argument */
 		if (src->set_path != NULL && strcmp(path, src->set_path) == 0)
 			with_path = false;

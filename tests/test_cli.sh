@@ -241,6 +241,22 @@ bad_input duplicate_policy "--set policies=static,static:" $SHORT --set policies
 
 bad_input unknown_option "--no-such-option" --no-such-option
 
+# names reach paths and CSV fields: only a safe set of characters
+bad_input name_path "--set name=a/b: name must be letters, digits, '-', '_' or '.', not starting with '.'" \
+	--set name=a/b
+sed 's/"name": "t1",/"name": "t1,x",/' "$I/default.json" >"$I/tenant_comma.json"
+bad_input tenant_name_comma "$I/tenant_comma.json:$(at_line "$I/tenant_comma.json" '"t1,x"'): tenants.1.name must be letters" \
+	--config "$I/tenant_comma.json"
+bad_input tenant_name_newline "--set tenants.0.name=a\\x0ab: tenants.0.name must be letters" \
+	--set "tenants.0.name=a
+b"
+# without --out, ../../x would have put the run folder outside runs/
+ema run --quiet $SHORT --set name=../../x
+check "name=../../x: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+check "name=../../x: says why" grep -qF -- "--set name=../../x: name must be letters" "$T/log/err"
+check "name=../../x: nothing written ($(ls -A | tr '\n' ' '))" [ -z "$(ls -A)" ]
+check "name=../../x: nothing outside either" [ ! -e "$T/x" ]
+
 # too many requests is found when they are generated: still file:line,
 # the line of the tenant's workload object
 sed -e 's/"rate_rps": 14,/"rate_rps": 10000,/' -e 's/"duration_s": 120,/"duration_s": 5000,/' \

@@ -464,6 +464,48 @@ static void test_set_errors(void)
 		     "--set model=llama-2-70b: model llama-2-70b needs 138.0 GB of weights per GPU, more than the 40.0 GiB a GPU has");
 }
 
+/* Names go into paths and CSV fields: only a safe set of characters. */
+static void test_names(void)
+{
+	static const char *const bad[] = {
+		"../../x", "a/b", ".hidden", "..", "a b", "a,b", "a\nb", "caf\xc3\xa9", NULL
+	};
+	const char *ok[] = { "name=run-1.2_B", "tenants.0.name=gpu0.prefill-A_1" };
+	char set[600], want[512];
+
+	for (int i = 0; bad[i] != NULL; i++) {
+		snprintf(set, sizeof set, "name=%s", bad[i]);
+		expect_set_error(set, ": name must be letters, digits, '-', '_' or '.', not starting with '.', at most 63 bytes");
+		snprintf(set, sizeof set, "tenants.1.name=%s", bad[i]);
+		expect_set_error(set, ": tenants.1.name must be letters, digits, '-', '_' or '.'");
+	}
+	/* the message shows a newline escaped, on one line */
+	expect_set_error("tenants.0.name=a\nb", "--set tenants.0.name=a\\x0ab: tenants.0.name must");
+	expect_set_error("tenants.0.name=a\nb", "; got \"a\\x0ab\"");
+	load_ok(&cfg_a, NULL, ok, 2);
+	CU_ASSERT_STRING_EQUAL(cfg_a.name, "run-1.2_B");
+	CU_ASSERT_STRING_EQUAL(cfg_a.tenants[0].name, "gpu0.prefill-A_1");
+	/* in a file: at the name's line */
+	expect_text_error("{\n\"name\": \"../up\",\n\"tenants\": [{\"workload\": {\"duration_s\": 1}}]}",
+			  "c.json:2: name must be letters");
+	expect_text_error("{\"tenants\": [\n {\"workload\": {\"duration_s\": 1},\n  \"name\": \"x,y\"}]}",
+			  "c.json:3: tenants.0.name must be letters");
+	/* the default name, from the file's base name, is made safe */
+	load_ok(&cfg_a, scratch("my run,v2.json", "{\"tenants\": [{\"workload\": {\"duration_s\": 1}}]}"),
+		NULL, 0);
+	CU_ASSERT_STRING_EQUAL(cfg_a.name, "my_run_v2");
+	unlink(tmp_path("my run,v2.json"));
+	load_ok(&cfg_a, scratch(".dot.json", "{\"tenants\": [{\"workload\": {\"duration_s\": 1}}]}"),
+		NULL, 0);
+	CU_ASSERT_STRING_EQUAL(cfg_a.name, "_dot");
+	unlink(tmp_path(".dot.json"));
+	/* the length bound stays */
+	memset(want, 'a', 64);
+	want[64] = '\0';
+	snprintf(set, sizeof set, "name=%s", want);
+	expect_set_error(set, "expected a string of at most 63 bytes");
+}
+
 /* --- file errors, each at its line ------------------------------------ */
 
 static void test_file_errors(void)
@@ -969,6 +1011,7 @@ int main(void)
 		{ "layer_groups clamped", test_set_layer_groups_clamped },
 		{ "--set errors", test_set_errors },
 		{ "file errors at their lines", test_file_errors },
+		{ "safe names", test_names },
 		{ "inline hardware", test_inline_hardware },
 		{ "relative paths", test_relative_paths },
 		{ "random overrides", test_random_overrides },
