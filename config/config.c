@@ -6,6 +6,7 @@
 #include "policy.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,6 +292,23 @@ static int check_name(const struct origin *o, const char *path,
 		     path, EMA_NAME_MAX - 1, what, shown_name(shown, sizeof shown, name));
 }
 
+/* 5e7 as "50,000,000": request counts in messages are read by people.
+ * x is a whole number below 1e15 here (rate_rps x duration_s). */
+static const char *thousands(char *buf, size_t size, double x)
+{
+	char digits[32];
+	size_t n, k = 0;
+
+	n = (size_t)snprintf(digits, sizeof digits, "%.0f", x);
+	for (size_t i = 0; i < n && k + 2 < size; i++) {
+		if (i > 0 && (n - i) % 3 == 0)
+			buf[k++] = ',';
+		buf[k++] = digits[i];
+	}
+	buf[k] = '\0';
+	return buf;
+}
+
 static int check_length(const struct origin *o, const struct ema_length_cfg *l,
 			int tenant, const char *which, struct ema_error *err)
 {
@@ -366,6 +384,26 @@ static int check_tenant(const struct origin *o, const struct ema_config *c,
 		return vfail(o, locate_t(o, p, sizeof p, i, f), false, err,
 			     "a synthetic workload needs tenants.%d.workload.duration_s > 0 (or max_requests > 0)",
 			     i);
+	}
+	/* the generator's limit, checked here so that a typo fails before
+	 * anything runs, at the workload's line */
+	if (w->source != EMA_WL_TRACE) {
+		char n[40], lim[40];
+
+		thousands(lim, sizeof lim, (double)EMA_CFG_MAX_REQUESTS);
+		if (w->max_requests > EMA_CFG_MAX_REQUESTS) {
+			snprintf(p, sizeof p, "tenants.%d.workload.max_requests", i);
+			return vfail(o, p, true, err,
+				     "max_requests = %s exceeds the limit of %s generated requests",
+				     thousands(n, sizeof n, w->max_requests), lim);
+		}
+		if (w->max_requests == 0 &&
+		    w->rate_rps * w->duration_s > (double)EMA_CFG_MAX_REQUESTS) {
+			snprintf(p, sizeof p, "tenants.%d.workload", i);
+			return vfail(o, p, true, err,
+				     "rate_rps x duration_s = %s requests exceeds the limit of %s; expected a lower rate_rps or duration_s, or max_requests",
+				     thousands(n, sizeof n, ceil(w->rate_rps * w->duration_s)), lim);
+		}
 	}
 	if (w->source == EMA_WL_TRACE && w->format == EMA_TRACE_LENGTHS) {
 		static const char *const f[] = {

@@ -257,13 +257,17 @@ check "name=../../x: says why" grep -qF -- "--set name=../../x: name must be let
 check "name=../../x: nothing written ($(ls -A | tr '\n' ' '))" [ -z "$(ls -A)" ]
 check "name=../../x: nothing outside either" [ ! -e "$T/x" ]
 
-# too many requests is found when they are generated: still file:line,
-# the line of the tenant's workload object
+# too many requests is found by the config check, before anything is
+# generated: file:line of the tenant's workload object
 sed -e 's/"rate_rps": 14,/"rate_rps": 10000,/' -e 's/"duration_s": 120,/"duration_s": 5000,/' \
 	"$I/default.json" >"$I/too_many.json"
 bad_input too_many_requests \
-	"$I/too_many.json:$(at_line "$I/too_many.json" '"workload"'): tenants.0.workload: 5e+07 requests asked for" \
+	"$I/too_many.json:$(at_line "$I/too_many.json" '"workload"'): tenants.0.workload: rate_rps x duration_s = 50,000,000 requests exceeds the limit of 10,000,000" \
 	--config "$I/too_many.json"
+ema config --config "$I/too_many.json"
+check "too many requests: ema config refuses it too (got $rc)" [ "$rc" -eq 2 ]
+bad_input too_many_max_requests "--set tenants.0.workload.max_requests=20000000: max_requests = 20,000,000 exceeds the limit of 10,000,000" \
+	--set tenants.0.workload.max_requests=20000000
 
 bad_input bad_trace_row "$DATA/trace_bad_row.csv:3:" $TRACE --set "tenants.0.workload.trace=$DATA/trace_bad_row.csv"
 bad_input trace_backwards "$DATA/trace_backwards.csv:4:" $TRACE --set "tenants.0.workload.trace=$DATA/trace_backwards.csv"

@@ -400,6 +400,10 @@ static void test_set_layer_groups_clamped(void)
 static void test_set_errors(void)
 {
 	const char *two[] = { "hardware=a100x4_40gb", "gpu_mem_cap_gib=0", "model=llama-2-70b" };
+	const char *big[] = { "tenants.0.workload.rate_rps=10000", "tenants.0.workload.duration_s=5000" };
+	const char *capped[] = { "tenants.0.workload.rate_rps=10000", "tenants.0.workload.duration_s=5000",
+				 "tenants.0.workload.max_requests=100" };
+	const char *at_limit[] = { "tenants.0.workload.rate_rps=10000", "tenants.0.workload.duration_s=1000" };
 
 	expect_set_error("serving.max_batch=abc",
 			 "--set serving.max_batch=abc: expected an integer");
@@ -441,6 +445,13 @@ static void test_set_errors(void)
 			 "--set tenants.0.workload.duration_s=0: a synthetic workload needs tenants.0.workload.duration_s > 0 (or max_requests > 0)");
 	expect_set_error("tenants.0.workload.rate_rps=-1",
 			 "--set tenants.0.workload.rate_rps=-1: expected a number in [0, 10000], got -1");
+	/* the generator's 10 million requests, checked at load */
+	expect_error(NULL, big, 2,
+		     "--set tenants.0.workload.duration_s=5000: tenants.0.workload: rate_rps x duration_s = 50,000,000 requests exceeds the limit of 10,000,000");
+	expect_set_error("tenants.0.workload.max_requests=10000001",
+			 "--set tenants.0.workload.max_requests=10000001: max_requests = 10,000,001 exceeds the limit of 10,000,000 generated requests");
+	load_ok(&cfg_a, NULL, capped, 3);
+	load_ok(&cfg_a, NULL, at_limit, 2);
 	expect_set_error("tenants.0.workload.source=trace",
 			 "--set tenants.0.workload.source=trace: a trace workload needs a file in tenants.0.workload.trace");
 	expect_set_error("gpu_mem_cap_gib=200",
@@ -598,6 +609,10 @@ static void test_file_errors(void)
 			  "c.json:2: tenants.0.gpu: expected an integer in 0..15, got 16");
 	expect_text_error("{\"tenants\": [\n {\"workload\": {\n\"rate_rps\": -2}}]}",
 			  "c.json:3: tenants.0.workload.rate_rps: expected a number in [0, 10000], got -2");
+	expect_text_error("{\"tenants\": [\n {\"workload\": {\"duration_s\": 1e6,\n\"rate_rps\": 11}}]}",
+			  "c.json:2: tenants.0.workload: rate_rps x duration_s = 11,000,000 requests exceeds the limit of 10,000,000");
+	expect_text_error("{\"tenants\": [\n {\"workload\": {\"duration_s\": 1,\n\"max_requests\": 20000000}}]}",
+			  "c.json:3: tenants.0.workload.max_requests: max_requests = 20,000,000 exceeds the limit");
 	expect_text_error("{\"tenants\": [\n {\"workload\": {\n\"source\": \"trace\"}}]}",
 			  "c.json:3: a trace workload needs a file in tenants.0.workload.trace");
 	expect_text_error("{\"tenants\": [\n {\"workload\": {\"duration_s\": 1,\n\"arrival\": \"gamma\", \"cv\": 0}}]}",
