@@ -303,11 +303,11 @@ bad_input rate_rps_overflow "tenants.0.workload: request 1 would arrive at" \
 
 # A trace through a FIFO (as <(...) gives) is opened once: format auto reads
 # it whole instead of hanging on a second open.
+to=""
+command -v timeout >/dev/null 2>&1 && to="timeout 60"
 if mkfifo "$T/fifo" 2>/dev/null; then
 	cat "$DATA/trace_ok.csv" >"$T/fifo" &
 	writer=$!
-	to=""
-	command -v timeout >/dev/null 2>&1 && to="timeout 60"
 	$to "$EMA" run --quiet --no-plots --set tenants.0.workload.source=trace \
 		--set "tenants.0.workload.trace=$T/fifo" --set tenants.1.workload.duration_s=10 \
 		--set policies=static --out "$R/fifo" >"$T/log/out" 2>"$T/log/err"
@@ -317,6 +317,16 @@ if mkfifo "$T/fifo" 2>/dev/null; then
 	check "trace from a FIFO: exit 0 (got $rc: $(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
 	check "trace from a FIFO: its 3 requests" grep -q '^static,t0,0,3,3,' "$R/fifo/summary.csv"
 	rm -f "$T/fifo"
+fi
+# the same through bash's <(...), as a user would write it
+if command -v bash >/dev/null 2>&1 && [ -n "$to" ]; then
+	EMA="$EMA" OK="$DATA/trace_ok.csv" OUT="$R/procsub" timeout 60 bash -c \
+		'"$EMA" run --quiet --no-plots --set tenants.0.workload.source=trace \
+		--set tenants.0.workload.trace=<(cat "$OK") --set tenants.1.workload.duration_s=10 \
+		--set policies=static --out "$OUT"' >"$T/log/out" 2>"$T/log/err"
+	rc=$?
+	check "trace from <(...): exit 0 (got $rc: $(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+	check "trace from <(...): its 3 requests" grep -q '^static,t0,0,3,3,' "$R/procsub/summary.csv"
 fi
 
 # --out that exists: refused before running, contents untouched.
