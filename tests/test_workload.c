@@ -814,23 +814,25 @@ static void test_cut_counts(void)
 {
 	struct ema_workload_cfg c = synth_cfg();
 	struct ema_workload w;
+	struct ema_workload_cut cut;
+	struct ema_error err = { 0 };
 	char note[8192], want[8192];
 
 	c.source = EMA_WL_TRACE;
 	fixture(c.trace, sizeof c.trace, "vidur.csv");   /* 0, .5, 1.23, 2, 15 s */
-	build_ok(&c, 0, &w);
-	CU_ASSERT_EQUAL(w.cut_by_duration, 0);
-	CU_ASSERT_EQUAL(w.cut_by_max_requests, 0);
-	CU_ASSERT_FALSE(ema_workload_cut_note(&w, &c, note, sizeof note));
+	CU_ASSERT_EQUAL_FATAL(ema_workload_build_cut(&c, 0, &w, &cut, &err), 0);
+	CU_ASSERT_EQUAL(cut.by_duration, 0);
+	CU_ASSERT_EQUAL(cut.by_max_requests, 0);
+	CU_ASSERT_FALSE(ema_workload_cut_note(&w, &cut, &c, note, sizeof note));
 	CU_ASSERT_STRING_EQUAL(note, "");
 	ema_workload_free(&w);
 	c.start_s = 0.5;
 	c.duration_s = 1;       /* keeps .5 and 1.23; 2 and 15 come after */
-	build_ok(&c, 0, &w);
+	CU_ASSERT_EQUAL_FATAL(ema_workload_build_cut(&c, 0, &w, &cut, &err), 0);
 	CU_ASSERT_EQUAL(w.n, 2);
-	CU_ASSERT_EQUAL(w.cut_by_duration, 2);
-	CU_ASSERT_EQUAL(w.cut_by_max_requests, 0);
-	CU_ASSERT_TRUE(ema_workload_cut_note(&w, &c, note, sizeof note));
+	CU_ASSERT_EQUAL(cut.by_duration, 2);
+	CU_ASSERT_EQUAL(cut.by_max_requests, 0);
+	CU_ASSERT_TRUE(ema_workload_cut_note(&w, &cut, &c, note, sizeof note));
 	snprintf(want, sizeof want,
 		 "the trace replay of %s keeps 2 requests; 2 rows after start_s + duration_s = 1.5 s were left out by duration_s = 1 (0 replays to the end)",
 		 c.trace);
@@ -838,11 +840,11 @@ static void test_cut_counts(void)
 	ema_workload_free(&w);
 	c.duration_s = 0;
 	c.max_requests = 3;     /* .5, 1.23, 2 of the 4 from .5 on */
-	build_ok(&c, 0, &w);
+	CU_ASSERT_EQUAL_FATAL(ema_workload_build_cut(&c, 0, &w, &cut, &err), 0);
 	CU_ASSERT_EQUAL(w.n, 3);
-	CU_ASSERT_EQUAL(w.cut_by_duration, 0);
-	CU_ASSERT_EQUAL(w.cut_by_max_requests, 1);
-	CU_ASSERT_TRUE(ema_workload_cut_note(&w, &c, note, sizeof note));
+	CU_ASSERT_EQUAL(cut.by_duration, 0);
+	CU_ASSERT_EQUAL(cut.by_max_requests, 1);
+	CU_ASSERT_TRUE(ema_workload_cut_note(&w, &cut, &c, note, sizeof note));
 	snprintf(want, sizeof want,
 		 "the trace replay of %s keeps 3 requests; 1 row was left out by max_requests = 3 (0 = no cap)",
 		 c.trace);
@@ -852,8 +854,8 @@ static void test_cut_counts(void)
 	c.start_s = 0;
 	c.duration_s = 14;
 	c.max_requests = 2;     /* 0, .5, 1.23, 2 in the window; 15 after it */
-	build_ok(&c, 0, &w);
-	CU_ASSERT_TRUE(ema_workload_cut_note(&w, &c, note, sizeof note));
+	CU_ASSERT_EQUAL_FATAL(ema_workload_build_cut(&c, 0, &w, &cut, &err), 0);
+	CU_ASSERT_TRUE(ema_workload_cut_note(&w, &cut, &c, note, sizeof note));
 	CU_ASSERT_PTR_NOT_NULL(strstr(note, "keeps 2 requests; 1 row after start_s + duration_s = 14 s was left out by duration_s = 14 (0 replays to the end); 2 rows were left out by max_requests = 2"));
 	ema_workload_free(&w);
 }

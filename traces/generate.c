@@ -107,7 +107,8 @@ static int32_t draw_length(const struct ema_length_cfg *lc, bool from_file,
 }
 
 static int build_trace(const struct ema_workload_cfg *cfg,
-		       struct ema_workload *out, struct ema_error *err)
+		       struct ema_workload *out, struct ema_workload_cut *cut,
+		       struct ema_error *err)
 {
 	int64_t start_ns, end_ns, base;
 	uint32_t *lines = NULL;
@@ -157,10 +158,10 @@ static int build_trace(const struct ema_workload_cfg *cfg,
 	out->n = j;
 	/* the cap first: a row it drops cannot make the scaling overflow */
 	if (cfg->max_requests > 0 && out->n > (size_t)cfg->max_requests) {
-		out->cut_by_max_requests = out->n - (size_t)cfg->max_requests;
+		cut->by_max_requests = out->n - (size_t)cfg->max_requests;
 		out->n = (size_t)cfg->max_requests;
 	}
-	out->cut_by_duration = cut_duration;
+	cut->by_duration = cut_duration;
 	base = out->reqs[0].arrival_ns;
 	for (size_t i = 0; i < out->n; i++) {
 		int64_t a = out->reqs[i].arrival_ns - base;
@@ -203,6 +204,7 @@ static void fmt_count(char *buf, size_t size, size_t v)
 }
 
 bool ema_workload_cut_note(const struct ema_workload *w,
+			   const struct ema_workload_cut *cut,
 			   const struct ema_workload_cfg *cfg, char *buf,
 			   size_t size)
 {
@@ -211,23 +213,23 @@ bool ema_workload_cut_note(const struct ema_workload *w,
 
 	if (size > 0)
 		buf[0] = '\0';
-	if (w->cut_by_duration == 0 && w->cut_by_max_requests == 0)
+	if (cut->by_duration == 0 && cut->by_max_requests == 0)
 		return false;
 	fmt_count(kept, sizeof kept, w->n);
-	fmt_count(dur, sizeof dur, w->cut_by_duration);
-	fmt_count(max, sizeof max, w->cut_by_max_requests);
+	fmt_count(dur, sizeof dur, cut->by_duration);
+	fmt_count(max, sizeof max, cut->by_max_requests);
 	n = snprintf(buf, size, "the trace replay of %s keeps %s requests;", cfg->trace, kept);
-	if (w->cut_by_duration > 0 && n >= 0 && (size_t)n < size)
+	if (cut->by_duration > 0 && n >= 0 && (size_t)n < size)
 		n += snprintf(buf + n, size - (size_t)n,
 			      " %s %s after start_s + duration_s = %g s %s left out by duration_s = %g (0 replays to the end)%s",
-			      dur, w->cut_by_duration == 1 ? "row" : "rows",
+			      dur, cut->by_duration == 1 ? "row" : "rows",
 			      cfg->start_s + cfg->duration_s,
-			      w->cut_by_duration == 1 ? "was" : "were", cfg->duration_s,
-			      w->cut_by_max_requests > 0 ? ";" : "");
-	if (w->cut_by_max_requests > 0 && n >= 0 && (size_t)n < size)
+			      cut->by_duration == 1 ? "was" : "were", cfg->duration_s,
+			      cut->by_max_requests > 0 ? ";" : "");
+	if (cut->by_max_requests > 0 && n >= 0 && (size_t)n < size)
 		snprintf(buf + n, size - (size_t)n,
 			 " %s %s left out by max_requests = %d (0 = no cap)",
-			 max, w->cut_by_max_requests == 1 ? "row was" : "rows were",
+			 max, cut->by_max_requests == 1 ? "row was" : "rows were",
 			 cfg->max_requests);
 	return true;
 }
@@ -368,13 +370,25 @@ out:
 int ema_workload_build(const struct ema_workload_cfg *cfg, uint64_t seed,
 		       struct ema_workload *out, struct ema_error *err)
 {
+	return ema_workload_build_cut(cfg, seed, out, NULL, err);
+}
+
+int ema_workload_build_cut(const struct ema_workload_cfg *cfg, uint64_t seed,
+			   struct ema_workload *out, struct ema_workload_cut *cut,
+			   struct ema_error *err)
+{
+	struct ema_workload_cut none;
+
 	if (cfg == NULL || out == NULL)
 		return ema_error_set(err, EMA_ERR_INTERNAL,
 				     "ema_workload_build: NULL argument");
 	memset(out, 0, sizeof *out);
+	if (cut == NULL)
+		cut = &none;
+	memset(cut, 0, sizeof *cut);
 	switch (cfg->source) {
 	case EMA_WL_TRACE:
-		return build_trace(cfg, out, err);
+		return build_trace(cfg, out, cut, err);
 	case EMA_WL_SYNTHETIC:
 	case EMA_WL_LENGTHS:
 		return build_generated(cfg, seed, out, err);

@@ -53,7 +53,9 @@ void ema_workload_free(struct ema_workload *w)
 	if (w == NULL)
 		return;
 	free(w->reqs);
-	memset(w, 0, sizeof *w);
+	w->reqs = NULL;
+	w->n = 0;
+	w->cap = 0;
 }
 
 int ema_workload_reserve(struct ema_workload *w, size_t need,

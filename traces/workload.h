@@ -22,11 +22,14 @@ struct ema_workload {
 	struct ema_request_spec *reqs;  /* sorted by arrival, ties in file order */
 	size_t n;
 	size_t cap;
-	/* trace replays: rows of the file left out after the window end
-	 * (start_s + duration_s) and after max_requests, for the warning that
-	 * a replay was cut (a duration_s kept from a default goes unnoticed) */
-	size_t cut_by_duration;
-	size_t cut_by_max_requests;
+};
+
+/* Rows of a trace replay's file left out after the window end
+ * (start_s + duration_s) and after max_requests, for the warning that a
+ * replay was cut (a duration_s kept from a default goes unnoticed). */
+struct ema_workload_cut {
+	size_t by_duration;
+	size_t by_max_requests;
 };
 
 /* Reads a trace file as it is (no window, no scaling), opening it once
@@ -45,6 +48,12 @@ int ema_trace_read(const char *path, enum ema_trace_format fmt,
 int ema_workload_build(const struct ema_workload_cfg *cfg, uint64_t seed,
 		       struct ema_workload *out, struct ema_error *err);
 
+/* ema_workload_build that also says what a trace replay left out (all 0
+ * for generated streams). cut may be NULL. */
+int ema_workload_build_cut(const struct ema_workload_cfg *cfg, uint64_t seed,
+			   struct ema_workload *out, struct ema_workload_cut *cut,
+			   struct ema_error *err);
+
 void ema_workload_free(struct ema_workload *w);
 
 /* A sentence saying how many rows of a trace replay its window end
@@ -52,6 +61,7 @@ void ema_workload_free(struct ema_workload *w);
  * a duration_s the user never meant to set cuts a replay silently. Returns
  * false, buf "", when nothing was cut. */
 bool ema_workload_cut_note(const struct ema_workload *w,
+			   const struct ema_workload_cut *cut,
 			   const struct ema_workload_cfg *cfg, char *buf,
 			   size_t size);
 
