@@ -173,9 +173,8 @@ int ema_config_read_file(const char *path, char **text, size_t *len,
 	FILE *f = fopen(path, "rb");
 	char *buf = NULL;
 	size_t cap = 0, n = 0;
-	int rc = EMA_OK;
-
 	struct stat st;
+	int rc = EMA_OK;
 
 	*text = NULL;
 	*len = 0;
