@@ -10,5 +10,9 @@
 #define EMA_NAME_MAX 64
 #define EMA_PATH_MAX 1024
 #define EMA_CURVE_MAX 16
+/* Requests one tenant's generated stream may hold (rate_rps x duration_s
+ * or max_requests), so that a typo fails at the config check rather than
+ * after minutes of generation or an exhausted memory. */
+#define EMA_CFG_MAX_REQUESTS 10000000L
 
 #endif

@@ -6,6 +6,7 @@
 
 
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,8 +69,8 @@ static const struct ema_config_key workload_keys[] = {
 	{ "arrival", EMA_CFG_ENUM, WL(arrival), 0, 0, 0, 0, 0, arrival_names, NULL, NULL },
 	{ "rate_rps", EMA_CFG_DBL, WL(rate_rps), 0, 0, 0, 1e4, 0, NULL, NULL, NULL },
 	{ "cv", EMA_CFG_DBL, WL(cv), 0, 0, 0, 100, 0, NULL, NULL, NULL },
-	{ "prompt", EMA_CFG_OBJ, WL(prompt), 0, 0, 0, 0, 0, NULL, length_keys, NULL },
-	{ "output", EMA_CFG_OBJ, WL(output), 0, 0, 0, 0, 0, NULL, length_keys, NULL },
+	{ "prompt", EMA_CFG_OBJ, WL(prompt), SZ(ema_workload_cfg, prompt), 0, 0, 0, 0, NULL, length_keys, NULL },
+	{ "output", EMA_CFG_OBJ, WL(output), SZ(ema_workload_cfg, output), 0, 0, 0, 0, NULL, length_keys, NULL },
 	{ "max_requests", EMA_CFG_INT, WL(max_requests), 0, 0, 0, INT_MAX, 0, NULL, NULL, NULL },
 	{ "seed", EMA_CFG_U64, WL(seed), 0, 0, 0, SEED_MAX, 0, NULL, NULL, NULL },
 	END
@@ -78,7 +79,7 @@ static const struct ema_config_key workload_keys[] = {
 static const struct ema_config_key tenant_keys[] = {
 	{ "name", EMA_CFG_STR, TN(name), SZ(ema_tenant_cfg, name), 0, 0, 0, EMA_CFG_NONEMPTY, NULL, NULL, NULL },
 	{ "gpu", EMA_CFG_INT, TN(gpu), 0, 0, 0, EMA_MAX_GPUS - 1, 0, NULL, NULL, NULL },
-	{ "workload", EMA_CFG_OBJ, TN(workload), 0, 0, 0, 0, 0, NULL, workload_keys, NULL },
+	{ "workload", EMA_CFG_OBJ, TN(workload), SZ(ema_tenant_cfg, workload), 0, 0, 0, 0, NULL, workload_keys, NULL },
 	END
 };
 
@@ -134,8 +135,8 @@ const struct ema_config_key ema_config_top_keys[] = {
 	{ "gpu_mem_cap_gib", EMA_CFG_DBL, CF(gpu_mem_cap_gib), 0, 0, 0, 1e5, 0, NULL, NULL, NULL },
 	{ "horizon_s", EMA_CFG_DBL, CF(horizon_s), 0, 0, 0, 1e9, 0, NULL, NULL, NULL },
 	{ "policies", EMA_CFG_STRLIST, CF(policies), EMA_NAME_MAX, CF(n_policies), 1, EMA_MAX_POLICIES, 0, NULL, NULL, NULL },
-	{ "serving", EMA_CFG_OBJ, CF(serving), 0, 0, 0, 0, 0, NULL, serving_keys, NULL },
-	{ "policy", EMA_CFG_OBJ, CF(policy), 0, 0, 0, 0, 0, NULL, policy_keys, NULL },
+	{ "serving", EMA_CFG_OBJ, CF(serving), SZ(ema_config, serving), 0, 0, 0, 0, NULL, serving_keys, NULL },
+	{ "policy", EMA_CFG_OBJ, CF(policy), SZ(ema_config, policy), 0, 0, 0, 0, NULL, policy_keys, NULL },
 	{ "tenants", EMA_CFG_ARRAY, CF(tenants), sizeof(struct ema_tenant_cfg), CF(n_tenants), 0, EMA_MAX_TENANTS, 0, NULL, tenant_keys, tenant_init },
 	END
 };
@@ -260,6 +261,68 @@ static const char *locate_t(const struct origin *o, char *buf, size_t size,
 	return buf;
 }
 
+/* Names end up in paths (the scenario's is the run folder under runs/)
+ * and in CSV fields (tenants'), which nothing quotes: only letters,
+ * digits, '-', '_' and '.', not starting with '.' (no "..", no hidden
+ * folder). The length is bounded by the EMA_NAME_MAX buffer. */
+static bool safe_name(const char *s)
+{
+	if (s[0] == '\0' || s[0] == '.')
+		return false;
+	for (; *s != '\0'; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '-' || *s == '_' || *s == '.'))
+			return false;
+	return true;
+}
+
+/* A name as a message shows it: control bytes escaped, so that a
+ * newline in it cannot split the message. */
+static const char *shown_name(char *buf, size_t size, const char *s)
+{
+	size_t k = 0;
+
+	for (; *s != '\0' && k + 5 < size; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch < 0x20 || ch == 0x7f || ch == '"' || ch == '\\')
+			k += (size_t)snprintf(buf + k, size - k, "\\x%02x", ch);
+		else
+			buf[k++] = (char)ch;
+	}
+	buf[k] = '\0';
+	return buf;
+}
+
+static int check_name(const struct origin *o, const char *path,
+		      const char *name, const char *what, struct ema_error *err)
+{
+	char shown[4 * EMA_NAME_MAX + 8];
+
+	if (safe_name(name))
+		return EMA_OK;
+	return vfail(o, path, false, err,
+		     "%s must be letters, digits, '-', '_' or '.', not starting with '.', at most %d bytes (%s); got \"%s\"",
+		     path, EMA_NAME_MAX - 1, what, shown_name(shown, sizeof shown, name));
+}
+
+/* 5e7 as "50,000,000": request counts in messages are read by people.
+ * x is a whole number below 1e15 here (rate_rps x duration_s). */
+static const char *thousands(char *buf, size_t size, double x)
+{
+	char digits[32];
+	size_t n, k = 0;
+
+	n = (size_t)snprintf(digits, sizeof digits, "%.0f", x);
+	for (size_t i = 0; i < n && k + 2 < size; i++) {
+		if (i > 0 && (n - i) % 3 == 0)
+			buf[k++] = ',';
+		buf[k++] = digits[i];
+	}
+	buf[k] = '\0';
+	return buf;
+}
+
 static int check_length(const struct origin *o, const struct ema_length_cfg *l,
 			int tenant, const char *which, struct ema_error *err)
 {
@@ -283,6 +346,10 @@ static int check_tenant(const struct origin *o, const struct ema_config *c,
 	char p[512];
 	int rc;
 
+	snprintf(p, sizeof p, "tenants.%d.name", i);
+	rc = check_name(o, p, t->name, "it is a field of every CSV output", err);
+	if (rc < 0)
+		return rc;
 	if (t->gpu >= c->hw.n_gpus) {
 		snprintf(p, sizeof p, "tenants.%d.gpu", i);
 		return vfail(o, p, true, err,
@@ -331,6 +398,26 @@ static int check_tenant(const struct origin *o, const struct ema_config *c,
 		return vfail(o, locate_t(o, p, sizeof p, i, f), false, err,
 			     "a synthetic workload needs tenants.%d.workload.duration_s > 0 (or max_requests > 0)",
 			     i);
+	}
+	/* the generator's limit, checked here so that a typo fails before
+	 * anything runs, at the workload's line */
+	if (w->source != EMA_WL_TRACE) {
+		char n[40], lim[40];
+
+		thousands(lim, sizeof lim, (double)EMA_CFG_MAX_REQUESTS);
+		if (w->max_requests > EMA_CFG_MAX_REQUESTS) {
+			snprintf(p, sizeof p, "tenants.%d.workload.max_requests", i);
+			return vfail(o, p, true, err,
+				     "max_requests = %s exceeds the limit of %s generated requests",
+				     thousands(n, sizeof n, w->max_requests), lim);
+		}
+		if (w->max_requests == 0 &&
+		    w->rate_rps * w->duration_s > (double)EMA_CFG_MAX_REQUESTS) {
+			snprintf(p, sizeof p, "tenants.%d.workload", i);
+			return vfail(o, p, true, err,
+				     "rate_rps x duration_s = %s requests exceeds the limit of %s; expected a lower rate_rps or duration_s, or max_requests",
+				     thousands(n, sizeof n, ceil(w->rate_rps * w->duration_s)), lim);
+		}
 	}
 	if (w->source == EMA_WL_TRACE && w->format == EMA_TRACE_LENGTHS) {
 		static const char *const f[] = {
@@ -399,6 +486,9 @@ static int validate(struct ema_config *c, const struct origin *o,
 					    "model", err);
 	if (rc < 0)
 		return rc;
+	rc = check_name(o, "name", c->name, "it names the run folder under runs/", err);
+	if (rc < 0)
+		return rc;
 	if (c->gpu_mem_cap_gib > c->hw.gpu_mem_gib)
 		return vfail(o, "gpu_mem_cap_gib", true, err,
 			     "expected at most the %g GiB of a GPU of %s (0 = all of it), got %g",
@@ -460,6 +550,9 @@ static void file_dir(char *out, size_t size, const char *path, const char *cwd)
 		snprintf(out, size, "%s", dir);
 }
 
+/* The file's base name as the default scenario name. The user did not
+ * write it as a name, so "my run.json" becomes "my_run" rather than an
+ * error: unsafe characters (and a leading '.') turn into '_'. */
 static void base_name(char *out, size_t size, const char *path)
 {
 	const char *b = strrchr(path, '/');
@@ -470,6 +563,12 @@ static void base_name(char *out, size_t size, const char *path)
 	if (n > 5 && strcmp(b + n - 5, ".json") == 0)
 		n -= 5;
 	snprintf(out, size, "%.*s", (int)n, b);
+	for (char *q = out; *q != '\0'; q++) {
+		char ch[2] = { *q, '\0' };
+
+		if (!safe_name(ch) || (q == out && *q == '.'))
+			*q = '_';
+	}
 }
 
 int ema_config_load(struct ema_config *cfg, const char *path,
@@ -483,6 +582,7 @@ int ema_config_load(struct ema_config *cfg, const char *path,
 	const char *text;
 	size_t len;
 	cJSON *root = NULL;
+	struct ema_config *defaults = NULL;
 	int rc;
 
 	if (cfg == NULL || (n_overrides > 0 && overrides == NULL))
@@ -516,8 +616,19 @@ int ema_config_load(struct ema_config *cfg, const char *path,
 	rc = ema_config_parse_text(cfg->source_file, text, len, &root, err);
 	if (rc == 0)
 		rc = ema_config_parse_object(ema_config_top_keys, cfg, root, "", &src, err);
+	/* a whole object given with --set replaces the old one: what it
+	 * leaves out takes the built-in defaults, not the file's values */
+	if (rc == 0 && n_overrides > 0) {
+		defaults = malloc(sizeof *defaults);
+		if (defaults == NULL)
+			rc = ema_error_set(err, EMA_ERR_NOMEM, "out of memory for the defaults");
+		else
+			rc = config_defaults(defaults, err);
+	}
 	for (int i = 0; rc == 0 && i < n_overrides; i++)
-		rc = ema_config_apply_set(ema_config_top_keys, cfg, overrides[i], cwd, err);
+		rc = ema_config_apply_set(ema_config_top_keys, cfg, defaults,
+					  overrides[i], cwd, err);
+	free(defaults);
 	if (rc == 0)
 		rc = validate(cfg, &o, err);
 	for (int i = 0; rc == 0 && i < cfg->n_tenants; i++) {

@@ -48,7 +48,7 @@ struct ema_config_key {
 	const char *key;                 /* JSON key = struct field name */
 	enum ema_config_type type;
 	size_t off;
-	size_t size;                     /* string buffer or array element bytes */
+	size_t size;                     /* string buffer, array element or object bytes */
 	size_t off2;                     /* count (arrays) or resolved struct (HW, MODEL) */
 	double min, max;                 /* numbers: range; lists: element count */
 	unsigned flags;
@@ -86,10 +86,14 @@ int ema_config_parse_object(const struct ema_config_key *tbl, void *base,
 			    const struct ema_config_src *src,
 			    struct ema_error *err);
 
-/* Applies one "key.path=value" to base following tbl. */
+/* Applies one "key.path=value" to base following tbl. A value for a whole
+ * object or array element replaces it: the keys it leaves out take their
+ * values in defaults (the same struct as base, built-in values; array
+ * elements take their init), as `key={...}` reads. defaults NULL merges
+ * the object onto what base holds. */
 int ema_config_apply_set(const struct ema_config_key *tbl, void *base,
-			 const char *arg, const char *base_dir,
-			 struct ema_error *err);
+			 const void *defaults, const char *arg,
+			 const char *base_dir, struct ema_error *err);
 
 /* Writes base as a pretty-printed JSON object in table order; indent is
  * the nesting depth of the object. */

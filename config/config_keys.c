@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define PATH_BUF 512
 
@@ -31,7 +32,17 @@ int ema_config_fail(const struct ema_config_src *src, const char *path,
 	if (path == NULL || *path == '\0')
 		with_path = false;
 	if (src->set_arg != NULL) {
-		snprintf(where, sizeof where, "--set %s", src->set_arg);
+		size_t k = (size_t)snprintf(where, sizeof where, "--set ");
+
+		/* a control byte (a newline in a value) would split the message */
+		for (const char *c = src->set_arg; *c != '\0' && k + 5 < sizeof where; c++) {
+			if ((unsigned char)*c < 0x20)
+				k += (size_t)snprintf(where + k, sizeof where - k,
+						      "\\x%02x", (unsigned char)*c);
+			else
+				where[k++] = *c;
+		}
+		where[k] = '\0';
 		/* the key path is already in the argument */
 		if (src->set_path != NULL && strcmp(path, src->set_path) == 0)
 			with_path = false;
@@ -162,12 +173,19 @@ int ema_config_read_file(const char *path, char **text, size_t *len,
 	FILE *f = fopen(path, "rb");
 	char *buf = NULL;
 	size_t cap = 0, n = 0;
+	struct stat st;
 	int rc = EMA_OK;
 
 	*text = NULL;
 	*len = 0;
 	if (f == NULL)
 		return ema_error_at(err, path, 0, "cannot open: %s", strerror(errno));
+	/* fopen opens a folder on Linux; say so rather than "Is a directory"
+	 * from the first read */
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		rc = ema_error_at(err, path, 0, "expected a JSON file, got a folder");
+		goto out;
+	}
 	for (;;) {
 		size_t got;
 
@@ -719,13 +737,16 @@ static int set_text_to_json(const struct ema_config_key *k, const char *value,
 }
 
 int ema_config_apply_set(const struct ema_config_key *tbl, void *base,
-			 const char *arg, const char *base_dir,
-			 struct ema_error *err)
+			 const void *defaults, const char *arg,
+			 const char *base_dir, struct ema_error *err)
 {
 	char keypath[PATH_BUF], sofar[PATH_BUF];
 	const char *eq = strchr(arg, '=');
 	const struct ema_config_key *t = tbl;
 	char *b = base;
+	/* walks beside b: the same place in the defaults (NULL = merge) */
+	const char *d = defaults;
+	char *elem_defaults = NULL;
 	struct ema_config_src src = { "--set", NULL, 0, arg, keypath, base_dir };
 	const char *comp;
 	cJSON *v = NULL;
@@ -753,31 +774,40 @@ int ema_config_apply_set(const struct ema_config_key *tbl, void *base,
 			char keys[1024];
 
 			join_keys(keys, sizeof keys, t);
-			return ema_config_fail(&src, sofar, false, err,
-					       "unknown key \"%s\"; expected one of: %s",
-					       sofar, keys);
+			rc = ema_config_fail(&src, sofar, false, err,
+					     "unknown key \"%s\"; expected one of: %s",
+					     sofar, keys);
+			goto out;
 		}
 		k = &t[i];
 		if (dot == NULL) {
 			rc = set_text_to_json(k, eq + 1, &src, &v, err);
+			if (rc == 0 && k->type == EMA_CFG_OBJ && d != NULL) {
+				if (k->size == 0) {
+					rc = ema_error_set(err, EMA_ERR_INTERNAL,
+							   "key table: object %s has no size", sofar);
+					goto out;
+				}
+				memcpy(b + k->off, d + k->off, k->size);
+			}
 			if (rc == 0)
 				rc = set_value(k, b, v, keypath, &src, err);
-			cJSON_Delete(v);
-			return rc;
+			goto out;
 		}
 		comp = dot + 1;
 		switch (k->type) {
 		case EMA_CFG_OBJ:
 			t = k->sub;
 			b += k->off;
+			if (d != NULL)
+				d += k->off;
 			continue;
 		case EMA_CFG_HW:
-			t = ema_config_hw_keys;
-			b += k->off2;
-			continue;
 		case EMA_CFG_MODEL:
-			t = ema_config_model_keys;
+			/* no objects inside: nothing to reset below */
+			t = k->type == EMA_CFG_HW ? ema_config_hw_keys : ema_config_model_keys;
 			b += k->off2;
+			d = NULL;
 			continue;
 		case EMA_CFG_ARRAY: {
 			int *count = (int *)(b + k->off2);
@@ -790,11 +820,13 @@ int ema_config_apply_set(const struct ema_config_key *tbl, void *base,
 			n = dot ? (size_t)(dot - comp) : strlen(comp);
 			idx = strtol(comp, &e, 10);
 			if (n == 0 || e != comp + n || idx < 0 || idx > *count ||
-			    idx >= k->max)
-				return ema_config_fail(&src, sofar, false, err,
-						       "expected an element index of %s in 0..%d (%d appends one)",
-						       sofar, *count < k->max ? *count : *count - 1,
-						       *count);
+			    idx >= k->max) {
+				rc = ema_config_fail(&src, sofar, false, err,
+						     "expected an element index of %s in 0..%d (%d appends one)",
+						     sofar, *count < k->max ? *count : *count - 1,
+						     *count);
+				goto out;
+			}
 			elem = b + k->off + (size_t)idx * k->size;
 			if (idx == *count) {
 				k->init(elem, (int)idx);
@@ -803,28 +835,48 @@ int ema_config_apply_set(const struct ema_config_key *tbl, void *base,
 			snprintf(num, sizeof num, "%ld", idx);
 			append_comp(sofar, sizeof sofar, num);
 			if (dot == NULL) {
-				/* a whole element: merged onto what is there */
+				/* a whole element: it replaces the old one, so what
+				 * it leaves out takes the element defaults */
 				struct ema_config_key whole = *k;
 
 				whole.type = EMA_CFG_OBJ;
 				rc = set_text_to_json(&whole, eq + 1, &src, &v, err);
+				if (rc == 0 && d != NULL)
+					k->init(elem, (int)idx);
 				if (rc == 0)
 					rc = ema_config_parse_object(k->sub, elem, v,
 								     keypath, &src, err);
-				cJSON_Delete(v);
-				return rc;
+				goto out;
 			}
 			comp = dot + 1;
 			t = k->sub;
 			b = elem;
+			/* an element's defaults are its init, not element idx
+			 * of the defaults (which may have fewer elements) */
+			if (d != NULL) {
+				free(elem_defaults);
+				elem_defaults = malloc(k->size);
+				if (elem_defaults == NULL) {
+					rc = ema_error_set(err, EMA_ERR_NOMEM,
+							   "--set %s: out of memory", arg);
+					goto out;
+				}
+				k->init(elem_defaults, (int)idx);
+				d = elem_defaults;
+			}
 			continue;
 		}
 		default:
-			return ema_config_fail(&src, sofar, false, err,
-					       "%s has no sub-keys; expected %s=value",
-					       sofar, sofar);
+			rc = ema_config_fail(&src, sofar, false, err,
+					     "%s has no sub-keys; expected %s=value",
+					     sofar, sofar);
+			goto out;
 		}
 	}
+out:
+	cJSON_Delete(v);
+	free(elem_defaults);
+	return rc;
 }
 
 /* --- writer ------------------------------------------------------------ */

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define HW(f) offsetof(struct ema_hw_profile, f)
 #define MD(f) offsetof(struct ema_model, f)
@@ -239,12 +240,19 @@ static int resolve(void *out, bool hw, const char *value,
 
 	if (ema_config_is_path(value)) {
 		FILE *f = fopen(value, "rb");
+		struct stat st;
+		bool dir;
 
 		if (f == NULL)
 			return ema_config_fail(src, path, true, err,
 					       "cannot open \"%s\"; expected a readable %s file",
 					       value, hw ? "hardware profile" : "model");
+		dir = fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode);
 		fclose(f);
+		if (dir)
+			return ema_config_fail(src, path, true, err,
+					       "\"%s\" is a folder; expected a %s file",
+					       value, hw ? "hardware profile" : "model");
 	}
 	rc = load_any(value, hw, out, err);
 	if (rc <= 0)

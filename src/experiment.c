@@ -187,9 +187,10 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 					     cfg->source_file, cfg->policies[i]);
 	for (int ti = 0; ti < cfg->n_tenants; ti++) {
 		const struct ema_workload_cfg *wc = &cfg->tenants[ti].workload;
+		struct ema_workload_cut cut;
 		uint64_t seed = wc->seed ? wc->seed : ema_seed_derive(cfg->seed, ti, "workload");
 
-		rc = ema_workload_build(wc, seed, &x->workloads[ti], err);
+		rc = ema_workload_build_cut(wc, seed, &x->workloads[ti], &cut, err);
 		if (rc == EMA_ERR_INPUT && strncmp(err->msg, "workload: ", 10) == 0) {
 			/* a generator's check: say which tenant of which file */
 			char msg[EMA_ERROR_MSG_MAX];
@@ -205,6 +206,13 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 		}
 		if (rc != EMA_OK)
 			return rc;
+		{
+			/* not progress: shown with --quiet too */
+			char note[EMA_ERROR_MSG_MAX + EMA_PATH_MAX];
+
+			if (ema_workload_cut_note(&x->workloads[ti], &cut, wc, note, sizeof note))
+				fprintf(stderr, "ema: warning: tenants.%d.workload: %s\n", ti, note);
+		}
 	}
 	for (int i = 0; i < cfg->n_policies; i++) {
 		struct ema_policy_run *run = &x->runs[i];

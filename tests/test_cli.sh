@@ -167,10 +167,41 @@ check "good trace: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
 check "good trace: its 3 requests" grep -q '^static,t0,0,3,3,' "$R/trace/summary.csv"
 check "runs left no temporary folder" [ -z "$(find "$R" -maxdepth 1 -name '*.tmp-*')" ]
 
+# A whole workload given with --set replaces the old one: the default
+# scenario's duration_s of 120 s no longer cuts a trace replay. When a
+# window or max_requests does cut one, stderr says so, --quiet or not.
+printf 'arrived_at,num_prefill_tokens,num_decode_tokens\n0,100,10\n60,100,10\n130,100,10\n200,100,10\n' \
+	>"$T/long.csv"
+ONE="--set tenants.1.workload.duration_s=10 --set policies=static"
+ema run --quiet --no-plots $ONE --set "tenants.0.workload={\"source\": \"trace\", \"trace\": \"$T/long.csv\"}" \
+	--out "$R/whole"
+check "whole workload by --set: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+check "whole workload by --set: all 4 rows replayed" grep -q '^static,t0,0,4,4,' "$R/whole/summary.csv"
+check "whole workload by --set: no warning" [ ! -s "$T/log/err" ]
+ema run --quiet --no-plots $ONE --set tenants.0.workload.source=trace \
+	--set "tenants.0.workload.trace=$T/long.csv" --out "$R/cut"
+check "replay cut by duration_s: exit 0" [ "$rc" -eq 0 ]
+check "replay cut by duration_s: 2 rows kept" grep -q '^static,t0,0,2,2,' "$R/cut/summary.csv"
+check "replay cut by duration_s: warned ($(cat "$T/log/err"))" grep -qF \
+	'ema: warning: tenants.0.workload: the trace replay of '"$T/long.csv"' keeps 2 requests; 2 rows after start_s + duration_s = 120 s were left out by duration_s = 120' \
+	"$T/log/err"
+ema run --quiet --no-plots $ONE --set "tenants.0.workload={\"source\": \"trace\", \"trace\": \"$T/long.csv\", \"max_requests\": 3}" \
+	--out "$R/capped"
+check "replay cut by max_requests: warned ($(cat "$T/log/err"))" grep -qF \
+	'keeps 3 requests; 1 row was left out by max_requests = 3 (0 = no cap)' "$T/log/err"
+
 # ---- bad input: exit 2, where and what, nothing written ----------------
 
 I=$T/in
-bad_input missing_config "$I/nosuch.json:" --config "$I/nosuch.json"
+bad_input missing_config "$I/nosuch.json: cannot open" --config "$I/nosuch.json"
+# the rule: whatever the user names that cannot be read is bad input, exit 2
+bad_input config_folder "$I: expected a JSON file, got a folder" --config "$I"
+bad_input profile_folder "--set hardware=$I/: \"$I/\" is a folder; expected a hardware profile file" \
+	--set "hardware=$I/"
+if [ "$(id -u)" -ne 0 ]; then
+	echo '{}' >"$I/noperm.json" && chmod 000 "$I/noperm.json"
+	bad_input config_no_permission "$I/noperm.json: cannot open: Permission denied" --config "$I/noperm.json"
+fi
 
 printf '{\n  "name": "x",\n  "seed": 1,,\n  "page_mib": 2\n}\n' >"$I/malformed.json"
 bad_input malformed_json "$I/malformed.json:3:" --config "$I/malformed.json"
@@ -210,19 +241,93 @@ bad_input duplicate_policy "--set policies=static,static:" $SHORT --set policies
 
 bad_input unknown_option "--no-such-option" --no-such-option
 
-# too many requests is found when they are generated: still file:line,
-# the line of the tenant's workload object
+# names reach paths and CSV fields: only a safe set of characters
+bad_input name_path "--set name=a/b: name must be letters, digits, '-', '_' or '.', not starting with '.'" \
+	--set name=a/b
+sed 's/"name": "t1",/"name": "t1,x",/' "$I/default.json" >"$I/tenant_comma.json"
+bad_input tenant_name_comma "$I/tenant_comma.json:$(at_line "$I/tenant_comma.json" '"t1,x"'): tenants.1.name must be letters" \
+	--config "$I/tenant_comma.json"
+bad_input tenant_name_newline "--set tenants.0.name=a\\x0ab: tenants.0.name must be letters" \
+	--set "tenants.0.name=a
+b"
+# without --out, ../../x would have put the run folder outside runs/
+ema run --quiet $SHORT --set name=../../x
+check "name=../../x: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+check "name=../../x: says why" grep -qF -- "--set name=../../x: name must be letters" "$T/log/err"
+check "name=../../x: nothing written ($(ls -A | tr '\n' ' '))" [ -z "$(ls -A)" ]
+check "name=../../x: nothing outside either" [ ! -e "$T/x" ]
+
+# too many requests is found by the config check, before anything is
+# generated: file:line of the tenant's workload object
 sed -e 's/"rate_rps": 14,/"rate_rps": 10000,/' -e 's/"duration_s": 120,/"duration_s": 5000,/' \
 	"$I/default.json" >"$I/too_many.json"
 bad_input too_many_requests \
-	"$I/too_many.json:$(at_line "$I/too_many.json" '"workload"'): tenants.0.workload: 5e+07 requests asked for" \
+	"$I/too_many.json:$(at_line "$I/too_many.json" '"workload"'): tenants.0.workload: rate_rps x duration_s = 50,000,000 requests exceeds the limit of 10,000,000" \
 	--config "$I/too_many.json"
+ema config --config "$I/too_many.json"
+check "too many requests: ema config refuses it too (got $rc)" [ "$rc" -eq 2 ]
+bad_input too_many_max_requests "--set tenants.0.workload.max_requests=20000000: max_requests = 20,000,000 exceeds the limit of 10,000,000" \
+	--set tenants.0.workload.max_requests=20000000
 
 bad_input bad_trace_row "$DATA/trace_bad_row.csv:3:" $TRACE --set "tenants.0.workload.trace=$DATA/trace_bad_row.csv"
 bad_input trace_backwards "$DATA/trace_backwards.csv:4:" $TRACE --set "tenants.0.workload.trace=$DATA/trace_backwards.csv"
-# An empty trace has no offending line: the file name is enough.
-bad_input trace_empty "$DATA/trace_empty.csv:" $TRACE --set "tenants.0.workload.trace=$DATA/trace_empty.csv"
-bad_input trace_missing "$I/nosuch.csv:" $TRACE --set "tenants.0.workload.trace=$I/nosuch.csv"
+# A header alone lacks a row on line 2; an empty file its header on line 1.
+bad_input trace_header_only "$DATA/trace_empty.csv:2: expected at least one request after the header" \
+	$TRACE --set "tenants.0.workload.trace=$DATA/trace_empty.csv"
+: >"$I/empty.csv"
+bad_input trace_empty "$I/empty.csv:1: expected the header line TIMESTAMP,ContextTokens,GeneratedTokens" \
+	$TRACE --set "tenants.0.workload.trace=$I/empty.csv"
+bad_input trace_empty_auto "$I/empty.csv:1: expected the header line TIMESTAMP,ContextTokens,GeneratedTokens (azure)" \
+	--set tenants.0.workload.source=trace --set "tenants.0.workload.trace=$I/empty.csv"
+bad_input trace_missing "$I/nosuch.csv: cannot open" $TRACE --set "tenants.0.workload.trace=$I/nosuch.csv"
+# a folder or an unreadable file is bad input like a missing one (exit 2)
+mkdir "$I/folder.csv"
+bad_input trace_folder "$I/folder.csv: expected a trace file, got a folder" \
+	$TRACE --set "tenants.0.workload.trace=$I/folder.csv"
+if [ "$(id -u)" -ne 0 ]; then
+	cp "$DATA/trace_ok.csv" "$I/noperm.csv" && chmod 000 "$I/noperm.csv"
+	bad_input trace_no_permission "$I/noperm.csv: cannot open: Permission denied" \
+		$TRACE --set "tenants.0.workload.trace=$I/noperm.csv"
+fi
+# a lengths-only file has no times: refused, pointing to source "lengths"
+LENGTHS=$DATA/../traces/lengths.csv
+bad_input lengths_as_trace "$LENGTHS:1: a lengths-only file has no arrival times; expected \"source\": \"lengths\"" \
+	--set tenants.0.workload.source=trace --set "tenants.0.workload.trace=$LENGTHS"
+# slowed down 1e12 times, row 3 (0.32 s in) would arrive 10,000 years on
+bad_input rate_scale_overflow "$DATA/trace_ok.csv:3: this row comes 0.31941 s after the window's first, which rate_scale = 1e-12 stretches" \
+	$TRACE --set "tenants.0.workload.trace=$DATA/trace_ok.csv" --set tenants.0.workload.rate_scale=1e-12
+# without duration_s, a tiny rate_rps would do the same to generated arrivals
+bad_input rate_rps_overflow "tenants.0.workload: request 1 would arrive at" \
+	--set tenants.0.workload.rate_rps=1e-12 --set tenants.0.workload.duration_s=0 \
+	--set tenants.0.workload.max_requests=3
+
+# A trace through a FIFO (as <(...) gives) is opened once: format auto reads
+# it whole instead of hanging on a second open.
+to=""
+command -v timeout >/dev/null 2>&1 && to="timeout 60"
+if mkfifo "$T/fifo" 2>/dev/null; then
+	cat "$DATA/trace_ok.csv" >"$T/fifo" &
+	writer=$!
+	$to "$EMA" run --quiet --no-plots --set tenants.0.workload.source=trace \
+		--set "tenants.0.workload.trace=$T/fifo" --set tenants.1.workload.duration_s=10 \
+		--set policies=static --out "$R/fifo" >"$T/log/out" 2>"$T/log/err"
+	rc=$?
+	kill "$writer" 2>/dev/null
+	wait "$writer" 2>/dev/null
+	check "trace from a FIFO: exit 0 (got $rc: $(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+	check "trace from a FIFO: its 3 requests" grep -q '^static,t0,0,3,3,' "$R/fifo/summary.csv"
+	rm -f "$T/fifo"
+fi
+# the same through bash's <(...), as a user would write it
+if command -v bash >/dev/null 2>&1 && [ -n "$to" ]; then
+	EMA="$EMA" OK="$DATA/trace_ok.csv" OUT="$R/procsub" timeout 60 bash -c \
+		'"$EMA" run --quiet --no-plots --set tenants.0.workload.source=trace \
+		--set tenants.0.workload.trace=<(cat "$OK") --set tenants.1.workload.duration_s=10 \
+		--set policies=static --out "$OUT"' >"$T/log/out" 2>"$T/log/err"
+	rc=$?
+	check "trace from <(...): exit 0 (got $rc: $(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+	check "trace from <(...): its 3 requests" grep -q '^static,t0,0,3,3,' "$R/procsub/summary.csv"
+fi
 
 # --out that exists: refused before running, contents untouched.
 mkdir keep

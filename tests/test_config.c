@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -335,6 +336,59 @@ static void test_set_arrays(void)
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.hw.copy_curve[1].gbps, 4, 0);
 }
 
+/* A whole object given with --set replaces the old one: keys it leaves
+ * out take the built-in defaults, not the file's values (a trace replay
+ * that kept the default scenario's duration_s of 120 s stopped early). */
+static void test_set_replaces_objects(void)
+{
+	const char *wl[] = {
+		"tenants.0.workload={\"source\": \"trace\", \"trace\": \"/x.csv\"}",
+	};
+	const char *srv[] = { "serving.block_tokens=32", "serving={\"max_batch\": 8}" };
+	const char *elem[] = { "tenants.0={\"gpu\": 0, \"workload\": {\"duration_s\": 5}}" };
+	const char *len[] = { "tenants.0.workload.prompt={\"kind\": \"fixed\", \"mean\": 5}" };
+	const char *keys[] = { "tenants.0.workload.duration_s=7", "tenants.0.workload.prompt.max=99" };
+	const char *file = scratch("c.json",
+				   "{\"tenants\": [{\"name\": \"alpha\", \"workload\": {\"rate_rps\": 3,\n"
+				   " \"duration_s\": 60, \"prompt\": {\"kind\": \"uniform\", \"min\": 2, \"max\": 100}}}]}");
+
+	/* the embedded scenario's t0: 14 requests/s for 120 s */
+	load_ok(&cfg_a, NULL, wl, 1);
+	CU_ASSERT_EQUAL(cfg_a.tenants[0].workload.source, EMA_WL_TRACE);
+	CU_ASSERT_STRING_EQUAL(cfg_a.tenants[0].workload.trace, "/x.csv");
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.tenants[0].workload.duration_s, 0, 0);
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.tenants[0].workload.rate_rps, 1, 0);
+	/* the rest of the tenant is not part of the object */
+	CU_ASSERT_STRING_EQUAL(cfg_a.tenants[0].name, "t0");
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.tenants[1].workload.duration_s, 120, 0);
+
+	load_ok(&cfg_a, NULL, srv, 2);
+	CU_ASSERT_EQUAL(cfg_a.serving.max_batch, 8);
+	CU_ASSERT_EQUAL(cfg_a.serving.block_tokens, 16);
+
+	/* a whole element: name, gpu and workload from the element defaults */
+	load_ok(&cfg_a, file, elem, 1);
+	CU_ASSERT_STRING_EQUAL(cfg_a.tenants[0].name, "t0");
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.tenants[0].workload.rate_rps, 1, 0);
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.tenants[0].workload.duration_s, 5, 0);
+	CU_ASSERT_EQUAL(cfg_a.tenants[0].workload.prompt.kind, EMA_LEN_LOGNORMAL);
+
+	load_ok(&cfg_a, file, len, 1);
+	CU_ASSERT_EQUAL(cfg_a.tenants[0].workload.prompt.kind, EMA_LEN_FIXED);
+	CU_ASSERT_EQUAL(cfg_a.tenants[0].workload.prompt.min, 1);
+	CU_ASSERT_EQUAL(cfg_a.tenants[0].workload.prompt.max, 8192);
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.tenants[0].workload.rate_rps, 3, 0);
+
+	/* single keys still change only themselves */
+	load_ok(&cfg_a, file, keys, 2);
+	CU_ASSERT_STRING_EQUAL(cfg_a.tenants[0].name, "alpha");
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.tenants[0].workload.duration_s, 7, 0);
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.tenants[0].workload.rate_rps, 3, 0);
+	CU_ASSERT_EQUAL(cfg_a.tenants[0].workload.prompt.kind, EMA_LEN_UNIFORM);
+	CU_ASSERT_EQUAL(cfg_a.tenants[0].workload.prompt.min, 2);
+	CU_ASSERT_EQUAL(cfg_a.tenants[0].workload.prompt.max, 99);
+}
+
 static void test_set_layer_groups_clamped(void)
 {
 	const char *ov[] = { "serving.layer_groups=100" };
@@ -346,6 +400,10 @@ static void test_set_layer_groups_clamped(void)
 static void test_set_errors(void)
 {
 	const char *two[] = { "hardware=a100x4_40gb", "gpu_mem_cap_gib=0", "model=llama-2-70b" };
+	const char *big[] = { "tenants.0.workload.rate_rps=10000", "tenants.0.workload.duration_s=5000" };
+	const char *capped[] = { "tenants.0.workload.rate_rps=10000", "tenants.0.workload.duration_s=5000",
+				 "tenants.0.workload.max_requests=100" };
+	const char *at_limit[] = { "tenants.0.workload.rate_rps=10000", "tenants.0.workload.duration_s=1000" };
 
 	expect_set_error("serving.max_batch=abc",
 			 "--set serving.max_batch=abc: expected an integer");
@@ -387,6 +445,13 @@ static void test_set_errors(void)
 			 "--set tenants.0.workload.duration_s=0: a synthetic workload needs tenants.0.workload.duration_s > 0 (or max_requests > 0)");
 	expect_set_error("tenants.0.workload.rate_rps=-1",
 			 "--set tenants.0.workload.rate_rps=-1: expected a number in [0, 10000], got -1");
+	/* the generator's 10 million requests, checked at load */
+	expect_error(NULL, big, 2,
+		     "--set tenants.0.workload.duration_s=5000: tenants.0.workload: rate_rps x duration_s = 50,000,000 requests exceeds the limit of 10,000,000");
+	expect_set_error("tenants.0.workload.max_requests=10000001",
+			 "--set tenants.0.workload.max_requests=10000001: max_requests = 10,000,001 exceeds the limit of 10,000,000 generated requests");
+	load_ok(&cfg_a, NULL, capped, 3);
+	load_ok(&cfg_a, NULL, at_limit, 2);
 	expect_set_error("tenants.0.workload.source=trace",
 			 "--set tenants.0.workload.source=trace: a trace workload needs a file in tenants.0.workload.trace");
 	expect_set_error("gpu_mem_cap_gib=200",
@@ -410,6 +475,48 @@ static void test_set_errors(void)
 		     "--set model=llama-2-70b: model llama-2-70b needs 138.0 GB of weights per GPU, more than the 40.0 GiB a GPU has");
 }
 
+/* Names go into paths and CSV fields: only a safe set of characters. */
+static void test_names(void)
+{
+	static const char *const bad[] = {
+		"../../x", "a/b", ".hidden", "..", "a b", "a,b", "a\nb", "caf\xc3\xa9", NULL
+	};
+	const char *ok[] = { "name=run-1.2_B", "tenants.0.name=gpu0.prefill-A_1" };
+	char set[600], want[512];
+
+	for (int i = 0; bad[i] != NULL; i++) {
+		snprintf(set, sizeof set, "name=%s", bad[i]);
+		expect_set_error(set, ": name must be letters, digits, '-', '_' or '.', not starting with '.', at most 63 bytes");
+		snprintf(set, sizeof set, "tenants.1.name=%s", bad[i]);
+		expect_set_error(set, ": tenants.1.name must be letters, digits, '-', '_' or '.'");
+	}
+	/* the message shows a newline escaped, on one line */
+	expect_set_error("tenants.0.name=a\nb", "--set tenants.0.name=a\\x0ab: tenants.0.name must");
+	expect_set_error("tenants.0.name=a\nb", "; got \"a\\x0ab\"");
+	load_ok(&cfg_a, NULL, ok, 2);
+	CU_ASSERT_STRING_EQUAL(cfg_a.name, "run-1.2_B");
+	CU_ASSERT_STRING_EQUAL(cfg_a.tenants[0].name, "gpu0.prefill-A_1");
+	/* in a file: at the name's line */
+	expect_text_error("{\n\"name\": \"../up\",\n\"tenants\": [{\"workload\": {\"duration_s\": 1}}]}",
+			  "c.json:2: name must be letters");
+	expect_text_error("{\"tenants\": [\n {\"workload\": {\"duration_s\": 1},\n  \"name\": \"x,y\"}]}",
+			  "c.json:3: tenants.0.name must be letters");
+	/* the default name, from the file's base name, is made safe */
+	load_ok(&cfg_a, scratch("my run,v2.json", "{\"tenants\": [{\"workload\": {\"duration_s\": 1}}]}"),
+		NULL, 0);
+	CU_ASSERT_STRING_EQUAL(cfg_a.name, "my_run_v2");
+	unlink(tmp_path("my run,v2.json"));
+	load_ok(&cfg_a, scratch(".dot.json", "{\"tenants\": [{\"workload\": {\"duration_s\": 1}}]}"),
+		NULL, 0);
+	CU_ASSERT_STRING_EQUAL(cfg_a.name, "_dot");
+	unlink(tmp_path(".dot.json"));
+	/* the length bound stays */
+	memset(want, 'a', 64);
+	want[64] = '\0';
+	snprintf(set, sizeof set, "name=%s", want);
+	expect_set_error(set, "expected a string of at most 63 bytes");
+}
+
 /* --- file errors, each at its line ------------------------------------ */
 
 static void test_file_errors(void)
@@ -418,6 +525,28 @@ static void test_file_errors(void)
 
 	expect_error("/nonexistent/dir/s.json", NULL, 0,
 		     "/nonexistent/dir/s.json: cannot open: No such file or directory");
+	/* a folder or an unreadable file: input errors (exit 2) like a
+	 * missing file, whether scenario or profile */
+	scratch("c.json", "{}");
+	snprintf(want, sizeof want, "%s: expected a JSON file, got a folder", tmpdir);
+	expect_error(tmpdir, NULL, 0, want);
+	{
+		char set[600];
+		const char *ov[] = { set };
+
+		snprintf(set, sizeof set, "hardware=%s/", tmpdir);
+		snprintf(want, sizeof want, "--set %s: \"%s/\" is a folder; expected a hardware profile file",
+			 set, tmpdir);
+		expect_error(NULL, ov, 1, want);
+	}
+	if (geteuid() != 0) {
+		const char *p = scratch("noperm.json", "{}");
+
+		CU_ASSERT_EQUAL(chmod(p, 0), 0);
+		snprintf(want, sizeof want, "%s: cannot open: Permission denied", p);
+		expect_error(p, NULL, 0, want);
+		unlink(p);
+	}
 	snprintf(want, sizeof want, "%s:4:25: malformed JSON", data_path("malformed.json"));
 	expect_error(data_path("malformed.json"), NULL, 0, want);
 	snprintf(want, sizeof want,
@@ -480,6 +609,10 @@ static void test_file_errors(void)
 			  "c.json:2: tenants.0.gpu: expected an integer in 0..15, got 16");
 	expect_text_error("{\"tenants\": [\n {\"workload\": {\n\"rate_rps\": -2}}]}",
 			  "c.json:3: tenants.0.workload.rate_rps: expected a number in [0, 10000], got -2");
+	expect_text_error("{\"tenants\": [\n {\"workload\": {\"duration_s\": 1e6,\n\"rate_rps\": 11}}]}",
+			  "c.json:2: tenants.0.workload: rate_rps x duration_s = 11,000,000 requests exceeds the limit of 10,000,000");
+	expect_text_error("{\"tenants\": [\n {\"workload\": {\"duration_s\": 1,\n\"max_requests\": 20000000}}]}",
+			  "c.json:3: tenants.0.workload.max_requests: max_requests = 20,000,000 exceeds the limit");
 	expect_text_error("{\"tenants\": [\n {\"workload\": {\n\"source\": \"trace\"}}]}",
 			  "c.json:3: a trace workload needs a file in tenants.0.workload.trace");
 	expect_text_error("{\"tenants\": [\n {\"workload\": {\"duration_s\": 1,\n\"arrival\": \"gamma\", \"cv\": 0}}]}",
@@ -889,9 +1022,11 @@ int main(void)
 		{ "round trip", test_round_trip },
 		{ "--set overrides", test_set_overrides },
 		{ "--set on array elements", test_set_arrays },
+		{ "--set replaces whole objects", test_set_replaces_objects },
 		{ "layer_groups clamped", test_set_layer_groups_clamped },
 		{ "--set errors", test_set_errors },
 		{ "file errors at their lines", test_file_errors },
+		{ "safe names", test_names },
 		{ "inline hardware", test_inline_hardware },
 		{ "relative paths", test_relative_paths },
 		{ "random overrides", test_random_overrides },

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void write_temp(const char *data, size_t n, char *path, size_t pn);
@@ -283,9 +285,18 @@ static const struct bad_case bad_cases[] = {
 	{ EMA_TRACE_AZURE, AZ "2023-11-16 18:15:46.5 UTC,1,1\r\n", "unexpected text after the time" },
 	{ EMA_TRACE_AZURE, AZ1 "2023-11-16 18:15:45.6805900,1,1\r\n",
 	  ":3: timestamp goes backwards (-1.000000000 s < previous 0.000000000 s)" },
-	{ EMA_TRACE_AZURE, AZ, ": no requests" },
-	{ EMA_TRACE_AUTO, "", ": no requests" },
-	{ EMA_TRACE_AUTO, "\xEF\xBB\xBF\r\n", ": no requests" },
+	/* empty: line 1 lacks the header; a header alone: line 2 lacks a row */
+	{ EMA_TRACE_AZURE, AZ, ":2: expected at least one request after the header" },
+	{ EMA_TRACE_AUTO, AZ "\r\n  \r\n", ":2: expected at least one request after the header" },
+	{ EMA_TRACE_AUTO, "", ":1: expected the header line TIMESTAMP,ContextTokens,GeneratedTokens (azure), " },
+	{ EMA_TRACE_AUTO, "\xEF\xBB\xBF\r\n", ":1: expected the header line " },
+	{ EMA_TRACE_AUTO, " \n\n", "or a JSON object per line (mooncake); the file is empty" },
+	{ EMA_TRACE_VIDUR, "",
+	  ":1: expected the header line arrived_at,num_prefill_tokens,num_decode_tokens; the file is empty" },
+	{ EMA_TRACE_MOONCAKE, "\n\n", ":1: expected a JSON object per line; the file is empty" },
+	/* Azure dates 37 years apart: beyond the 1e9 s every time keeps to */
+	{ EMA_TRACE_AZURE, AZ "2023-01-01 00:00:00,1,1\r\n2023-01-02 00:00:00,1,1\r\n2060-01-01 00:00:00,1,1\r\n",
+	  ":4: timestamp is 1167609600 s after the first row; expected less than 1e9 s" },
 	{ EMA_TRACE_VIDUR, "arrived_at,num_prefill_tokens,num_decode_tokens\nx,1,1\n",
 	  ":2: expected a time in seconds in column arrived_at, got 'x'" },
 	{ EMA_TRACE_VIDUR, "arrived_at,num_prefill_tokens,num_decode_tokens\n1.2.3,1,1\n",
@@ -299,8 +310,8 @@ static const struct bad_case bad_cases[] = {
 	{ EMA_TRACE_VIDUR, "arrived_at,num_prefill_tokens,num_decode_tokens\n1,1,1.5\n",
 	  ":2: expected a whole number of tokens in column num_decode_tokens, got '1.5'" },
 	{ EMA_TRACE_BURSTGPT,
-	  "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n5,ChatGPT,472,0,472,API log\n",
-	  ": no requests" },
+	  "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n5,ChatGPT,472,0,472,API log\n6,GPT-4,1,0,1,API log\n",
+	  ":2: expected at least one request after the header (2 rows with 0 response tokens, failed requests, were left out)" },
 	{ EMA_TRACE_BURSTGPT,
 	  "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n5,ChatGPT,472,18,490\n",
 	  ":2: expected 6 fields" },
@@ -389,6 +400,33 @@ static void test_missing_file(void)
 	CU_ASSERT_STRING_EQUAL(err.msg,
 			       "/nonexistent/trace.csv: cannot open: No such file or directory");
 	CU_ASSERT(w.reqs == NULL && w.n == 0);
+}
+
+/* A folder or an unreadable file is the user's mistake like a missing
+ * file: EMA_ERR_INPUT (exit 2), not an I/O fault (exit 1). */
+static void test_unreadable_paths(void)
+{
+	struct ema_workload w;
+	struct ema_error err = { 0 };
+	char dir[4096], want[4200], path[4096];
+	const char *t = getenv("TMPDIR");
+
+	snprintf(dir, sizeof dir, "%s/ema_test_wl_dir_XXXXXX", t ? t : "/tmp");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	CU_ASSERT_EQUAL(ema_trace_read(dir, EMA_TRACE_AUTO, &w, &err), EMA_ERR_INPUT);
+	snprintf(want, sizeof want, "%s: expected a trace file, got a folder", dir);
+	CU_ASSERT_STRING_EQUAL(err.msg, want);
+	CU_ASSERT(w.reqs == NULL && w.n == 0);
+	rmdir(dir);
+	/* root reads anything: the permission case means nothing then */
+	if (geteuid() != 0) {
+		write_temp(AZ1, strlen(AZ1), path, sizeof path);
+		CU_ASSERT_EQUAL(chmod(path, 0), 0);
+		CU_ASSERT_EQUAL(ema_trace_read(path, EMA_TRACE_AUTO, &w, &err), EMA_ERR_INPUT);
+		snprintf(want, sizeof want, "%s: cannot open: Permission denied", path);
+		CU_ASSERT_STRING_EQUAL(err.msg, want);
+		unlink(path);
+	}
 }
 
 static void test_format_names(void)
@@ -771,6 +809,173 @@ static void test_window(void)
 	CU_ASSERT_STRING_EQUAL(err.msg, want);
 }
 
+/* A replay names the rows a window end or max_requests left out, for the
+ * warning that a replay was cut. */
+static void test_cut_counts(void)
+{
+	struct ema_workload_cfg c = synth_cfg();
+	struct ema_workload w;
+	struct ema_workload_cut cut;
+	struct ema_error err = { 0 };
+	char note[8192], want[8192];
+
+	c.source = EMA_WL_TRACE;
+	fixture(c.trace, sizeof c.trace, "vidur.csv");   /* 0, .5, 1.23, 2, 15 s */
+	CU_ASSERT_EQUAL_FATAL(ema_workload_build_cut(&c, 0, &w, &cut, &err), 0);
+	CU_ASSERT_EQUAL(cut.by_duration, 0);
+	CU_ASSERT_EQUAL(cut.by_max_requests, 0);
+	CU_ASSERT_FALSE(ema_workload_cut_note(&w, &cut, &c, note, sizeof note));
+	CU_ASSERT_STRING_EQUAL(note, "");
+	ema_workload_free(&w);
+	c.start_s = 0.5;
+	c.duration_s = 1;       /* keeps .5 and 1.23; 2 and 15 come after */
+	CU_ASSERT_EQUAL_FATAL(ema_workload_build_cut(&c, 0, &w, &cut, &err), 0);
+	CU_ASSERT_EQUAL(w.n, 2);
+	CU_ASSERT_EQUAL(cut.by_duration, 2);
+	CU_ASSERT_EQUAL(cut.by_max_requests, 0);
+	CU_ASSERT_TRUE(ema_workload_cut_note(&w, &cut, &c, note, sizeof note));
+	snprintf(want, sizeof want,
+		 "the trace replay of %s keeps 2 requests; 2 rows after start_s + duration_s = 1.5 s were left out by duration_s = 1 (0 replays to the end)",
+		 c.trace);
+	CU_ASSERT_STRING_EQUAL(note, want);
+	ema_workload_free(&w);
+	c.duration_s = 0;
+	c.max_requests = 3;     /* .5, 1.23, 2 of the 4 from .5 on */
+	CU_ASSERT_EQUAL_FATAL(ema_workload_build_cut(&c, 0, &w, &cut, &err), 0);
+	CU_ASSERT_EQUAL(w.n, 3);
+	CU_ASSERT_EQUAL(cut.by_duration, 0);
+	CU_ASSERT_EQUAL(cut.by_max_requests, 1);
+	CU_ASSERT_TRUE(ema_workload_cut_note(&w, &cut, &c, note, sizeof note));
+	snprintf(want, sizeof want,
+		 "the trace replay of %s keeps 3 requests; 1 row was left out by max_requests = 3 (0 = no cap)",
+		 c.trace);
+	CU_ASSERT_STRING_EQUAL(note, want);
+	ema_workload_free(&w);
+	/* both at once */
+	c.start_s = 0;
+	c.duration_s = 14;
+	c.max_requests = 2;     /* 0, .5, 1.23, 2 in the window; 15 after it */
+	CU_ASSERT_EQUAL_FATAL(ema_workload_build_cut(&c, 0, &w, &cut, &err), 0);
+	CU_ASSERT_TRUE(ema_workload_cut_note(&w, &cut, &c, note, sizeof note));
+	CU_ASSERT_PTR_NOT_NULL(strstr(note, "keeps 2 requests; 1 row after start_s + duration_s = 14 s was left out by duration_s = 14 (0 replays to the end); 2 rows were left out by max_requests = 2"));
+	ema_workload_free(&w);
+}
+
+/* A replay opens its trace once: through a FIFO (as from <(...)), with
+ * format auto, it reads every row instead of hanging on a second open or
+ * finding the pipe already drained. */
+static void test_fifo_trace(void)
+{
+	static const char text[] = "arrived_at,num_prefill_tokens,num_decode_tokens\n"
+		"0,100,10\n1.5,200,20\n";
+	static const struct expect e[] = { { 0, 100, 10 }, { 1500000000LL, 200, 20 } };
+	struct ema_workload_cfg c = synth_cfg();
+	struct ema_workload w;
+	char dir[512];
+	const char *t = getenv("TMPDIR");
+	pid_t pid;
+	int status;
+
+	snprintf(dir, sizeof dir, "%.400s/ema_test_fifo_XXXXXX", t ? t : "/tmp");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	c.source = EMA_WL_TRACE;
+	snprintf(c.trace, sizeof c.trace, "%s/trace", dir);
+	CU_ASSERT_EQUAL_FATAL(mkfifo(c.trace, 0600), 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		/* the writer: one open, like the shell behind <(...) */
+		FILE *f = fopen(c.trace, "w");
+
+		if (f == NULL)
+			_exit(1);
+		fputs(text, f);
+		_exit(fclose(f) == 0 ? 0 : 1);
+	}
+	/* a second open would block for ever: fail the test instead */
+	alarm(20);
+	build_ok(&c, 0, &w);
+	alarm(0);
+	check_reqs(&w, e, 2);
+	ema_workload_free(&w);
+	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	unlink(c.trace);
+	rmdir(dir);
+}
+
+/* A lengths-only file replayed as a trace has no times: refused at its
+ * header, pointing to source "lengths", whether the format is auto or
+ * named. */
+static void test_lengths_as_trace(void)
+{
+	struct ema_workload_cfg c = synth_cfg();
+	struct ema_workload w;
+	struct ema_error err = { 0 };
+	char want[8192];
+
+	c.source = EMA_WL_TRACE;
+	fixture(c.trace, sizeof c.trace, "lengths.csv");
+	snprintf(want, sizeof want,
+		 "%s:1: a lengths-only file has no arrival times; expected \"source\": \"lengths\"",
+		 c.trace);
+	for (int k = 0; k < 2; k++) {
+		c.format = k ? EMA_TRACE_LENGTHS : EMA_TRACE_AUTO;
+		CU_ASSERT_EQUAL(ema_workload_build(&c, 0, &w, &err), EMA_ERR_INPUT);
+		CU_ASSERT(strstr(err.msg, want) == err.msg);
+		CU_ASSERT(w.reqs == NULL && w.n == 0);
+	}
+	/* the same file as source "lengths" is fine */
+	c.source = EMA_WL_LENGTHS;
+	c.format = EMA_TRACE_AUTO;
+	c.max_requests = 4;
+	build_ok(&c, 0, &w);
+	CU_ASSERT_EQUAL(w.n, 4);
+	ema_workload_free(&w);
+}
+
+/* Slowing a trace down (rate_scale < 1) must not carry an arrival past
+ * the int64_t ns range: the row that would is an error at its line. */
+static void test_scale_overflow(void)
+{
+	static const char text[] = "arrived_at,num_prefill_tokens,num_decode_tokens\n"
+		"10,1,1\n11,1,1\n\n400000010,1,1\n";
+	struct ema_workload_cfg c = synth_cfg();
+	struct ema_workload w;
+	struct ema_error err = { 0 };
+	char want[8192];
+
+	c.source = EMA_WL_TRACE;
+	write_temp(text, sizeof text - 1, c.trace, sizeof c.trace);
+	/* 4e8 s / 0.5 = 8e8 s: inside the 1e9 s limit */
+	c.rate_scale = 0.5;
+	build_ok(&c, 0, &w);
+	CU_ASSERT_EQUAL(w.reqs[2].arrival_ns, 800000000000000000LL);
+	ema_workload_free(&w);
+	/* 4e8 s / 0.25 = 1.6e9 s: line 5 (a blank line 4 still counts) */
+	c.rate_scale = 0.25;
+	CU_ASSERT_EQUAL(ema_workload_build(&c, 0, &w, &err), EMA_ERR_INPUT);
+	snprintf(want, sizeof want,
+		 "%s:5: this row comes 400000000 s after the window's first, which rate_scale = 0.25 stretches to 1.6e+09 s: past the limit of 1e9 s",
+		 c.trace);
+	CU_ASSERT(strstr(err.msg, want) == err.msg);
+	if (strstr(err.msg, want) != err.msg)
+		fprintf(stderr, "\n  got:  %s\n  want: %s...\n", err.msg, want);
+	CU_ASSERT(w.reqs == NULL && w.n == 0);
+	/* the same scale at the smallest accepted rate_scale, and the same
+	 * row cut by max_requests: nothing to overflow */
+	c.rate_scale = 1e-300;
+	CU_ASSERT_EQUAL(ema_workload_build(&c, 0, &w, &err), EMA_ERR_INPUT);
+	CU_ASSERT(strstr(err.msg, ":3: this row comes 1 s after") != NULL);
+	c.rate_scale = 0.25;
+	c.max_requests = 2;
+	build_ok(&c, 0, &w);
+	CU_ASSERT_EQUAL(w.n, 2);
+	CU_ASSERT_EQUAL(w.reqs[1].arrival_ns, 4000000000LL);
+	ema_workload_free(&w);
+	unlink(c.trace);
+}
+
 struct cfg_case {
 	void (*edit)(struct ema_workload_cfg *c);
 	const char *want;
@@ -837,6 +1042,8 @@ static void e_start(struct ema_workload_cfg *c)
 	c->start_s = -1;
 }
 static void e_source(struct ema_workload_cfg *c) { c->source = (enum ema_workload_source)5; }
+/* 1e-9 requests/s and no duration: the first arrival is ~1e9 s away */
+static void e_tiny_rate(struct ema_workload_cfg *c) { c->max_requests = 5; c->rate_rps = 1e-12; }
 
 static const struct cfg_case cfg_cases[] = {
 	{ e_no_stop, "workload: synthetic arrivals need duration_s or max_requests" },
@@ -857,6 +1064,7 @@ static const struct cfg_case cfg_cases[] = {
 	{ e_scale0, "workload: rate_scale must be > 0, got 0" },
 	{ e_start, "workload: start_s and duration_s must be in [0, 1e9) s" },
 	{ e_source, "workload: unknown source 5" },
+	{ e_tiny_rate, "workload: request 1 would arrive at " },
 	{ NULL, NULL }
 };
 
@@ -992,6 +1200,7 @@ static const struct ema_test_case cases[] = {
 	{ "read errors with file:line", test_read_errors },
 	{ "error on line 17", test_error_line_17 },
 	{ "missing file", test_missing_file },
+	{ "folder or unreadable file", test_unreadable_paths },
 	{ "poisson arrivals", test_poisson },
 	{ "gamma arrivals", test_gamma },
 	{ "generated lengths", test_lengths_gen },
@@ -999,6 +1208,10 @@ static const struct ema_test_case cases[] = {
 	{ "empirical lengths", test_empirical },
 	{ "trace window, scale, cap", test_window },
 	{ "configuration errors", test_build_errors },
+	{ "rows cut by the window and the cap", test_cut_counts },
+	{ "trace through a FIFO", test_fifo_trace },
+	{ "lengths file as a trace", test_lengths_as_trace },
+	{ "rate_scale overflow", test_scale_overflow },
 	{ "real azure traces", test_real_azure },
 	{ "real mooncake trace", test_real_mooncake },
 	{ "real sharegpt lengths", test_real_sharegpt },

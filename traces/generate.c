@@ -107,10 +107,12 @@ static int32_t draw_length(const struct ema_length_cfg *lc, bool from_file,
 }
 
 static int build_trace(const struct ema_workload_cfg *cfg,
-		       struct ema_workload *out, struct ema_error *err)
+		       struct ema_workload *out, struct ema_workload_cut *cut,
+		       struct ema_error *err)
 {
 	int64_t start_ns, end_ns, base;
-	size_t j = 0;
+	uint32_t *lines = NULL;
+	size_t j = 0, cut_duration = 0;
 	int rc;
 
 	if (cfg->trace[0] == '\0')
@@ -127,32 +129,25 @@ static int build_trace(const struct ema_workload_cfg *cfg,
 	if (cfg->max_requests < 0)
 		return ema_error_set(err, EMA_ERR_INPUT,
 				     "workload: max_requests must be >= 0, got %d", cfg->max_requests);
-	if (cfg->format == EMA_TRACE_AUTO) {
-		/* a lengths-only file would replay with every arrival at 0 */
-		FILE *f = fopen(cfg->trace, "r");
-		char head[64] = "";
-
-		if (f != NULL) {
-			if (fgets(head, sizeof head, f) == NULL)
-				head[0] = '\0';
-			fclose(f);
-		}
-		if (strstr(head, "num_prefill_tokens,num_decode_tokens") == head ||
-		    strstr(head, "\xef\xbb\xbfnum_prefill_tokens,num_decode_tokens") == head)
-			return ema_error_at(err, cfg->trace, 1,
-					    "a lengths-only file has no arrival times; expected \"source\": \"lengths\"");
-	}
-	rc = ema_trace_read(cfg->trace, cfg->format, out, err);
+	/* one read: a FIFO or <(...) cannot be opened twice, so the format
+	 * (and whether it has times at all) is decided from the same bytes */
+	rc = ema_trace_read_ex(cfg->trace, cfg->format, true, out, &lines, err);
 	if (rc)
 		return rc;
 	start_ns = llround(cfg->start_s * 1e9);
 	end_ns = cfg->duration_s > 0 ?
 		llround((cfg->start_s + cfg->duration_s) * 1e9) : INT64_MAX;
-	for (size_t i = 0; i < out->n; i++)
-		if (out->reqs[i].arrival_ns >= start_ns && out->reqs[i].arrival_ns < end_ns)
+	for (size_t i = 0; i < out->n; i++) {
+		if (out->reqs[i].arrival_ns >= end_ns) {
+			cut_duration++;
+		} else if (out->reqs[i].arrival_ns >= start_ns) {
+			lines[j] = lines[i];
 			out->reqs[j++] = out->reqs[i];
+		}
+	}
 	if (j == 0) {
 		ema_workload_free(out);
+		free(lines);
 		if (cfg->duration_s > 0)
 			return ema_error_at(err, cfg->trace, 0,
 					    "no requests in window [%g s, %g s)",
@@ -161,18 +156,82 @@ static int build_trace(const struct ema_workload_cfg *cfg,
 				    "no requests in window [%g s, end)", cfg->start_s);
 	}
 	out->n = j;
+	/* the cap first: a row it drops cannot make the scaling overflow */
+	if (cfg->max_requests > 0 && out->n > (size_t)cfg->max_requests) {
+		cut->by_max_requests = out->n - (size_t)cfg->max_requests;
+		out->n = (size_t)cfg->max_requests;
+	}
+	cut->by_duration = cut_duration;
 	base = out->reqs[0].arrival_ns;
 	for (size_t i = 0; i < out->n; i++) {
 		int64_t a = out->reqs[i].arrival_ns - base;
 
-		/* skip the division at 1 so replay stays exact to the ns */
-		if (cfg->rate_scale != 1.0)
-			a = llround((double)a / cfg->rate_scale);
+		/* skip the division at 1 so replay stays exact to the ns; below
+		 * 1 it stretches time, and a long trace slowed down far enough
+		 * leaves the range of int64_t ns (llround is then undefined) */
+		if (cfg->rate_scale != 1.0) {
+			double scaled = (double)a / cfg->rate_scale;
+
+			if (!(scaled <= (double)EMA_WORKLOAD_MAX_ARRIVAL_NS)) {
+				rc = ema_error_at(err, cfg->trace, (long)lines[i],
+						  "this row comes %.9g s after the window's first, which rate_scale = %g stretches to %.3g s: past the limit of 1e9 s (about 31 years); expected a larger rate_scale or a shorter window",
+						  (double)a / 1e9, cfg->rate_scale, scaled / 1e9);
+				ema_workload_free(out);
+				free(lines);
+				return rc;
+			}
+			a = llround(scaled);
+		}
 		out->reqs[i].arrival_ns = a;
 	}
-	if (cfg->max_requests > 0 && out->n > (size_t)cfg->max_requests)
-		out->n = (size_t)cfg->max_requests;
+	free(lines);
 	return 0;
+}
+
+/* 8756 as "8,756": counts in warnings are read by people. */
+static void fmt_count(char *buf, size_t size, size_t v)
+{
+	char digits[32];
+	size_t n, k = 0;
+
+	n = (size_t)snprintf(digits, sizeof digits, "%zu", v);
+	for (size_t i = 0; i < n && k + 2 < size; i++) {
+		if (i > 0 && (n - i) % 3 == 0)
+			buf[k++] = ',';
+		buf[k++] = digits[i];
+	}
+	buf[k] = '\0';
+}
+
+bool ema_workload_cut_note(const struct ema_workload *w,
+			   const struct ema_workload_cut *cut,
+			   const struct ema_workload_cfg *cfg, char *buf,
+			   size_t size)
+{
+	char kept[32], dur[32], max[32];
+	int n;
+
+	if (size > 0)
+		buf[0] = '\0';
+	if (cut->by_duration == 0 && cut->by_max_requests == 0)
+		return false;
+	fmt_count(kept, sizeof kept, w->n);
+	fmt_count(dur, sizeof dur, cut->by_duration);
+	fmt_count(max, sizeof max, cut->by_max_requests);
+	n = snprintf(buf, size, "the trace replay of %s keeps %s requests;", cfg->trace, kept);
+	if (cut->by_duration > 0 && n >= 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - (size_t)n,
+			      " %s %s after start_s + duration_s = %g s %s left out by duration_s = %g (0 replays to the end)%s",
+			      dur, cut->by_duration == 1 ? "row" : "rows",
+			      cfg->start_s + cfg->duration_s,
+			      cut->by_duration == 1 ? "was" : "were", cfg->duration_s,
+			      cut->by_max_requests > 0 ? ";" : "");
+	if (cut->by_max_requests > 0 && n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n,
+			 " %s %s left out by max_requests = %d (0 = no cap)",
+			 max, cut->by_max_requests == 1 ? "row was" : "rows were",
+			 cfg->max_requests);
+	return true;
 }
 
 static int check_arrivals(const struct ema_workload_cfg *cfg,
@@ -228,6 +287,12 @@ static int gen_arrivals(const struct ema_workload_cfg *cfg, gsl_rng *r,
 			t += gsl_ran_exponential(r, 1.0 / cfg->rate_rps);
 		if (cfg->duration_s > 0 && t >= cfg->duration_s)
 			break;
+		/* without duration_s, a tiny rate_rps can carry t past what
+		 * int64_t ns hold (llround would then be undefined) */
+		if (!(t * 1e9 < (double)EMA_WORKLOAD_MAX_ARRIVAL_NS))
+			return ema_error_set(err, EMA_ERR_INPUT,
+					     "workload: request %zu would arrive at %.3g s, past the limit of 1e9 s (about 31 years); expected a larger rate_rps or a duration_s",
+					     out->n + 1, t);
 		if (out->n >= (size_t)EMA_WORKLOAD_MAX_REQUESTS)
 			return ema_error_set(err, EMA_ERR_INPUT,
 					     "workload: more than %ld requests generated; lower rate_rps or duration_s",
@@ -305,13 +370,25 @@ out:
 int ema_workload_build(const struct ema_workload_cfg *cfg, uint64_t seed,
 		       struct ema_workload *out, struct ema_error *err)
 {
+	return ema_workload_build_cut(cfg, seed, out, NULL, err);
+}
+
+int ema_workload_build_cut(const struct ema_workload_cfg *cfg, uint64_t seed,
+			   struct ema_workload *out, struct ema_workload_cut *cut,
+			   struct ema_error *err)
+{
+	struct ema_workload_cut none;
+
 	if (cfg == NULL || out == NULL)
 		return ema_error_set(err, EMA_ERR_INTERNAL,
 				     "ema_workload_build: NULL argument");
 	memset(out, 0, sizeof *out);
+	if (cut == NULL)
+		cut = &none;
+	memset(cut, 0, sizeof *cut);
 	switch (cfg->source) {
 	case EMA_WL_TRACE:
-		return build_trace(cfg, out, err);
+		return build_trace(cfg, out, cut, err);
 	case EMA_WL_SYNTHETIC:
 	case EMA_WL_LENGTHS:
 		return build_generated(cfg, seed, out, err);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_FIELDS 8
 
@@ -124,6 +125,10 @@ struct reader {
 	bool relative;               /* Azure: times count from the first row */
 	int64_t origin_ns;           /* Azure: first row's absolute time */
 	int64_t prev_ns;
+	bool need_times;             /* a replay: a lengths-only file is refused */
+	uint32_t **lines;            /* NULL, or where each request's line goes */
+	size_t lines_cap;
+	size_t skipped;              /* BurstGPT failed rows left out */
 };
 
 /* The whole file in one buffer: one read, then pointer walking, which is
@@ -136,9 +141,17 @@ static int read_all(const char *path, char **buf, size_t *len,
 	size_t cap = 0, n = 0, got;
 	int rc = 0;
 
+	struct stat st;
+
 	f = fopen(path, "rb");
 	if (f == NULL)
 		return ema_error_at(err, path, 0, "cannot open: %s", strerror(errno));
+	/* fopen accepts a folder on Linux; reading it fails with EISDIR,
+	 * which would pass for an I/O fault rather than the user's mistake */
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		rc = ema_error_at(err, path, 0, "expected a trace file, got a folder");
+		goto out;
+	}
 	for (;;) {
 		if (cap - n < 65536) {
 			cap = cap ? cap * 2 : 1 << 20;
@@ -156,8 +169,8 @@ static int read_all(const char *path, char **buf, size_t *len,
 			break;
 	}
 	if (ferror(f)) {
-		rc = ema_error_set(err, EMA_ERR_IO, "%s: read error: %s", path,
-				   strerror(errno));
+		/* the user's file, unreadable: an input error like a missing one */
+		rc = ema_error_at(err, path, 0, "cannot read: %s", strerror(errno));
 		goto out;
 	}
 	b[n] = '\0';
@@ -453,11 +466,30 @@ static int add_row(struct reader *r, int64_t t_ns, long prompt, long output)
 				    (double)(r->prev_ns - r->origin_ns) / 1e9);
 	if (!r->have_prev && r->relative)
 		r->origin_ns = t_ns;
+	/* Azure dates may lie up to 230 years apart, which fits in int64_t
+	 * ns but not in the 1e9 s every other time is held to */
+	if (r->relative && t_ns - r->origin_ns >= EMA_WORKLOAD_MAX_ARRIVAL_NS)
+		return ema_error_at(r->err, r->path, r->line,
+				    "timestamp is %.0f s after the first row; expected less than 1e9 s (about 31 years)",
+				    (double)(t_ns - r->origin_ns) / 1e9);
 	r->have_prev = true;
 	r->prev_ns = t_ns;
 	rc = ema_workload_reserve(r->w, r->w->n + 1, r->err);
 	if (rc)
 		return rc;
+	if (r->lines != NULL && r->lines_cap < r->w->cap) {
+		uint32_t *nl = realloc(*r->lines, r->w->cap * sizeof *nl);
+
+		if (nl == NULL)
+			return ema_error_set(r->err, EMA_ERR_NOMEM,
+					     "workload: out of memory for %zu line numbers",
+					     r->w->cap);
+		*r->lines = nl;
+		r->lines_cap = r->w->cap;
+	}
+	if (r->lines != NULL)
+		(*r->lines)[r->w->n] = r->line > (long)UINT32_MAX ? UINT32_MAX :
+				       (uint32_t)r->line;
 	q = &r->w->reqs[r->w->n++];
 	q->arrival_ns = t_ns;
 	q->prompt_tokens = (int32_t)(prompt < 1 ? 1 : prompt);
@@ -508,6 +540,7 @@ static int csv_row(struct reader *r, const struct csv_format *cf,
 					    (double)(t - r->origin_ns) / 1e9,
 					    (double)(r->prev_ns - r->origin_ns) / 1e9);
 		*skipped = true;
+		r->skipped++;
 		return 0;
 	}
 	return add_row(r, t, prompt, output);
@@ -595,6 +628,14 @@ static enum ema_trace_format detect(const struct field *first)
 	return EMA_TRACE_AUTO;
 }
 
+static bool all_blank(const char *p, const char *end)
+{
+	for (; p < end; p++)
+		if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')
+			return false;
+	return true;
+}
+
 static int parse(struct reader *r, const char *buf, size_t len,
 		 enum ema_trace_format fmt)
 {
@@ -605,9 +646,25 @@ static int parse(struct reader *r, const char *buf, size_t len,
 
 	if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
 		p += 3;
-	if (!next_line(&p, end, &l) || (line_is_blank(&l) && p == end))
-		return ema_error_at(r->err, r->path, 0, "no requests");
 	r->line = 1;
+	/* nothing but blanks: the header (or first record) is what line 1
+	 * lacks */
+	if (all_blank(p, end)) {
+		if (fmt == EMA_TRACE_AUTO)
+			return ema_error_at(r->err, r->path, 1,
+					    "expected the header line %s (azure), %s (vidur), %s (burstgpt) or %s (lengths), or a JSON object per line (mooncake); the file is empty",
+					    csv_formats[EMA_TRACE_AZURE].header,
+					    csv_formats[EMA_TRACE_VIDUR].header,
+					    csv_formats[EMA_TRACE_BURSTGPT].header,
+					    csv_formats[EMA_TRACE_LENGTHS].header);
+		if (fmt == EMA_TRACE_MOONCAKE)
+			return ema_error_at(r->err, r->path, 1,
+					    "expected a JSON object per line; the file is empty");
+		return ema_error_at(r->err, r->path, 1,
+				    "expected the header line %s; the file is empty",
+				    csv_formats[fmt].header);
+	}
+	next_line(&p, end, &l);
 	if (fmt == EMA_TRACE_AUTO) {
 		fmt = detect(&l);
 		if (fmt == EMA_TRACE_AUTO)
@@ -618,6 +675,9 @@ static int parse(struct reader *r, const char *buf, size_t len,
 					    csv_formats[EMA_TRACE_BURSTGPT].header,
 					    csv_formats[EMA_TRACE_LENGTHS].header);
 	}
+	if (fmt == EMA_TRACE_LENGTHS && r->need_times)
+		return ema_error_at(r->err, r->path, 1,
+				    "a lengths-only file has no arrival times; expected \"source\": \"lengths\" (arrivals generated at rate_rps, lengths from this file) instead of \"trace\"");
 	r->relative = fmt == EMA_TRACE_AZURE;
 	if (fmt == EMA_TRACE_MOONCAKE) {
 		do {
@@ -642,8 +702,15 @@ static int parse(struct reader *r, const char *buf, size_t len,
 				return rc;
 		}
 	}
+	/* only a CSV header gets here without a request (a blank mooncake
+	 * file is empty): the first row belongs on line 2 */
+	if (r->w->n == 0 && r->skipped > 0)
+		return ema_error_at(r->err, r->path, 2,
+				    "expected at least one request after the header (%zu rows with 0 response tokens, failed requests, were left out)",
+				    r->skipped);
 	if (r->w->n == 0)
-		return ema_error_at(r->err, r->path, 0, "no requests");
+		return ema_error_at(r->err, r->path, 2,
+				    "expected at least one request after the header");
 	/* Azure stamps are wall-clock dates: the run starts at the first. */
 	if (fmt == EMA_TRACE_AZURE)
 		for (size_t i = 0; i < r->w->n; i++)
@@ -651,8 +718,9 @@ static int parse(struct reader *r, const char *buf, size_t len,
 	return 0;
 }
 
-int ema_trace_read(const char *path, enum ema_trace_format fmt,
-		   struct ema_workload *out, struct ema_error *err)
+int ema_trace_read_ex(const char *path, enum ema_trace_format fmt,
+		      bool need_times, struct ema_workload *out,
+		      uint32_t **lines, struct ema_error *err)
 {
 	struct reader r = { 0 };
 	char *buf = NULL;
@@ -663,6 +731,8 @@ int ema_trace_read(const char *path, enum ema_trace_format fmt,
 		return ema_error_set(err, EMA_ERR_INTERNAL,
 				     "ema_trace_read: NULL argument");
 	memset(out, 0, sizeof *out);
+	if (lines != NULL)
+		*lines = NULL;
 	if ((int)fmt < 0 || (int)fmt >= N_FORMATS)
 		return ema_error_at(err, path, 0, "unknown trace format %d", (int)fmt);
 	rc = read_all(path, &buf, &len, err);
@@ -671,9 +741,22 @@ int ema_trace_read(const char *path, enum ema_trace_format fmt,
 	r.path = path;
 	r.w = out;
 	r.err = err;
+	r.need_times = need_times;
+	r.lines = lines;
 	rc = parse(&r, buf, len, fmt);
 	free(buf);
-	if (rc)
+	if (rc) {
 		ema_workload_free(out);
+		if (lines != NULL) {
+			free(*lines);
+			*lines = NULL;
+		}
+	}
 	return rc;
+}
+
+int ema_trace_read(const char *path, enum ema_trace_format fmt,
+		   struct ema_workload *out, struct ema_error *err)
+{
+	return ema_trace_read_ex(path, fmt, false, out, NULL, err);
 }

@@ -5,6 +5,7 @@
 #ifndef EMA_WORKLOAD_H
 #define EMA_WORKLOAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,9 +62,20 @@ struct ema_workload {
 	size_t cap;
 };
 
-/* Reads a trace file as it is (no window, no scaling). fmt AUTO detects
- * the format from the header line / first record. Errors:
- * "path:line: what was expected", EMA_ERR_INPUT. An empty trace is an error. */
+/* Rows of a trace replay's file left out after the window end
+ * (start_s + duration_s) and after max_requests, for the warning that a
+ * replay was cut (a duration_s kept from a default goes unnoticed). */
+struct ema_workload_cut {
+	size_t by_duration;
+	size_t by_max_requests;
+};
+
+/* Reads a trace file as it is (no window, no scaling), opening it once
+ * (a FIFO or <(...) works). fmt AUTO detects the format from the header
+ * line / first record. Errors: "path:line: what was expected",
+ * EMA_ERR_INPUT; a path that cannot be read (missing, a folder, no
+ * permission) is an input error too. An empty trace is an error at line 1,
+ * a header without rows at line 2. */
 int ema_trace_read(const char *path, enum ema_trace_format fmt,
 		   struct ema_workload *out, struct ema_error *err);
 
@@ -74,7 +86,22 @@ int ema_trace_read(const char *path, enum ema_trace_format fmt,
 int ema_workload_build(const struct ema_workload_cfg *cfg, uint64_t seed,
 		       struct ema_workload *out, struct ema_error *err);
 
+/* ema_workload_build that also says what a trace replay left out (all 0
+ * for generated streams). cut may be NULL. */
+int ema_workload_build_cut(const struct ema_workload_cfg *cfg, uint64_t seed,
+			   struct ema_workload *out, struct ema_workload_cut *cut,
+			   struct ema_error *err);
+
 void ema_workload_free(struct ema_workload *w);
+
+/* A sentence saying how many rows of a trace replay its window end
+ * (duration_s) and max_requests left out, naming the key, for a warning:
+ * a duration_s the user never meant to set cuts a replay silently. Returns
+ * false, buf "", when nothing was cut. */
+bool ema_workload_cut_note(const struct ema_workload *w,
+			   const struct ema_workload_cut *cut,
+			   const struct ema_workload_cfg *cfg, char *buf,
+			   size_t size);
 
 /* Format names for configs and messages: "auto", "azure", "vidur",
  * "burstgpt", "mooncake", "lengths". Returns -1 for an unknown name. */
