@@ -10,7 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "ema_limits.h"
+#include "hardware.h"
 #include "ema_error.h"
 #include "knobs.h"
 
@@ -84,7 +85,26 @@ struct ema_iteration {
 	 * necessarily contiguous), or NULL. */
 	const int32_t *staging_pages;
 	int n_staging_pages;
+	/* Layer groups the copies may run ahead of the reads, decided by the
+	 * core (ema_iteration_window_depth) from the staging pages given: a
+	 * ring of n_staging_pages holds window_depth + 1 group slots; 0 means
+	 * each group's copy waits for the previous group's reads. Platforms
+	 * take it as it is. */
+	int window_depth;
 };
+
+/* The window depth for it->prefetch_depth and the staging pages given:
+ * the ring holds ring / (one group's staged bytes) slots, where a group's
+ * share of each page is cut on 16-byte boundaries (as the hw backend
+ * copies it), and copies run at most slots - 1 groups ahead. With no
+ * staging pages, the depth asked for. */
+int ema_iteration_window_depth(const struct ema_iteration *it, uint64_t page_bytes);
+/* Bytes [*off, *off + *len) of a page's n staged bytes that layer group
+ * g of l copies: cut on 16-byte boundaries, the last group to the end. */
+void ema_iteration_group_slice(uint64_t n, int g, int l, uint64_t *off, uint64_t *len);
+/* Staged bytes per page of a remote read: its bytes over its pages,
+ * at most a page, on 16 bytes (at least 16). */
+uint64_t ema_iteration_staged_per_page(const struct ema_remote_read *rr, uint64_t page_bytes);
 
 struct ema_iteration_result {
 	int64_t start_ns;
@@ -107,15 +127,18 @@ struct ema_platform_ops {
 	const char *name;                /* "sim" or "hw" */
 	/* Current time in ns since the run began (simulated or real). */
 	int64_t (*now)(struct ema_platform *p);
+	/* Every op that can fail returns a status and fills err (which may
+	 * be NULL) with what went wrong, in the backend's words. */
 	/* Calls fn(arg, t) once, at time at_ns (>= now). */
-	int (*timer)(struct ema_platform *p, int64_t at_ns, ema_timer_fn fn, void *arg);
+	int (*timer)(struct ema_platform *p, int64_t at_ns, ema_timer_fn fn, void *arg,
+		     struct ema_error *err);
 	/* Starts one iteration on it->gpu; fn is called when it completes.
 	 * One iteration per GPU at a time. */
 	int (*iteration)(struct ema_platform *p, const struct ema_iteration *it,
-			 ema_iteration_fn fn, void *arg);
+			 ema_iteration_fn fn, void *arg, struct ema_error *err);
 	/* Starts a transfer; fn is called when the bytes have arrived. */
 	int (*transfer)(struct ema_platform *p, const struct ema_transfer *t,
-			ema_transfer_fn fn, void *arg);
+			ema_transfer_fn fn, void *arg, struct ema_error *err);
 	/* Dispatches completions in time order until nothing is pending, the
 	 * horizon (0 = none) passes, or ema_platform_stop is called. */
 	int (*run)(struct ema_platform *p, int64_t horizon_ns, struct ema_error *err);
@@ -127,21 +150,41 @@ struct ema_platform_ops {
 	 * content named by tags; a backend that checks data integrity writes
 	 * it so that later moves of the pages can be verified. */
 	int (*tag_pages)(struct ema_platform *p, int gpu, int n, const int32_t *pages,
-			 const uint64_t *tags);
+			 const uint64_t *tags, struct ema_error *err);
 	void (*destroy)(struct ema_platform *p);
 };
 
 struct ema_platform {
 	const struct ema_platform_ops *ops;
-	const struct ema_config *cfg;
+	const struct ema_platform_params *params; /* what it was built for */
 };
 
-/* Constructors: each backend's one entry point. */
-int ema_sim_platform_create(struct ema_platform **out, const struct ema_config *cfg,
-			    struct ema_error *err);
-/* Returns EMA_ERR_UNSUPPORTED, with the reason, where CUDA or a GPU is missing. */
-int ema_hw_platform_create(struct ema_platform **out, const struct ema_config *cfg,
-			   uint64_t page_bytes, const uint64_t *pool_pages, bool verify,
-			   struct ema_error *err);
+/* What a platform is built for, computed once by the core from the
+ * scenario and the policy (ema_engine_platform_params in serve/), the
+ * same for every backend. */
+struct ema_platform_params {
+	int n_gpus;                          /* GPUs of the server (the profile's) */
+	int gpus_used;                       /* 0 .. gpus_used - 1 hold a tenant or a pool */
+	uint64_t page_bytes;
+	uint64_t pool_pages[EMA_MAX_GPUS];   /* each GPU's pool: memory x the policy's factor */
+	uint64_t host_pages_per_gpu;         /* host memory for swap and demotion, per GPU used */
+	const struct ema_hw_profile *hw;
+	const struct ema_model *model;
+};
+
+/* Options of a run that only some backends act on. */
+struct ema_platform_opts {
+	bool verify;                         /* hw: check every word of moved pages */
+};
+
+/* A backend: what `--backend NAME` looks up in the program's table
+ * (src/backends.c). create returns EMA_ERR_UNSUPPORTED, with the reason,
+ * where the backend cannot run here (no CUDA build, no GPU). */
+struct ema_platform_backend {
+	const char *name;
+	const char *summary;
+	int (*create)(struct ema_platform **out, const struct ema_platform_params *params,
+		      const struct ema_platform_opts *opts, struct ema_error *err);
+};
 
 #endif

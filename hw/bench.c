@@ -81,7 +81,7 @@ static int bench_move(struct ema_platform *p, int src, int dst, int n, int slots
 		tr.purpose = why;
 		tr.method = m;
 		t0 = p->ops->now(p);
-		rc = p->ops->transfer(p, &tr, bench_xfer_done, &d);
+		rc = p->ops->transfer(p, &tr, bench_xfer_done, &d, NULL);
 		if (rc != 0) {
 			rc = ema_error_set(err, rc, "transfer: %s", ema_hw_last_error(p));
 			break;
@@ -126,7 +126,12 @@ static int bench_transfers(bool quick, FILE *csv, struct ema_error *err)
 			slots = 2 * n;
 		}
 		pool[0] = pool[1] = (uint64_t)slots;
-		rc = ema_hw_platform_create(&p, cfg, pb, pool, false, err);
+		{
+			struct ema_platform_params pp;
+
+			ema_hw_params_for_pools(&pp, cfg, pb, pool);
+			rc = ema_hw_platform_create(&p, &pp, NULL, err);
+		}
 		if (rc != 0)
 			break;
 		for (int m = 0; m < 3 && rc == 0; m++) {
@@ -182,7 +187,7 @@ static void bench_iter_done(void *arg, const struct ema_iteration_result *r)
 	c->stall_ns += r->stall_ns;
 	c->remote += r->remote_bytes;
 	if (--c->left > 0 && c->rc == 0)
-		c->rc = c->p->ops->iteration(c->p, &c->it, bench_iter_done, c);
+		c->rc = c->p->ops->iteration(c->p, &c->it, bench_iter_done, c, NULL);
 }
 
 static int bench_loop(bool quick, FILE *csv, struct ema_error *err)
@@ -204,7 +209,12 @@ static int bench_loop(bool quick, FILE *csv, struct ema_error *err)
 	bench_cfg(cfg);
 	pool[0] = 1024;  /* 2 GiB: 256 pages of weights, then KV and staging */
 	pool[1] = 1024;
-	rc = ema_hw_platform_create(&p, cfg, pb, pool, false, err);
+	{
+			struct ema_platform_params pp;
+
+			ema_hw_params_for_pools(&pp, cfg, pb, pool);
+			rc = ema_hw_platform_create(&p, &pp, NULL, err);
+		}
 	if (rc != 0) {
 		free(cfg);
 		return rc;
@@ -248,7 +258,7 @@ static int bench_loop(bool quick, FILE *csv, struct ema_error *err)
 			c.it.n_staging_pages = 16;
 		}
 		t0 = p->ops->now(p);
-		rc = p->ops->iteration(p, &c.it, bench_iter_done, &c);
+		rc = p->ops->iteration(p, &c.it, bench_iter_done, &c, NULL);
 		if (rc != 0) {
 			rc = ema_error_set(err, rc, "iteration: %s", ema_hw_last_error(p));
 			break;

@@ -825,7 +825,7 @@ static void cal_chain_done(void *arg, const struct ema_iteration_result *r)
 	if (ch->n < 64)
 		ch->us[ch->n++] = (double)(r->end_ns - r->start_ns) / 1e3;
 	if (--ch->left > 0 && ch->rc == 0)
-		ch->rc = ch->p->ops->iteration(ch->p, &ch->it, cal_chain_done, ch);
+		ch->rc = ch->p->ops->iteration(ch->p, &ch->it, cal_chain_done, ch, NULL);
 }
 
 /* The borrower's slowdown where the simulator applies it: whole decode
@@ -864,7 +864,12 @@ static int cal_staged_steps(struct cal *c, struct cal_result *res, struct ema_er
 		remote[i] = 2 * i;      /* scattered on the lender */
 	for (int i = 0; i < n_staging; i++)
 		staging[i] = 1024 + i;
-	rc = ema_hw_platform_create(&p, cfg, pb, pool, false, err);
+	{
+			struct ema_platform_params pp;
+
+			ema_hw_params_for_pools(&pp, cfg, pb, pool);
+			rc = ema_hw_platform_create(&p, &pp, NULL, err);
+		}
 	for (int v = 0; v < 2 && rc == 0; v++) {
 		struct cal_chain ch;
 
@@ -894,7 +899,7 @@ static int cal_staged_steps(struct cal *c, struct cal_result *res, struct ema_er
 			ch.it.staging_pages = staging;
 			ch.it.n_staging_pages = n_staging;
 		}
-		rc = p->ops->iteration(p, &ch.it, cal_chain_done, &ch);
+		rc = p->ops->iteration(p, &ch.it, cal_chain_done, &ch, NULL);
 		if (rc == 0)
 			rc = p->ops->run(p, 0, err);
 		if (rc == 0 && ch.rc != 0)

@@ -51,4 +51,11 @@ int ema_calibrate_main(int argc, char **argv);
  * status as ema_calibrate_main. */
 int ema_hw_bench_main(int argc, char **argv);
 
+/* The hardware backend: real GPUs in real time, one pool of
+ * params->pool_pages pages per GPU used, a pinned host pool, peer access
+ * between every pair. Returns EMA_ERR_UNSUPPORTED, with the reason, where
+ * CUDA or a GPU is missing (always, in a build without CUDA). */
+int ema_hw_platform_create(struct ema_platform **out, const struct ema_platform_params *params,
+			   const struct ema_platform_opts *opts, struct ema_error *err);
+
 #endif

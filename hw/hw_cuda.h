@@ -95,4 +95,12 @@ struct ema_hw_vmm {
 
 int ema_hw_vmm_load(struct ema_hw_vmm *v, struct ema_error *err);
 
+struct ema_config;
+struct ema_platform_params;
+/* Parameters for a platform of the bench and calibrate runs, which build
+ * their own pools rather than a policy's: pool[g] pages per GPU of
+ * cfg->hw, host memory policy.host_gib per GPU. */
+void ema_hw_params_for_pools(struct ema_platform_params *p, const struct ema_config *cfg,
+			     uint64_t page_bytes, const uint64_t *pool);
+
 #endif

@@ -8,9 +8,8 @@
 
 #define HW_NONE_WHY "built without CUDA"
 
-int ema_hw_platform_create(struct ema_platform **out, const struct ema_config *cfg,
-			   uint64_t page_bytes, const uint64_t *pool_pages, bool verify,
-			   struct ema_error *err)
+int ema_hw_platform_create(struct ema_platform **out, const struct ema_platform_params *params,
+			   const struct ema_platform_opts *opts, struct ema_error *err)
 {
 	*out = NULL;
 	return ema_error_set(err, EMA_ERR_UNSUPPORTED, "hw backend: " HW_NONE_WHY);

@@ -154,6 +154,7 @@ struct hw_platform {
 	uint64_t checked, corrupted;
 	char last_err[EMA_ERROR_MSG_MAX];
 	char blas_why[256];
+	struct ema_platform_params params;
 };
 
 static const struct ema_platform_ops hw_ops;
@@ -379,11 +380,7 @@ static int hw_timer(struct ema_platform *pp, int64_t at_ns, ema_timer_fn fn, voi
  * kernels keep their wide loads. */
 static void hw_slice(uint64_t n, int g, int l, uint64_t *off, uint64_t *len)
 {
-	uint64_t a = (n * (uint64_t)g / (uint64_t)l) & ~(uint64_t)15;
-	uint64_t b = g + 1 == l ? n : (n * (uint64_t)(g + 1) / (uint64_t)l) & ~(uint64_t)15;
-
-	*off = a;
-	*len = b > a ? b - a : 0;
+	ema_iteration_group_slice(n, g, l, off, len);
 }
 
 /* Appends read segments for bytes [a, a+n) of the pool, wrapping around
@@ -533,12 +530,7 @@ static int hw_add_staged(struct ema_hwk_seg *h, int k, struct hw_platform *p,
  * copy engines do not care, which is why `batch` did not show it. */
 static uint64_t hw_staged_per_page(const struct ema_remote_read *rr, uint64_t pb)
 {
-	uint64_t per = rr->n_pages ? rr->bytes / (uint64_t)rr->n_pages : 0;
-
-	if (per == 0 || per > pb)
-		per = pb;
-	per &= ~(uint64_t)15;
-	return per > 0 ? per : 16;
+	return ema_iteration_staged_per_page(rr, pb);
 }
 
 /* Whether page pg of lender l was copied by the last speculation. */
@@ -653,7 +645,7 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 	struct hw_op *op;
 	struct hw_slot *sl;
 	uint64_t pb = p->page_bytes, pool_bytes, n_remote_pages = 0;
-	int L, D = it->prefetch_depth, nslots = 1, k = 0, rc, adopt = 0, ring_base = 0;
+	int L, D = it->window_depth, nslots = 1, k = 0, rc, adopt = 0, ring_base = 0;
 	bool staged, gemm, speculate;
 	int *r_first, *c_first, *r_n, *c_n, *s_first, *s_n;
 	uint64_t *r_chunks, *c_chunks, *s_chunks, *staged_len;
@@ -684,7 +676,7 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 					       rr->pages[i], rr->gpu);
 		n_remote_pages += (uint64_t)rr->n_pages;
 	}
-	staged = D > 0 && n_remote_pages > 0 && it->staging_pages != NULL &&
+	staged = it->prefetch_depth > 0 && n_remote_pages > 0 && it->staging_pages != NULL &&
 		 it->n_staging_pages > 0;
 	for (int i = 0; staged && i < it->n_staging_pages; i++)
 		if (!hw_page_ok(p, it->gpu, it->staging_pages[i]))
@@ -754,15 +746,16 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 				gmax = sum;
 		}
 		gmax = (gmax + 15) & ~(uint64_t)15;
-		/* ring slots of one group each, at most D + 1 of them */
+		/* D + 1 ring slots of one group each: the core's window
+		 * (ema_iteration_window_depth) fits the ring by construction,
+		 * cut the same way; the clamp only guards layer_groups beyond
+		 * HW_MAX_GROUPS, where the groups here are coarser. */
 		nslots = gmax ? (int)(cap / gmax) : 1;
 		if (nslots > D + 1)
 			nslots = D + 1;
 		if (nslots < 1)
 			nslots = 1;
 		ring = cap;
-		/* a ring of fewer than D + 1 groups limits how far ahead
-		 * copies can run (so nslots == D + 1 from here on) */
 		if (D > nslots - 1)
 			D = nslots - 1;
 		/* staged pieces split at the staging pages' edges; the
@@ -1569,17 +1562,49 @@ static void hw_destroy(struct ema_platform *pp)
 	free(p);
 }
 
+/* The ops with an error record: the message hw_fail kept, in its words. */
+static int hw_op_result(struct hw_platform *p, int rc, struct ema_error *err)
+{
+	if (rc != 0 && err != NULL)
+		ema_error_set(err, rc, "hw: %s", p->last_err[0] ? p->last_err : ema_status_str(rc));
+	return rc;
+}
+
+static int hw_timer_op(struct ema_platform *pp, int64_t at_ns, ema_timer_fn fn, void *arg,
+		       struct ema_error *err)
+{
+	return hw_op_result(hw_of(pp), hw_timer(pp, at_ns, fn, arg), err);
+}
+
+static int hw_iteration_op(struct ema_platform *pp, const struct ema_iteration *it,
+			   ema_iteration_fn fn, void *arg, struct ema_error *err)
+{
+	return hw_op_result(hw_of(pp), hw_iteration(pp, it, fn, arg), err);
+}
+
+static int hw_transfer_op(struct ema_platform *pp, const struct ema_transfer *t,
+			  ema_transfer_fn fn, void *arg, struct ema_error *err)
+{
+	return hw_op_result(hw_of(pp), hw_transfer(pp, t, fn, arg), err);
+}
+
+static int hw_tag_pages_op(struct ema_platform *pp, int gpu, int n, const int32_t *pages,
+			   const uint64_t *tags, struct ema_error *err)
+{
+	return hw_op_result(hw_of(pp), hw_tag_pages(pp, gpu, n, pages, tags), err);
+}
+
 static const struct ema_platform_ops hw_ops = {
 	.name = "hw",
 	.now = hw_now,
-	.timer = hw_timer,
-	.iteration = hw_iteration,
-	.transfer = hw_transfer,
+	.timer = hw_timer_op,
+	.iteration = hw_iteration_op,
+	.transfer = hw_transfer_op,
 	.run = hw_run,
 	.stop = hw_stop,
 	.events = hw_events,
 	.link_stats = hw_link_stats,
-	.tag_pages = hw_tag_pages,
+	.tag_pages = hw_tag_pages_op,
 	.destroy = hw_destroy,
 };
 
@@ -1647,29 +1672,29 @@ static int hw_setup_gpu(struct hw_platform *p, int i, uint64_t pages, struct ema
 	return 0;
 }
 
-int ema_hw_platform_create(struct ema_platform **out, const struct ema_config *cfg,
-			   uint64_t page_bytes, const uint64_t *pool_pages, bool verify,
-			   struct ema_error *err)
+int ema_hw_platform_create(struct ema_platform **out, const struct ema_platform_params *params,
+			   const struct ema_platform_opts *opts, struct ema_error *err)
 {
 	struct hw_platform *p;
 	int count = 0, need = 1, rc;
 	cudaError_t e;
-	double host_bytes;
+	uint64_t page_bytes;
+	const uint64_t *pool_pages;
+	const struct ema_hw_profile *hw;
 
 	*out = NULL;
-	if (cfg == NULL || pool_pages == NULL)
-		return ema_error_set(err, EMA_ERR_INTERNAL, "hw platform: no config or pools");
+	if (params == NULL || params->hw == NULL)
+		return ema_error_set(err, EMA_ERR_INTERNAL, "hw platform: no parameters");
+	page_bytes = params->page_bytes;
+	pool_pages = params->pool_pages;
+	hw = params->hw;
 	if (page_bytes == 0 || page_bytes % 256 != 0)
 		return ema_error_set(err, EMA_ERR_INPUT,
 				     "hw backend: page size %llu bytes is not a positive "
 				     "multiple of 256", (unsigned long long)page_bytes);
 	/* GPUs: those the tenants sit on, and those with a pool to lend */
-	for (int t = 0; t < cfg->n_tenants; t++)
-		if (cfg->tenants[t].gpu + 1 > need)
-			need = cfg->tenants[t].gpu + 1;
-	for (int g = 0; g < cfg->hw.n_gpus && g < EMA_MAX_GPUS; g++)
-		if (pool_pages[g] > 0 && g + 1 > need)
-			need = g + 1;
+	if (params->gpus_used > need)
+		need = params->gpus_used;
 	if (need > EMA_MAX_GPUS)
 		return ema_error_set(err, EMA_ERR_INPUT, "hw backend: %d GPUs asked for", need);
 	e = cudaGetDeviceCount(&count);
@@ -1681,25 +1706,26 @@ int ema_hw_platform_create(struct ema_platform **out, const struct ema_config *c
 		return ema_error_set(err, EMA_ERR_UNSUPPORTED,
 				     "hw backend: the scenario needs %d GPUs (tenants and "
 				     "pools of %s), this machine has %d",
-				     need, cfg->hw.name[0] ? cfg->hw.name : "the profile", count);
+				     need, hw->name[0] ? hw->name : "the profile", count);
 
 	p = calloc(1, sizeof *p);
 	if (p == NULL)
 		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
 	p->base.ops = &hw_ops;
-	p->base.cfg = cfg;
+	p->params = *params;
+	p->base.params = &p->params;
 	p->n_gpus = need;
 	p->page_bytes = page_bytes;
-	p->verify = verify;
+	p->verify = opts != NULL && opts->verify;
 	{
 		const char *tr = getenv("EMA_HW_TRACE");
 
 		p->trace_left = tr != NULL ? strtol(tr, NULL, 10) : 0;
 	}
-	p->hbm_bps = (cfg->hw.hbm_read_gbps > 0 ? cfg->hw.hbm_read_gbps : 4400.0) *
-		     (cfg->hw.hbm_efficiency > 0 ? cfg->hw.hbm_efficiency : 1.0) * 1e9;
-	p->flop_rate = (cfg->hw.peak_tflops > 0 ? cfg->hw.peak_tflops : 800.0) *
-		       (cfg->hw.flops_efficiency > 0 ? cfg->hw.flops_efficiency : 1.0) * 1e12;
+	p->hbm_bps = (hw->hbm_read_gbps > 0 ? hw->hbm_read_gbps : 4400.0) *
+		     (hw->hbm_efficiency > 0 ? hw->hbm_efficiency : 1.0) * 1e9;
+	p->flop_rate = (hw->peak_tflops > 0 ? hw->peak_tflops : 800.0) *
+		       (hw->flops_efficiency > 0 ? hw->flops_efficiency : 1.0) * 1e12;
 	if (ema_eventq_init(&p->timers, 64) != 0) {
 		free(p);
 		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
@@ -1710,7 +1736,7 @@ int ema_hw_platform_create(struct ema_platform **out, const struct ema_config *c
 			 "prefill GEMMs use a slow fallback kernel: %s", p->blas_why);
 
 	for (int i = 0; i < need; i++) {
-		uint64_t pages = i < cfg->hw.n_gpus ? pool_pages[i] : 0;
+		uint64_t pages = i < params->n_gpus ? pool_pages[i] : 0;
 
 		rc = hw_setup_gpu(p, i, pages, err);
 		if (rc != 0)
@@ -1736,8 +1762,7 @@ int ema_hw_platform_create(struct ema_platform **out, const struct ema_config *c
 			else
 				EMA_HW_TRY_GOTO(err, rc, fail, e);
 		}
-	host_bytes = cfg->policy.host_gib * HW_GIB * need;
-	p->host_pages = host_bytes > 0 ? (uint64_t)(host_bytes / (double)page_bytes) : 0;
+	p->host_pages = params->host_pages_per_gpu * (uint64_t)need;
 	if (p->host_pages > 0) {
 		e = cudaHostAlloc((void **)&p->host_pool, p->host_pages * page_bytes,
 				  cudaHostAllocPortable | cudaHostAllocMapped);
@@ -1746,7 +1771,8 @@ int ema_hw_platform_create(struct ema_platform **out, const struct ema_config *c
 					   "hw backend: cannot pin %.2f GiB of host memory "
 					   "(policy.host_gib %.2f per GPU): %s",
 					   (double)(p->host_pages * page_bytes) / HW_GIB,
-					   cfg->policy.host_gib, cudaGetErrorString(e));
+					   (double)(params->host_pages_per_gpu * page_bytes) / HW_GIB,
+					   cudaGetErrorString(e));
 			p->host_pool = NULL;
 			goto fail;
 		}

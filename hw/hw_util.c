@@ -5,6 +5,8 @@
 #include "hw_kernels.h"
 #include "hw.h"
 
+#include "config.h"
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -115,4 +117,23 @@ int ema_hw_vmm_load(struct ema_hw_vmm *v, struct ema_error *err)
 	memcpy(&v->address_free, &fn[6], sizeof fn[6]);
 	memcpy(&v->granularity, &fn[7], sizeof fn[7]);
 	return 0;
+}
+
+void ema_hw_params_for_pools(struct ema_platform_params *p, const struct ema_config *cfg,
+			     uint64_t page_bytes, const uint64_t *pool)
+{
+	memset(p, 0, sizeof *p);
+	p->n_gpus = cfg->hw.n_gpus;
+	p->page_bytes = page_bytes;
+	for (int g = 0; g < cfg->hw.n_gpus && g < EMA_MAX_GPUS; g++) {
+		p->pool_pages[g] = pool[g];
+		if (pool[g] > 0)
+			p->gpus_used = g + 1;
+	}
+	for (int t = 0; t < cfg->n_tenants; t++)
+		if (cfg->tenants[t].gpu + 1 > p->gpus_used)
+			p->gpus_used = cfg->tenants[t].gpu + 1;
+	p->host_pages_per_gpu = (uint64_t)(cfg->policy.host_gib * 1073741824.0 / (double)page_bytes);
+	p->hw = &cfg->hw;
+	p->model = &cfg->model;
 }

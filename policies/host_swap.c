@@ -5,7 +5,7 @@
  * recomputation. */
 #include "policy.h"
 
-static enum ema_preempt_mode host_swap_preempt_mode(struct ema_engine *e, void *state,
+static enum ema_preempt_mode host_swap_preempt_mode(const struct ema_policy_ctx *c, void *state,
 						    const struct ema_request *r)
 {
 	return EMA_PREEMPT_SWAP;

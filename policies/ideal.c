@@ -2,9 +2,9 @@
  * 2x): every GPU's memory is multiplied, nothing is borrowed or moved. */
 #include "policy.h"
 
-static double ideal_memory_factor(const struct ema_config *cfg)
+static double ideal_memory_factor(const struct ema_policy_cfg *knobs)
 {
-	return cfg->policy.ideal_factor;
+	return knobs->ideal_factor;
 }
 
 const struct ema_policy_ops ema_policy_ideal = {

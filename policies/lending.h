@@ -22,20 +22,20 @@
 #include "policy.h"
 
 /* Pages GPU g can still lend under the floor and reserve. */
-int32_t ema_lending_lendable(struct ema_engine *e, int gpu);
+int32_t ema_lending_lendable(const struct ema_policy_ctx *c, int gpu);
 /* Pages GPU g could lend were its own tenant idle (its KV capacity less
  * the larger of floor and reserve): the most a borrower can ever get. */
-int32_t ema_lending_max_lendable(struct ema_engine *e, int gpu);
+int32_t ema_lending_max_lendable(const struct ema_policy_ctx *c, int gpu);
 /* The GPU with the most lendable pages other than the tenant's, or -1. */
-int ema_lending_best_lender(struct ema_engine *e, int tenant);
+int ema_lending_best_lender(const struct ema_policy_ctx *c, int tenant);
 /* Sum of lendable pages over every GPU but the tenant's. */
-int32_t ema_lending_total_lendable(struct ema_engine *e, int tenant);
+int32_t ema_lending_total_lendable(const struct ema_policy_ctx *c, int tenant);
 /* Frees at least `need` pages of `gpu` by reclaiming from borrowers,
  * newest requests first, in mode "auto" (move home if the borrower has
  * room, else recompute), "move", "host" or "drop". Returns the pages freed
  * at once; moves complete later. */
-int32_t ema_lending_reclaim(struct ema_engine *e, int gpu, int32_t need, enum ema_reclaim_mode mode);
+int32_t ema_lending_reclaim(const struct ema_policy_ctx *c, int gpu, int32_t need, enum ema_reclaim_mode mode);
 /* KV capacity (pages) of the GPU's own tenant, or of the whole GPU. */
-int32_t ema_lending_kv_capacity(struct ema_engine *e, int gpu);
+int32_t ema_lending_kv_capacity(const struct ema_policy_ctx *c, int gpu);
 
 #endif

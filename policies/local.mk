@@ -1,5 +1,5 @@
 # policies/local.mk: one file per policy, registered in policy_table.c.
-libema_policies_a_CPPFLAGS = $(SERVE_CPPFLAGS)
+libema_policies_a_CPPFLAGS = $(POLICIES_CPPFLAGS)
 libema_policies_a_SOURCES = policies/policy.h policies/policy_table.c policies/static.c \
 	policies/ideal.c policies/host_swap.c policies/remote_direct.c policies/ema.c \
 	policies/lending.c policies/lending.h

@@ -1,98 +1,202 @@
 /* policy.h: the pluggable policy interface. A policy is a const struct of
  * hooks, one file per policy, registered in policies/policy_table.c. The
- * engine (serve/engine.c) owns the mechanisms (ledger updates, transfers,
- * preemption) and asks the policy at each decision point; a NULL hook means
- * "the static-partitioning default". The engine allocates state_size bytes
- * of zeroed state for the policy and passes it to every hook.
+ * engine (serve/) owns the mechanisms (ledger updates, transfers,
+ * preemption, the staging area) and asks the policy at each decision
+ * point; a NULL hook means "the static-partitioning default". The engine
+ * allocates state_size bytes of zeroed state for the policy and passes it
+ * to every hook, with a context (struct ema_policy_ctx): read-only views of
+ * the ledger, the tenants, the hardware, the model and the knobs, and the
+ * mechanism calls below. A policy sees nothing else of the engine: this
+ * header includes only base/.
  *
- * Worked example, a policy that borrows from the GPU with the most free
- * pages and otherwise behaves like static:
+ * Worked example, a policy with two knobs of its own that borrows from
+ * the GPU with the most free pages, at most `max_pages` pages per tenant,
+ * and otherwise behaves like static (tests/example_policy.c compiles and
+ * runs it):
  *
- *     static int greedy_choose_lender(struct ema_engine *e, void *state, int tenant)
+ *     struct greedy_knobs { int max_pages; double spare; };
+ *     static const struct greedy_knobs greedy_defaults = { 1000, 0.1 };
+ *     static const struct ema_config_key greedy_keys[] = {
+ *             EMA_KNOB_INT(struct greedy_knobs, max_pages, 0, 1e9,
+ *                          "pages a tenant may borrow (greedy)"),
+ *             EMA_KNOB_DBL(struct greedy_knobs, spare, 0, 1,
+ *                          "share of a lender's free pages it keeps (greedy)"),
+ *             EMA_KNOB_END
+ *     };
+ *     static int greedy_choose_lender(const struct ema_policy_ctx *c, void *state,
+ *                                     int tenant)
  *     {
+ *             const struct greedy_knobs *k = c->own_knobs;
  *             int best = -1;
- *             for (int g = 0; g < e->ledger.n_gpus; g++)
- *                     if (g != e->tenants[tenant].gpu &&
- *                         (best < 0 || ema_ledger_free_pages(&e->ledger, g) >
- *                                      ema_ledger_free_pages(&e->ledger, best)))
+ *
+ *             if (ema_ledger_borrowed_pages(c->ledger, tenant) >= k->max_pages)
+ *                     return -1;
+ *             for (int g = 0; g < c->n_gpus; g++)
+ *                     if (g != c->tenant_gpu[tenant] &&
+ *                         (best < 0 || ema_ledger_free_pages(c->ledger, g) >
+ *                                      ema_ledger_free_pages(c->ledger, best)))
  *                             best = g;
- *             return best >= 0 && ema_ledger_free_pages(&e->ledger, best) > 0 ? best : -1;
+ *             return best >= 0 && ema_ledger_free_pages(c->ledger, best) >
+ *                    k->spare * c->kv_capacity_pages[tenant] ? best : -1;
  *     }
  *     const struct ema_policy_ops ema_policy_greedy = {
  *             .name = "greedy", .summary = "borrow from the freest GPU",
+ *             .knobs = greedy_keys, .knobs_size = sizeof(struct greedy_knobs),
+ *             .knob_defaults = &greedy_defaults,
  *             .choose_lender = greedy_choose_lender,
  *     };
  *
- * and one line in policy_table.c. */
+ * and one line in policy_table.c: its knobs are then `policy.max_pages`
+ * and `policy.spare` in scenarios, `--set`, config.json and doc/keys.md. */
 #ifndef EMA_POLICY_H
 #define EMA_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "engine.h"
+#include "ema_error.h"
+#include "ema_limits.h"
+#include "hardware.h"
+#include "keys.h"
+#include "knobs.h"
+#include "ledger.h"
 #include "platform.h"
 
 enum ema_preempt_mode { EMA_PREEMPT_RECOMPUTE = 0, EMA_PREEMPT_SWAP };
 
+/* A request of the engine: policies pass it back to mechanisms and read
+ * it through the two calls below. */
+struct ema_request;
+
+/* What every hook is given. The views are the engine's, current at each
+ * call; a policy reads them and changes the world only through the
+ * mechanism calls. */
+struct ema_policy_ctx {
+	const struct ema_ledger *ledger;
+	const struct ema_hw_profile *hw;
+	const struct ema_model *model;
+	const struct ema_policy_cfg *knobs;   /* policy.* keys of the shipped policies */
+	const void *own_knobs;                /* this policy's own table (ops.knobs), or NULL */
+	int n_tenants;
+	int n_gpus;
+	int layer_groups;                     /* serving.layer_groups */
+	uint64_t page_bytes;
+	int tenant_gpu[EMA_MAX_TENANTS];
+	int32_t kv_capacity_pages[EMA_MAX_TENANTS]; /* KV pages of each tenant's own GPU */
+	struct ema_engine *engine;            /* the mechanisms' owner: not for policies */
+};
+
+/* ---- reading requests ------------------------------------------------- */
+int ema_request_tenant(const struct ema_request *r);
+/* Pages of r on GPU g. */
+int32_t ema_request_pages_on(const struct ema_request *r, int gpu);
+
+/* ---- mechanisms (serve/engine.c carries them out) ---------------------- */
+int64_t ema_policy_now(const struct ema_policy_ctx *c);
+/* Preempts r by recomputation: its pages are freed now and it goes back
+ * to the front of its tenant's waiting queue. */
+void ema_policy_preempt_recompute(const struct ema_policy_ctx *c, struct ema_request *r);
+/* Moves r's KV to host memory on behalf of a lender's reclaim (counted
+ * as a demotion); false when host memory is full or r is pinned. */
+bool ema_policy_demote(const struct ema_policy_ctx *c, struct ema_request *r);
+/* Moves the pages r holds on `lender` back to its tenant's GPU (which
+ * must have that many free pages); asynchronous: r is pinned until the
+ * data has arrived. Returns the pages moved. */
+int32_t ema_policy_move_home(const struct ema_policy_ctx *c, struct ema_request *r, int lender);
+/* Requests of other tenants holding pages on `gpu`, newest admission
+ * first, in *out (the engine's array, valid until the next call); returns
+ * the count. */
+int ema_policy_borrowers_on(const struct ema_policy_ctx *c, int gpu, struct ema_request *const **out);
+/* Records a reclaim (for the latency figures). */
+void ema_policy_record_reclaim(const struct ema_policy_ctx *c, int gpu, int32_t pages,
+			       int64_t start_ns, int64_t latency_ns);
+
+/* The staging area, local pages of a tenant that prefetches copy remote
+ * KV into. The engine keeps `reserve` own pages free for it when it
+ * allocates KV (and dips into them only while the tenant borrows nothing),
+ * grows the area on demand and frees it when asked. */
+void ema_policy_staging_reserve(const struct ema_policy_ctx *c, int tenant, int32_t reserve);
+/* Grows the tenant's area towards `want` pages (no further than free
+ * pages allow); returns the pages it holds. */
+int32_t ema_policy_staging_fill(const struct ema_policy_ctx *c, int tenant, int32_t want);
+void ema_policy_staging_release(const struct ema_policy_ctx *c, int tenant);
+int32_t ema_policy_staging_held(const struct ema_policy_ctx *c, int tenant);
+/* The pages it holds (any order), for struct ema_iteration. */
+const int32_t *ema_policy_staging_pages(const struct ema_policy_ctx *c, int tenant);
+
+/* ---- the hooks ---------------------------------------------------------- */
 struct ema_policy_ops {
 	const char *name;     /* snake_case, as named in configs */
 	const char *summary;  /* one line for `ema list policies` */
 	size_t state_size;
 
-	/* double memory_factor(const struct ema_config *cfg)
+	/* Knobs of the policy's own, beyond struct ema_policy_cfg: a key
+	 * table (keys.h) over a struct of knobs_size bytes whose defaults
+	 * are knob_defaults. Parsed under `policy.`, written to config.json
+	 * after the shared knobs, given to hooks as ctx->own_knobs. NULL:
+	 * none. */
+	const struct ema_config_key *knobs;
+	size_t knobs_size;
+	const void *knob_defaults;
+
+	/* double memory_factor(const struct ema_policy_cfg *knobs)
 	 * Multiplier of every GPU's memory for this policy (ideal: 2x).
 	 * NULL: 1. */
-	double (*memory_factor)(const struct ema_config *cfg);
+	double (*memory_factor)(const struct ema_policy_cfg *knobs);
 
-	/* int init(struct ema_engine *e, void *state, struct ema_error *err)
+	/* int init(const struct ema_policy_ctx *c, void *state, struct ema_error *err)
 	 * Called once after the engine is built. NULL: nothing. */
-	int (*init)(struct ema_engine *e, void *state, struct ema_error *err);
+	int (*init)(const struct ema_policy_ctx *c, void *state, struct ema_error *err);
 
-	/* int32_t borrowable(struct ema_engine *e, void *state, int tenant)
+	/* void fini(const struct ema_policy_ctx *c, void *state)
+	 * Called once before the engine goes, if init succeeded (or is NULL):
+	 * frees what the policy allocated in its state. NULL: nothing. */
+	void (*fini)(const struct ema_policy_ctx *c, void *state);
+
+	/* int32_t borrowable(const struct ema_policy_ctx *c, void *state, int tenant)
 	 * Pages `tenant` could still borrow right now; the engine uses it to
 	 * decide whether a waiting request can be admitted. NULL: 0. */
-	int32_t (*borrowable)(struct ema_engine *e, void *state, int tenant);
+	int32_t (*borrowable)(const struct ema_policy_ctx *c, void *state, int tenant);
 
-	/* int32_t max_request_pages(struct ema_engine *e, void *state, int tenant)
+	/* int32_t max_request_pages(const struct ema_policy_ctx *c, void *state, int tenant)
 	 * The most KV pages one request of `tenant` can ever hold under this
 	 * policy: its GPU's KV capacity plus what it could borrow were every
 	 * peer idle. Called once after init; a request whose whole KV
 	 * (prompt + output) needs more is dropped at arrival, with a reason,
 	 * rather than waiting for memory that never comes. NULL: the
 	 * tenant's KV capacity. */
-	int32_t (*max_request_pages)(struct ema_engine *e, void *state, int tenant);
+	int32_t (*max_request_pages)(const struct ema_policy_ctx *c, void *state, int tenant);
 
-	/* int choose_lender(struct ema_engine *e, void *state, int tenant)
+	/* int choose_lender(const struct ema_policy_ctx *c, void *state, int tenant)
 	 * Tenant's own GPU is full: the GPU to borrow one page from, or -1.
 	 * Must respect the lender's floor and reserve. NULL: never borrow. */
-	int (*choose_lender)(struct ema_engine *e, void *state, int tenant);
+	int (*choose_lender)(const struct ema_policy_ctx *c, void *state, int tenant);
 
-	/* enum ema_preempt_mode preempt_mode(struct ema_engine *e, void *state,
+	/* enum ema_preempt_mode preempt_mode(const struct ema_policy_ctx *c, void *state,
 	 *                                    const struct ema_request *r)
 	 * How to preempt r when its tenant runs out of memory. NULL: recompute. */
-	enum ema_preempt_mode (*preempt_mode)(struct ema_engine *e, void *state,
+	enum ema_preempt_mode (*preempt_mode)(const struct ema_policy_ctx *c, void *state,
 					      const struct ema_request *r);
 
-	/* int32_t reclaim(struct ema_engine *e, void *state, int gpu, int32_t need)
+	/* int32_t reclaim(const struct ema_policy_ctx *c, void *state, int gpu, int32_t need)
 	 * The tenant of `gpu` needs `need` of its pages and the GPU has none
 	 * free but has lent some. Returns the pages freed at once (>= 0); pages
 	 * whose data is still moving are not counted: the engine waits for the
 	 * transfer and asks again. NULL: lenders never get pages back (only
 	 * valid for policies that never lend). */
-	int32_t (*reclaim)(struct ema_engine *e, void *state, int gpu, int32_t need);
+	int32_t (*reclaim)(const struct ema_policy_ctx *c, void *state, int gpu, int32_t need);
 
-	/* void plan_iteration(struct ema_engine *e, void *state, struct ema_iteration *it)
+	/* void plan_iteration(const struct ema_policy_ctx *c, void *state, struct ema_iteration *it)
 	 * The engine filled the batch's work and remote reads; the policy
-	 * sets it->prefetch_depth, it->layer_groups and it->method. NULL:
-	 * remote KV is read in place (prefetch_depth 0). */
-	void (*plan_iteration)(struct ema_engine *e, void *state, struct ema_iteration *it);
+	 * sets it->prefetch_depth, it->layer_groups, it->method and the
+	 * staging pages. NULL: remote KV is read in place (prefetch_depth 0). */
+	void (*plan_iteration)(const struct ema_policy_ctx *c, void *state, struct ema_iteration *it);
 
-	/* void after_iteration(struct ema_engine *e, void *state, int tenant)
+	/* void after_iteration(const struct ema_policy_ctx *c, void *state, int tenant)
 	 * After each iteration of `tenant`: maintenance such as reclaiming
 	 * ahead of need (pre-preemption). NULL: nothing. */
-	void (*after_iteration)(struct ema_engine *e, void *state, int tenant);
+	void (*after_iteration)(const struct ema_policy_ctx *c, void *state, int tenant);
 };
 
 /* The registry: every policy, in `ema list policies` order. */

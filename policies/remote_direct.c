@@ -5,32 +5,32 @@
  * (policy.reclaim_mode), with no headroom kept ahead of need. */
 #include "lending.h"
 
-static int32_t remote_direct_borrowable(struct ema_engine *e, void *state, int tenant)
+static int32_t remote_direct_borrowable(const struct ema_policy_ctx *c, void *state, int tenant)
 {
-	return ema_lending_total_lendable(e, tenant);
+	return ema_lending_total_lendable(c, tenant);
 }
 
-static int32_t remote_direct_max_request_pages(struct ema_engine *e, void *state, int tenant)
+static int32_t remote_direct_max_request_pages(const struct ema_policy_ctx *c, void *state, int tenant)
 {
-	int64_t n = e->tenants[tenant].kv_capacity_pages;
+	int64_t n = c->kv_capacity_pages[tenant];
 
-	for (int g = 0; g < e->ledger.n_gpus; g++)
-		if (g != e->tenants[tenant].gpu)
-			n += ema_lending_max_lendable(e, g);
+	for (int g = 0; g < c->n_gpus; g++)
+		if (g != c->tenant_gpu[tenant])
+			n += ema_lending_max_lendable(c, g);
 	return n < INT32_MAX ? (int32_t)n : INT32_MAX;
 }
 
-static int remote_direct_choose_lender(struct ema_engine *e, void *state, int tenant)
+static int remote_direct_choose_lender(const struct ema_policy_ctx *c, void *state, int tenant)
 {
-	return ema_lending_best_lender(e, tenant);
+	return ema_lending_best_lender(c, tenant);
 }
 
-static int32_t remote_direct_reclaim(struct ema_engine *e, void *state, int gpu, int32_t need)
+static int32_t remote_direct_reclaim(const struct ema_policy_ctx *c, void *state, int gpu, int32_t need)
 {
-	return ema_lending_reclaim(e, gpu, need, e->cfg->policy.reclaim_mode);
+	return ema_lending_reclaim(c, gpu, need, c->knobs->reclaim_mode);
 }
 
-static void remote_direct_plan(struct ema_engine *e, void *state, struct ema_iteration *it)
+static void remote_direct_plan(const struct ema_policy_ctx *c, void *state, struct ema_iteration *it)
 {
 	it->prefetch_depth = 0;
 	it->n_staging_pages = 0;

@@ -59,6 +59,17 @@ static void engine_fail(struct ema_engine *e, int code, const char *what)
 	e->platform->ops->stop(e->platform);
 }
 
+/* A platform op failed: the engine's words, then the backend's reason. */
+static void engine_fail_op(struct ema_engine *e, int rc, const char *what)
+{
+	if (e->error == 0) {
+		e->error = e->op_err.code != 0 ? e->op_err.code : rc;
+		ema_error_set(&e->err, e->error, "%s: %s", what,
+			      e->op_err.msg[0] ? e->op_err.msg : ema_status_str(rc));
+	}
+	e->platform->ops->stop(e->platform);
+}
+
 int32_t ema_engine_pages_for_tokens(const struct ema_engine *e, int64_t tokens)
 {
 	int64_t bt = e->cfg->serving.block_tokens;
@@ -209,7 +220,7 @@ static void req_free_pages(struct ema_engine *e, struct ema_tenant *t, struct em
 	memset(r->pages_on, 0, sizeof r->pages_on);
 }
 
-int32_t ema_engine_request_pages_on(const struct ema_request *r, int gpu)
+int32_t ema_request_pages_on(const struct ema_request *r, int gpu)
 {
 	int32_t n = 0;
 
@@ -236,7 +247,7 @@ static int alloc_page(struct ema_engine *e, struct ema_tenant *t, int *gpu_out, 
 	}
 	if (ema_ledger_lent_pages(&e->ledger, t->gpu) > 0 && e->policy->reclaim != NULL) {
 		int64_t start = ema_engine_now(e);
-		int32_t freed = e->policy->reclaim(e, e->policy_state, t->gpu, 1);
+		int32_t freed = e->policy->reclaim(&e->ctx, e->policy_state, t->gpu, 1);
 
 		if (freed > 0)
 			ema_engine_record_reclaim(e, t->gpu, freed, start, 0);
@@ -250,7 +261,7 @@ static int alloc_page(struct ema_engine *e, struct ema_tenant *t, int *gpu_out, 
 			return ALLOC_WAIT;
 	}
 	if (e->policy->choose_lender != NULL) {
-		int g = e->policy->choose_lender(e, e->policy_state, t->index);
+		int g = e->policy->choose_lender(&e->ctx, e->policy_state, t->index);
 
 		if (g >= 0 && g != t->gpu) {
 			p = ema_ledger_alloc(&e->ledger, g, t->index, EMA_PAGE_KV);
@@ -283,7 +294,7 @@ static int32_t obtainable_pages(struct ema_engine *e, struct ema_tenant *t)
 	if (e->policy->reclaim != NULL)
 		n += ema_ledger_lent_pages(&e->ledger, t->gpu);
 	if (e->policy->borrowable != NULL)
-		n += e->policy->borrowable(e, e->policy_state, t->index);
+		n += e->policy->borrowable(&e->ctx, e->policy_state, t->index);
 	return n;
 }
 
@@ -372,7 +383,7 @@ static int xfer_start(struct ema_engine *e, struct xfer_ctx *x, enum ema_transfe
 	r->pinned = 1;
 	e->xfers_in_flight++;
 	e->tenants[x->tenant].xfers_in_flight++;
-	rc = e->platform->ops->transfer(e->platform, &tr, xfer_done, x);
+	rc = e->platform->ops->transfer(e->platform, &tr, xfer_done, x, &e->op_err);
 	free(tags);
 	return rc;
 }
@@ -416,8 +427,8 @@ static bool swap_out(struct ema_engine *e, struct ema_request *r,
 				pages[n] = r->pages[i].page;
 				tags[n++] = page_tag(r, i);
 			}
-		if (e->platform->ops->tag_pages(e->platform, t->gpu, n, pages, tags) != EMA_OK)
-			engine_fail(e, EMA_ERR_DEVICE, "engine: cannot write a page's content");
+		if (e->platform->ops->tag_pages(e->platform, t->gpu, n, pages, tags, &e->op_err) != EMA_OK)
+			engine_fail_op(e, EMA_ERR_DEVICE, "engine: cannot write a page's content");
 		free(pages);
 		free(tags);
 	}
@@ -443,7 +454,7 @@ static bool swap_out(struct ema_engine *e, struct ema_request *r,
 				x->entry[x->n++] = i;
 			}
 		if (xfer_start(e, x, purpose) != EMA_OK) {
-			engine_fail(e, EMA_ERR_DEVICE, "engine: transfer failed to start");
+			engine_fail_op(e, EMA_ERR_DEVICE, "engine: transfer failed to start");
 			return true;
 		}
 	}
@@ -453,7 +464,7 @@ static bool swap_out(struct ema_engine *e, struct ema_request *r,
 int32_t ema_engine_move_home(struct ema_engine *e, struct ema_request *r, int lender)
 {
 	struct ema_tenant *t = &e->tenants[r->tenant];
-	int32_t k = ema_engine_request_pages_on(r, lender);
+	int32_t k = ema_request_pages_on(r, lender);
 	struct xfer_ctx *x;
 
 	if (k == 0 || r->pinned || ema_ledger_free_pages(&e->ledger, t->gpu) < k)
@@ -470,7 +481,7 @@ int32_t ema_engine_move_home(struct ema_engine *e, struct ema_request *r, int le
 			x->entry[x->n++] = i;
 		}
 	if (xfer_start(e, x, EMA_XFER_RECLAIM) != EMA_OK)
-		engine_fail(e, EMA_ERR_DEVICE, "engine: transfer failed to start");
+		engine_fail_op(e, EMA_ERR_DEVICE, "engine: transfer failed to start");
 	return k;
 }
 
@@ -594,7 +605,7 @@ static int swap_in(struct ema_engine *e, struct ema_tenant *t, struct ema_reques
 				x->entry[x->n++] = i;
 			}
 		if (xfer_start(e, x, EMA_XFER_SWAP_IN) != EMA_OK)
-			engine_fail(e, EMA_ERR_DEVICE, "engine: transfer failed to start");
+			engine_fail_op(e, EMA_ERR_DEVICE, "engine: transfer failed to start");
 	}
 	free(pages);
 	free(where);
@@ -615,7 +626,7 @@ static int32_t preempt_newest(struct ema_engine *e, struct ema_tenant *t, bool *
 		if (v->pinned)
 			continue;
 		if (e->policy->preempt_mode != NULL)
-			mode = e->policy->preempt_mode(e, e->policy_state, v);
+			mode = e->policy->preempt_mode(&e->ctx, e->policy_state, v);
 		if (mode == EMA_PREEMPT_SWAP && ema_engine_preempt_swap(e, v)) {
 			*async = true;
 			return v->id;
@@ -673,8 +684,8 @@ static int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 		if (gpu != t->gpu && e->platform->ops->tag_pages != NULL) {
 			uint64_t tag = page_tag(r, r->n_pages - 1);
 
-			if (e->platform->ops->tag_pages(e->platform, gpu, 1, &page, &tag) != EMA_OK)
-				engine_fail(e, EMA_ERR_DEVICE, "engine: cannot write a page's content");
+			if (e->platform->ops->tag_pages(e->platform, gpu, 1, &page, &tag, &e->op_err) != EMA_OK)
+				engine_fail_op(e, EMA_ERR_DEVICE, "engine: cannot write a page's content");
 		}
 	}
 	return ALLOC_OK;
@@ -759,11 +770,13 @@ static void launch(struct ema_engine *e, struct ema_tenant *t)
 	it.staging_pages = NULL;
 	it.n_staging_pages = 0;
 	if (e->policy->plan_iteration != NULL)
-		e->policy->plan_iteration(e, e->policy_state, &it);
+		e->policy->plan_iteration(&e->ctx, e->policy_state, &it);
 	t->busy = true;
 	t->stats.iterations++;
-	if (e->platform->ops->iteration(e->platform, &it, iteration_done, t) != EMA_OK)
-		engine_fail(e, EMA_ERR_DEVICE, "engine: iteration failed to start");
+	/* the window, decided here once for every platform */
+	it.window_depth = ema_iteration_window_depth(&it, e->page_bytes);
+	if (e->platform->ops->iteration(e->platform, &it, iteration_done, t, &e->op_err) != EMA_OK)
+		engine_fail_op(e, EMA_ERR_DEVICE, "engine: iteration failed to start");
 }
 
 static void batch_add(struct ema_tenant *t, int32_t r, int32_t chunk)
@@ -971,7 +984,7 @@ static void iteration_done(void *arg, const struct ema_iteration_result *res)
 	}
 	t->iter_n = 0;
 	if (e->policy->after_iteration != NULL)
-		e->policy->after_iteration(e, e->policy_state, t->index);
+		e->policy->after_iteration(&e->ctx, e->policy_state, t->index);
 	progress(e);
 	kick_all(e);
 }
@@ -1030,8 +1043,9 @@ static void arrival(void *arg, int64_t now)
 		}
 	}
 	if (t->next_arrival < t->n_reqs &&
-	    e->platform->ops->timer(e->platform, t->reqs[t->next_arrival].arrival_ns, arrival, t) != EMA_OK)
-		engine_fail(e, EMA_ERR_NOMEM, "engine: timer failed");
+	    e->platform->ops->timer(e->platform, t->reqs[t->next_arrival].arrival_ns, arrival, t,
+				    &e->op_err) != EMA_OK)
+		engine_fail_op(e, EMA_ERR_NOMEM, "engine: timer failed");
 	tenant_kick(e, t);
 }
 
@@ -1166,39 +1180,191 @@ void ema_engine_record_reclaim(struct ema_engine *e, int gpu, int32_t pages,
 	e->n_reclaims++;
 }
 
-int ema_engine_borrowers_on(struct ema_engine *e, int gpu, struct ema_request **out, int max)
+/* Requests of other tenants holding pages on `gpu`, newest admission
+ * first (they have the least work to lose), into the engine's own array,
+ * grown as needed so that no victim is ever left out. */
+static int borrowers_on(struct ema_engine *e, int gpu)
 {
 	int n = 0;
 
-	/* Newest admissions first across all borrowers: they have the least
-	 * work to lose. Simple selection over the running sets (small). */
 	for (int ti = 0; ti < e->n_tenants; ti++) {
 		struct ema_tenant *t = &e->tenants[ti];
 
 		if (t->gpu == gpu)
 			continue;
-		for (int32_t i = 0; i < t->running_n && n < max; i++) {
+		for (int32_t i = 0; i < t->running_n; i++) {
 			struct ema_request *r = &t->reqs[t->running[i]];
 
-			if (!r->pinned && r->n_remote > 0 && ema_engine_request_pages_on(r, gpu) > 0)
-				out[n++] = r;
+			if (r->pinned || r->n_remote == 0 || ema_request_pages_on(r, gpu) == 0)
+				continue;
+			if (n == e->cap_victims) {
+				int ncap = e->cap_victims ? 2 * e->cap_victims : 512;
+				struct ema_request **nv = realloc(e->victims, (size_t)ncap * sizeof *nv);
+
+				if (nv == NULL) {
+					engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+					return n;
+				}
+				e->victims = nv;
+				e->cap_victims = ncap;
+			}
+			e->victims[n++] = r;
 		}
 	}
 	/* insertion sort by admit_seq descending, ties by tenant */
 	for (int i = 1; i < n; i++) {
-		struct ema_request *x = out[i];
+		struct ema_request *x = e->victims[i];
 		int j = i - 1;
 
-		while (j >= 0 && out[j]->admit_seq < x->admit_seq) {
-			out[j + 1] = out[j];
+		while (j >= 0 && e->victims[j]->admit_seq < x->admit_seq) {
+			e->victims[j + 1] = e->victims[j];
 			j--;
 		}
-		out[j + 1] = x;
+		e->victims[j + 1] = x;
 	}
 	return n;
 }
 
+/* ---- the policy context and its mechanisms --------------------------- */
+
+static void ctx_init(struct ema_engine *e)
+{
+	struct ema_policy_ctx *c = &e->ctx;
+
+	memset(c, 0, sizeof *c);
+	c->ledger = &e->ledger;
+	c->hw = &e->cfg->hw;
+	c->model = &e->cfg->model;
+	c->knobs = &e->cfg->policy;
+	c->own_knobs = e->own_knobs;
+	c->n_tenants = e->n_tenants;
+	c->n_gpus = e->ledger.n_gpus;
+	c->layer_groups = e->cfg->serving.layer_groups;
+	c->page_bytes = e->page_bytes;
+	for (int i = 0; i < e->n_tenants; i++) {
+		c->tenant_gpu[i] = e->tenants[i].gpu;
+		c->kv_capacity_pages[i] = e->tenants[i].kv_capacity_pages;
+	}
+	c->engine = e;
+}
+
+int ema_request_tenant(const struct ema_request *r)
+{
+	return r->tenant;
+}
+
+int64_t ema_policy_now(const struct ema_policy_ctx *c)
+{
+	return ema_engine_now(c->engine);
+}
+
+void ema_policy_preempt_recompute(const struct ema_policy_ctx *c, struct ema_request *r)
+{
+	ema_engine_preempt_recompute(c->engine, r);
+}
+
+bool ema_policy_demote(const struct ema_policy_ctx *c, struct ema_request *r)
+{
+	return ema_engine_demote(c->engine, r);
+}
+
+int32_t ema_policy_move_home(const struct ema_policy_ctx *c, struct ema_request *r, int lender)
+{
+	return ema_engine_move_home(c->engine, r, lender);
+}
+
+int ema_policy_borrowers_on(const struct ema_policy_ctx *c, int gpu, struct ema_request *const **out)
+{
+	int n = borrowers_on(c->engine, gpu);
+
+	*out = c->engine->victims;
+	return n;
+}
+
+void ema_policy_record_reclaim(const struct ema_policy_ctx *c, int gpu, int32_t pages,
+			       int64_t start_ns, int64_t latency_ns)
+{
+	ema_engine_record_reclaim(c->engine, gpu, pages, start_ns, latency_ns);
+}
+
+void ema_policy_staging_reserve(const struct ema_policy_ctx *c, int tenant, int32_t reserve)
+{
+	c->engine->tenants[tenant].local_reserve = reserve > 0 ? reserve : 0;
+}
+
+int32_t ema_policy_staging_fill(const struct ema_policy_ctx *c, int tenant, int32_t want)
+{
+	struct ema_engine *e = c->engine;
+	struct ema_tenant *t = &e->tenants[tenant];
+
+	if (want > t->cap_staging) {
+		int32_t *n = realloc(t->staging, (size_t)want * 2 * sizeof *n);
+
+		if (n == NULL) {
+			engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+			return t->staging_pages;
+		}
+		t->staging = n;
+		t->cap_staging = want * 2;
+	}
+	while (t->staging_pages < want) {
+		int32_t p = ema_ledger_alloc(&e->ledger, t->gpu, tenant, EMA_PAGE_STAGING);
+
+		if (p < 0)
+			break;
+		t->staging[t->staging_pages++] = p;
+	}
+	return t->staging_pages;
+}
+
+void ema_policy_staging_release(const struct ema_policy_ctx *c, int tenant)
+{
+	struct ema_engine *e = c->engine;
+	struct ema_tenant *t = &e->tenants[tenant];
+
+	for (int32_t i = 0; i < t->staging_pages; i++)
+		ema_ledger_free(&e->ledger, t->gpu, t->staging[i]);
+	t->staging_pages = 0;
+}
+
+int32_t ema_policy_staging_held(const struct ema_policy_ctx *c, int tenant)
+{
+	return c->engine->tenants[tenant].staging_pages;
+}
+
+const int32_t *ema_policy_staging_pages(const struct ema_policy_ctx *c, int tenant)
+{
+	return c->engine->tenants[tenant].staging;
+}
+
 /* ---- life cycle -------------------------------------------------------- */
+
+int ema_engine_platform_params(struct ema_platform_params *p, const struct ema_config *cfg,
+			       const struct ema_policy_ops *policy)
+{
+	double factor = policy->memory_factor ? policy->memory_factor(&cfg->policy) : 1.0;
+	double mem_gib = cfg->gpu_mem_cap_gib > 0 ? cfg->gpu_mem_cap_gib : cfg->hw.gpu_mem_gib;
+
+	memset(p, 0, sizeof *p);
+	p->n_gpus = cfg->hw.n_gpus;
+	p->page_bytes = (uint64_t)llround(cfg->page_mib * 1048576.0);
+	if (p->page_bytes == 0)
+		return EMA_ERR_INPUT;
+	for (int g = 0; g < cfg->hw.n_gpus && g < EMA_MAX_GPUS; g++) {
+		p->pool_pages[g] = (uint64_t)(int32_t)floor(mem_gib * factor * 1073741824.0 /
+							   (double)p->page_bytes);
+		if (p->pool_pages[g] > 0)
+			p->gpus_used = g + 1;
+	}
+	for (int i = 0; i < cfg->n_tenants; i++)
+		if (cfg->tenants[i].gpu + 1 > p->gpus_used)
+			p->gpus_used = cfg->tenants[i].gpu + 1;
+	p->host_pages_per_gpu = (uint64_t)(int32_t)floor(cfg->policy.host_gib * 1073741824.0 /
+							 (double)p->page_bytes);
+	p->hw = &cfg->hw;
+	p->model = &cfg->model;
+	return EMA_OK;
+}
 
 int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 		      const struct ema_policy_ops *policy, struct ema_platform *platform,
@@ -1206,15 +1372,22 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 {
 	int32_t capacity[EMA_MAX_GPUS];
 	int tenant_gpu[EMA_MAX_TENANTS];
-	double factor = policy->memory_factor ? policy->memory_factor(cfg) : 1.0;
-	double mem_gib = cfg->gpu_mem_cap_gib > 0 ? cfg->gpu_mem_cap_gib : cfg->hw.gpu_mem_gib;
+	struct ema_platform_params params;
 	int rc;
 
 	memset(e, 0, sizeof *e);
 	e->cfg = cfg;
 	e->platform = platform;
 	e->policy = policy;
-	e->page_bytes = (uint64_t)llround(cfg->page_mib * 1048576.0);
+	if (ema_engine_platform_params(&params, cfg, policy) != EMA_OK)
+		return ema_error_set(err, EMA_ERR_INPUT, "engine: page_mib %g gives no page", cfg->page_mib);
+	/* the platform was built for the same memory (one function decides) */
+	if (platform->params != NULL &&
+	    (platform->params->page_bytes != params.page_bytes ||
+	     memcmp(platform->params->pool_pages, params.pool_pages, sizeof params.pool_pages) != 0))
+		return ema_error_set(err, EMA_ERR_INTERNAL,
+				     "engine: the platform was built for other pools than the policy's");
+	e->page_bytes = params.page_bytes;
 	e->kv_bytes_per_token = ema_model_kv_bytes_per_token(&cfg->model);
 	e->block_bytes = e->kv_bytes_per_token * (uint64_t)cfg->serving.block_tokens;
 	e->weight_pages = (int32_t)((ema_model_weight_bytes(&cfg->model) + e->page_bytes - 1) /
@@ -1223,14 +1396,14 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 	e->timeline_period_s = 0.5;
 	e->end_ns = -1;
 	for (int g = 0; g < cfg->hw.n_gpus; g++)
-		capacity[g] = (int32_t)floor(mem_gib * factor * 1073741824.0 / (double)e->page_bytes);
+		capacity[g] = (int32_t)params.pool_pages[g];
 	for (int i = 0; i < cfg->n_tenants; i++)
 		tenant_gpu[i] = cfg->tenants[i].gpu;
 	rc = ema_ledger_init(&e->ledger, cfg->hw.n_gpus, capacity, e->page_bytes,
 			     cfg->n_tenants, tenant_gpu, err);
 	if (rc != EMA_OK)
 		return rc;
-	e->host_capacity = (int32_t)floor(cfg->policy.host_gib * 1073741824.0 / (double)e->page_bytes);
+	e->host_capacity = (int32_t)params.host_pages_per_gpu;
 	for (int g = 0; g < cfg->hw.n_gpus; g++) {
 		e->host_stack[g] = malloc(((size_t)e->host_capacity + 1) * sizeof *e->host_stack[g]);
 		if (e->host_stack[g] == NULL) {
@@ -1285,14 +1458,16 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 			goto fail;
 		}
 	}
+	ctx_init(e);
 	if (policy->init != NULL) {
-		rc = policy->init(e, e->policy_state, err);
+		rc = policy->init(&e->ctx, e->policy_state, err);
 		if (rc != EMA_OK)
 			goto fail;
 	}
+	e->policy_ready = true;
 	for (int i = 0; i < cfg->n_tenants; i++)
 		e->tenants[i].max_request_pages = policy->max_request_pages != NULL ?
-			policy->max_request_pages(e, e->policy_state, i) :
+			policy->max_request_pages(&e->ctx, e->policy_state, i) :
 			e->tenants[i].kv_capacity_pages;
 	for (int g = 0; g < EMA_MAX_GPUS; g++)
 		e->timeline_last_k[g] = -1;
@@ -1302,25 +1477,6 @@ fail:
 	return rc;
 }
 
-/* Reserves n local staging pages for a tenant's prefetches (policies call
- * it from init). */
-int ema_engine_reserve_staging(struct ema_engine *e, int tenant, int32_t n, struct ema_error *err)
-{
-	struct ema_tenant *t = &e->tenants[tenant];
-
-	for (int32_t i = 0; i < n; i++) {
-		int32_t p = ema_ledger_alloc(&e->ledger, t->gpu, tenant, EMA_PAGE_STAGING);
-
-		if (p < 0)
-			return ema_error_set(err, EMA_ERR_INPUT,
-					     "policy: %d staging pages do not fit tenant %d's GPU", n, tenant);
-		if (i == 0)
-			t->staging_first = p;
-	}
-	t->staging_pages += n;
-	t->kv_capacity_pages -= n;
-	return EMA_OK;
-}
 
 static const char *const req_state_names[] = {
 	"not arrived", "waiting", "running", "swapped out", "done", "dropped",
@@ -1365,7 +1521,7 @@ static int no_progress(struct ema_engine *e, struct ema_error *err)
 			t->gpu, ema_ledger_free_pages(&e->ledger, t->gpu),
 			ema_ledger_lent_pages(&e->ledger, t->gpu), t->kv_pages,
 			ema_ledger_borrowed_pages(&e->ledger, i),
-			e->policy->borrowable ? e->policy->borrowable(e, e->policy_state, i) : 0,
+			e->policy->borrowable ? e->policy->borrowable(&e->ctx, e->policy_state, i) : 0,
 			t->max_request_pages);
 	}
 	return ema_error_set(err, EMA_ERR_INTERNAL,
@@ -1383,8 +1539,9 @@ int ema_engine_run(struct ema_engine *e, struct ema_error *err)
 		struct ema_tenant *t = &e->tenants[i];
 
 		if (t->n_reqs > 0 &&
-		    e->platform->ops->timer(e->platform, t->reqs[0].arrival_ns, arrival, t) != EMA_OK)
-			return ema_error_set(err, EMA_ERR_NOMEM, "engine: timer failed");
+		    e->platform->ops->timer(e->platform, t->reqs[0].arrival_ns, arrival, t, &e->op_err) != EMA_OK)
+			return ema_error_set(err, e->op_err.code ? e->op_err.code : EMA_ERR_NOMEM,
+					     "engine: timer failed: %s", e->op_err.msg);
 	}
 	rc = e->platform->ops->run(e->platform, horizon, err);
 	if (e->error) {
@@ -1408,6 +1565,11 @@ int ema_engine_run(struct ema_engine *e, struct ema_error *err)
 
 void ema_engine_destroy(struct ema_engine *e)
 {
+	if (e->policy_ready && e->policy->fini != NULL)
+		e->policy->fini(&e->ctx, e->policy_state);
+	e->policy_ready = false;
+	free(e->victims);
+	e->victims = NULL;
 	for (int i = 0; i < EMA_MAX_TENANTS; i++) {
 		struct ema_tenant *t = &e->tenants[i];
 
@@ -1421,6 +1583,7 @@ void ema_engine_destroy(struct ema_engine *e)
 		free(t->iter_batch);
 		free(t->iter_chunk);
 		free(t->local_buf);
+		free(t->staging);
 		for (int g = 0; g < EMA_MAX_GPUS; g++)
 			free(t->remote_buf[g]);
 		memset(t, 0, sizeof *t);

@@ -17,7 +17,7 @@
 #include "platform.h"
 #include "workload.h"
 
-struct ema_policy_ops;
+#include "policy.h"
 
 enum ema_req_state {
 	EMA_REQ_FUTURE = 0,   /* not arrived yet */
@@ -102,8 +102,8 @@ struct ema_tenant {
 	int64_t reclaim_wait_since;   /* >= 0 while waiting for reclaimed pages */
 	int32_t kv_capacity_pages;    /* KV pages of its own GPU */
 	int32_t max_request_pages;    /* most KV one request can ever hold (policy) */
-	int32_t staging_pages;        /* pages reserved for prefetch staging */
-	int32_t staging_first;
+	/* the staging area (an engine mechanism the policy sizes) */
+	int32_t *staging; int32_t staging_pages, cap_staging;
 	int32_t local_reserve;        /* own free pages kept for staging: borrow before using them */
 	int64_t last_account_ns;
 	int32_t kv_pages;             /* KV pages held, all GPUs */
@@ -125,6 +125,10 @@ struct ema_engine {
 	struct ema_platform *platform;
 	const struct ema_policy_ops *policy;
 	void *policy_state;
+	const void *own_knobs;        /* the policy's own knobs, or NULL */
+	struct ema_policy_ctx ctx;    /* what its hooks see */
+	bool policy_ready;            /* init succeeded: fini is due */
+	struct ema_request **victims; int cap_victims; /* borrowers_on's array */
 	struct ema_ledger ledger;
 	uint64_t page_bytes;
 	uint64_t kv_bytes_per_token;
@@ -154,6 +158,7 @@ struct ema_engine {
 	int64_t done_requests;
 	int error;                    /* first error from a callback */
 	struct ema_error err;
+	struct ema_error op_err;      /* what the platform said of a failed op */
 	bool progress;                /* print progress to stderr */
 	int64_t progress_lines;       /* printed so far, one a second */
 	const char *progress_label;
@@ -166,6 +171,11 @@ struct ema_engine {
 int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 		      const struct ema_policy_ops *policy, struct ema_platform *platform,
 		      const struct ema_workload *workloads, struct ema_error *err);
+/* The platform a run of `policy` needs (pools of its memory factor),
+ * computed here once for every backend; the engine checks that its
+ * platform was built from the same. EMA_ERR_INPUT when no page fits. */
+int ema_engine_platform_params(struct ema_platform_params *p, const struct ema_config *cfg,
+			       const struct ema_policy_ops *policy);
 /* Runs to completion (or the horizon); results stay in the engine. */
 int ema_engine_run(struct ema_engine *e, struct ema_error *err);
 void ema_engine_destroy(struct ema_engine *e);
@@ -173,7 +183,7 @@ void ema_engine_destroy(struct ema_engine *e);
 /* Pages needed to hold the KV of `tokens` tokens (whole blocks). */
 int32_t ema_engine_pages_for_tokens(const struct ema_engine *e, int64_t tokens);
 
-/* --- mechanisms a policy may call (decisions stay in the policy) --- */
+/* --- mechanisms (policies reach them through policies/policy.h) --- */
 
 /* Preempts request r of its tenant by recomputation: its pages are freed
  * now and it goes back to the front of the waiting queue. */
@@ -187,18 +197,9 @@ bool ema_engine_demote(struct ema_engine *e, struct ema_request *r);
  * (which must have that many free pages); asynchronous: the request is
  * pinned until the data has arrived. Returns the pages moved. */
 int32_t ema_engine_move_home(struct ema_engine *e, struct ema_request *r, int lender);
-/* Requests of other tenants holding pages on `gpu`, newest admission
- * first: fills out[] with pointers, returns the count (at most max). */
-int ema_engine_borrowers_on(struct ema_engine *e, int gpu, struct ema_request **out, int max);
-/* Pages of request r on GPU g. */
-int32_t ema_engine_request_pages_on(const struct ema_request *r, int gpu);
 /* Records a reclaim (for the latency figures). */
 void ema_engine_record_reclaim(struct ema_engine *e, int gpu, int32_t pages,
 			       int64_t start_ns, int64_t latency_ns);
 int64_t ema_engine_now(struct ema_engine *e);
-/* Reserves n local pages of a tenant as its prefetch staging area
- * (policies call it from init); they leave its KV capacity. */
-int ema_engine_reserve_staging(struct ema_engine *e, int tenant, int32_t n,
-			       struct ema_error *err);
 
 #endif

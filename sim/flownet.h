@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "hardware.h"
 #include "ema_error.h"
 #include "platform.h"
 

@@ -1,6 +1,6 @@
 # sim/local.mk: sources and tests of sim/ (event queue, fluid link model,
 # simulated platform).
-libema_sim_a_CPPFLAGS = $(SIM_CPPFLAGS) -I$(top_srcdir)/traces -I$(top_srcdir)/config
+libema_sim_a_CPPFLAGS = $(SIM_CPPFLAGS)
 libema_sim_a_SOURCES = sim/sim.h sim/flownet.c sim/flownet.h sim/sim_platform.c \
 	sim/timing.c sim/timing.h
 

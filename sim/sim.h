@@ -12,6 +12,11 @@
 #include "platform.h"
 
 
+/* The simulator backend: simulated time, the timing model and the fluid
+ * link model, for the server of params->hw (opts unused). */
+int ema_sim_platform_create(struct ema_platform **out, const struct ema_platform_params *params,
+			    const struct ema_platform_opts *opts, struct ema_error *err);
+
 /* Message of the last failed op of a platform made by
  * ema_sim_platform_create, or "" when none failed. */
 const char *ema_sim_platform_last_error(struct ema_platform *p);

@@ -112,6 +112,7 @@ struct iter_slot {
 
 struct sim {
 	struct ema_platform base;
+	struct ema_platform_params params;
 	const struct ema_hw_profile *hw;
 	struct ema_eventq q;
 	struct ema_flownet *net;
@@ -490,10 +491,23 @@ static bool prefetch_hidden(const struct sim *p, const struct ema_iteration *it,
 	return true;
 }
 
+static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
+			       ema_iteration_fn fn, void *arg);
+
 static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it,
-			 ema_iteration_fn fn, void *arg)
+			 ema_iteration_fn fn, void *arg, struct ema_error *err)
 {
 	struct sim *p = to_sim(pl);
+	int rc = sim_iteration_start(p, it, fn, arg);
+
+	if (rc != EMA_OK && err != NULL)
+		*err = p->last;
+	return rc;
+}
+
+static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
+			       ema_iteration_fn fn, void *arg)
+{
 	const struct ema_hw_profile *hw = p->hw;
 	struct iter_slot *s;
 	struct ema_timing c;
@@ -527,7 +541,7 @@ static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it
 							g, it->gpu));
 		remote += it->remote[i].bytes;
 	}
-	ema_timing_iteration(hw, &p->base.cfg->model, it, &c);
+	ema_timing_iteration(hw, p->params.model, it, &c);
 	out = ema_flownet_hbm_out_gbps(p->net, it->gpu);
 	in = ema_flownet_hbm_in_gbps(p->net, it->gpu);
 	in_others = in;
@@ -581,24 +595,9 @@ static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it
 		return EMA_OK;
 	}
 
-	/* The window the staging area allows, as the hw backend sizes it: a
-	 * ring of n_staging_pages pages holds ring / (one group's bytes)
-	 * group slots, and copies run at most slots - 1 groups ahead; with one
-	 * slot (depth_eff 0) each group's copy waits for the previous group's
-	 * compute. No staging pages given: the window the policy asked for. */
-	depth_eff = it->prefetch_depth;
-	if (it->n_staging_pages > 0) {
-		int G = it->layer_groups > 0 ? it->layer_groups : 1;
-		uint64_t gmax = ((remote + (uint64_t)G - 1) / (uint64_t)G + 15) & ~(uint64_t)15;
-		uint64_t ring = (uint64_t)it->n_staging_pages *
-				(uint64_t)llround(p->base.cfg->page_mib * 1048576.0);
-		int slots = gmax > 0 ? (int)(ring / gmax) : depth_eff + 1;
-
-		if (slots < 1)
-			slots = 1;
-		if (depth_eff > slots - 1)
-			depth_eff = slots - 1;
-	}
+	/* The window is the core's (ema_iteration_window_depth): 0 means each
+	 * group's copy waits for the previous group's compute. */
+	depth_eff = it->window_depth;
 	if (depth_eff > 0 && prefetch_hidden(p, it, total_ns - over_ns, in_others)) {
 		/* Fast path: every group's KV arrives within a group's compute
 		 * at the rate the links have left, so the pipeline hides it all
@@ -781,10 +780,23 @@ static void flow_event(void *arg, int64_t now)
 		event_fail(p, rc);
 }
 
+static int sim_transfer_start(struct sim *p, const struct ema_transfer *t,
+			      ema_transfer_fn fn, void *arg);
+
 static int sim_transfer(struct ema_platform *pl, const struct ema_transfer *t,
-			ema_transfer_fn fn, void *arg)
+			ema_transfer_fn fn, void *arg, struct ema_error *err)
 {
 	struct sim *p = to_sim(pl);
+	int rc = sim_transfer_start(p, t, fn, arg);
+
+	if (rc != EMA_OK && err != NULL)
+		*err = p->last;
+	return rc;
+}
+
+static int sim_transfer_start(struct sim *p, const struct ema_transfer *t,
+			      ema_transfer_fn fn, void *arg)
+{
 	int idx, rc;
 
 	if (t == NULL || fn == NULL)
@@ -830,17 +842,21 @@ static int64_t sim_now(struct ema_platform *pl)
 	return to_sim(pl)->now;
 }
 
-static int sim_timer(struct ema_platform *pl, int64_t at_ns, ema_timer_fn fn, void *arg)
+static int sim_timer(struct ema_platform *pl, int64_t at_ns, ema_timer_fn fn, void *arg,
+		     struct ema_error *err)
 {
 	struct sim *p = to_sim(pl);
+	int rc = EMA_OK;
 
 	if (fn == NULL || at_ns < p->now)
-		return op_fail(p, ema_error_set(&p->err, EMA_ERR_INTERNAL,
-						"sim: timer at %lld ns, before now (%lld ns) or without callback",
-						(long long)at_ns, (long long)p->now));
-	if (ema_eventq_push(&p->q, at_ns, fn, arg) != EMA_OK)
-		return op_fail(p, ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory"));
-	return EMA_OK;
+		rc = op_fail(p, ema_error_set(&p->err, EMA_ERR_INTERNAL,
+					      "sim: timer at %lld ns, before now (%lld ns) or without callback",
+					      (long long)at_ns, (long long)p->now));
+	else if (ema_eventq_push(&p->q, at_ns, fn, arg) != EMA_OK)
+		rc = op_fail(p, ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory"));
+	if (rc != EMA_OK && err != NULL)
+		*err = p->last;
+	return rc;
 }
 
 static int sim_run(struct ema_platform *pl, int64_t horizon_ns, struct ema_error *err)
@@ -932,8 +948,8 @@ const char *ema_sim_platform_last_error(struct ema_platform *pl)
 	return to_sim(pl)->last.msg;
 }
 
-int ema_sim_platform_create(struct ema_platform **out, const struct ema_config *cfg,
-			    struct ema_error *err)
+int ema_sim_platform_create(struct ema_platform **out, const struct ema_platform_params *params,
+			    const struct ema_platform_opts *opts, struct ema_error *err)
 {
 	struct sim *p;
 	int rc;
@@ -943,15 +959,16 @@ int ema_sim_platform_create(struct ema_platform **out, const struct ema_config *
 	if (p == NULL)
 		return ema_error_set(err, EMA_ERR_NOMEM, "sim: out of memory");
 	p->base.ops = &sim_ops;
-	p->base.cfg = cfg;
-	p->hw = &cfg->hw;
+	p->params = *params;
+	p->base.params = &p->params;
+	p->hw = params->hw;
 	p->free_xfer = -1;
 	p->flow_ev_time = INT64_MAX;
 	for (int g = 0; g < EMA_MAX_GPUS; g++) {
 		p->iters[g].p = p;
 		p->iters[g].gpu = g;
 	}
-	rc = ema_flownet_create(&p->net, &cfg->hw, err);
+	rc = ema_flownet_create(&p->net, params->hw, err);
 	if (rc != EMA_OK)
 		goto fail;
 	if (ema_eventq_init(&p->q, 1024) != EMA_OK) {

@@ -2,6 +2,7 @@
  * turns engine state into per-tenant figures, and writes the run folder
  * all at once (temporary folder renamed when complete). */
 #include "experiment.h"
+#include "backends.h"
 #include "hw.h"
 
 #include <errno.h>
@@ -222,18 +223,19 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 		memset(run, 0, sizeof *run);
 		snprintf(run->policy, sizeof run->policy, "%s", cfg->policies[i]);
 		x->n_runs = i + 1;
-		if (x->backend == EMA_BACKEND_HW) {
-			uint64_t page_bytes = (uint64_t)llround(cfg->page_mib * 1048576.0);
-			uint64_t pool[EMA_MAX_GPUS];
-			const struct ema_policy_ops *pol = ema_policy_find(cfg->policies[i]);
-			double factor = pol->memory_factor ? pol->memory_factor(cfg) : 1.0;
-			double mem = cfg->gpu_mem_cap_gib > 0 ? cfg->gpu_mem_cap_gib : cfg->hw.gpu_mem_gib;
+		{
+			/* one computation of the pools for the platform and the
+			 * engine; the backend by its name in the table */
+			const struct ema_platform_backend *be =
+				ema_backend_find(x->backend == EMA_BACKEND_HW ? "hw" : "sim");
+			struct ema_platform_opts opts = { .verify = x->verify };
 
-			for (int g = 0; g < cfg->hw.n_gpus; g++)
-				pool[g] = (uint64_t)floor(mem * factor * GIB / (double)page_bytes);
-			rc = ema_hw_platform_create(&p, cfg, page_bytes, pool, x->verify, err);
-		} else {
-			rc = ema_sim_platform_create(&p, cfg, err);
+			rc = ema_engine_platform_params(&run->params, cfg,
+							ema_policy_find(cfg->policies[i]));
+			if (rc != EMA_OK)
+				return ema_error_set(err, rc, "%s: page_mib %g gives no page",
+						     cfg->source_file, cfg->page_mib);
+			rc = be->create(&p, &run->params, &opts, err);
 		}
 		if (rc != EMA_OK)
 			return rc;

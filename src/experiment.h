@@ -44,6 +44,7 @@ struct ema_tenant_result {
 
 struct ema_policy_run {
 	char policy[EMA_NAME_MAX];
+	struct ema_platform_params params; /* what its platform was built for */
 	struct ema_engine engine;
 	bool have_engine;
 	struct ema_link_stats links;

@@ -2,7 +2,7 @@
 libema_src_a_CPPFLAGS = $(SRC_CPPFLAGS)
 libema_src_a_SOURCES = src/experiment.c src/experiment.h src/bench.c src/bench.h \
 	src/validate.c src/validate.h src/sweep.c src/sweep.h \
-	src/outdir.c src/outdir.h
+	src/outdir.c src/outdir.h src/backends.c src/backends.h
 
 
 bench: ema$(EXEEXT)

@@ -26,11 +26,13 @@ struct mock {
 	ema_iteration_fn fn[EMA_MAX_GPUS];
 	void *arg[EMA_MAX_GPUS];
 	int64_t xfer_ns;
+	const struct ema_config *cfg;
 };
 
 static int64_t mock_now(struct ema_platform *p) { return ((struct mock *)p)->now; }
 
-static int mock_timer(struct ema_platform *p, int64_t at, ema_timer_fn fn, void *arg)
+static int mock_timer(struct ema_platform *p, int64_t at, ema_timer_fn fn, void *arg,
+		      struct ema_error *err)
 {
 	return ema_eventq_push(&((struct mock *)p)->q, at, fn, arg);
 }
@@ -46,12 +48,12 @@ static void mock_fire(void *arg, int64_t now)
 }
 
 static int mock_iteration(struct ema_platform *p, const struct ema_iteration *it,
-			  ema_iteration_fn fn, void *arg)
+			  ema_iteration_fn fn, void *arg, struct ema_error *err)
 {
 	struct mock *m = (struct mock *)p;
 	struct ema_timing c;
 
-	ema_timing_iteration(&p->cfg->hw, &p->cfg->model, it, &c);
+	ema_timing_iteration(&m->cfg->hw, &m->cfg->model, it, &c);
 	m->res[it->gpu].start_ns = m->now;
 	m->res[it->gpu].end_ns = m->now + llround(c.total_ns);
 	m->res[it->gpu].stall_ns = 0;
@@ -63,7 +65,7 @@ static int mock_iteration(struct ema_platform *p, const struct ema_iteration *it
 }
 
 static int mock_transfer(struct ema_platform *p, const struct ema_transfer *t,
-			 ema_transfer_fn fn, void *arg)
+			 ema_transfer_fn fn, void *arg, struct ema_error *err)
 {
 	struct mock *m = (struct mock *)p;
 
@@ -111,7 +113,7 @@ static struct mock *mock_new(const struct ema_config *cfg)
 	struct mock *m = calloc(1, sizeof *m);
 
 	m->base.ops = &mock_ops;
-	m->base.cfg = cfg;
+	m->cfg = cfg;
 	m->xfer_ns = 1000;
 	ema_eventq_init(&m->q, 64);
 	return m;

@@ -262,7 +262,7 @@ static void test_watermark_band(void)
  * not dropped, can never be admitted, and nothing pending can change
  * that. The run stops with an internal error naming the tenant and the
  * request instead of spinning. */
-static int32_t liar_max_request_pages(struct ema_engine *e, void *state, int tenant)
+static int32_t liar_max_request_pages(const struct ema_policy_ctx *c, void *state, int tenant)
 {
 	return INT32_MAX;
 }

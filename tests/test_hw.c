@@ -28,13 +28,45 @@ static struct ema_config *mk_cfg(double host_gib)
 	return cfg;
 }
 
+/* The platform parameters the core would compute for these pools. */
+static int hw_create(struct ema_platform **p, const struct ema_config *cfg, uint64_t pb,
+		     const uint64_t *pool, bool verify, struct ema_error *err)
+{
+	static struct ema_platform_params pp;
+	struct ema_platform_opts opts = { .verify = verify };
+
+	memset(&pp, 0, sizeof pp);
+	pp.n_gpus = cfg->hw.n_gpus;
+	pp.page_bytes = pb;
+	for (int g = 0; g < cfg->hw.n_gpus; g++) {
+		pp.pool_pages[g] = pool[g];
+		if (pool[g] > 0)
+			pp.gpus_used = g + 1;
+	}
+	for (int t = 0; t < cfg->n_tenants; t++)
+		if (cfg->tenants[t].gpu + 1 > pp.gpus_used)
+			pp.gpus_used = cfg->tenants[t].gpu + 1;
+	pp.host_pages_per_gpu = (uint64_t)(cfg->policy.host_gib * 1073741824.0 / (double)pb);
+	pp.hw = &cfg->hw;
+	pp.model = &cfg->model;
+	return ema_hw_platform_create(p, &pp, &opts, err);
+}
+
+/* Starts an iteration with the window the core would decide for it. */
+static int hw_start(struct ema_platform *p, struct ema_iteration *it, ema_iteration_fn fn,
+		    void *arg, struct ema_error *err)
+{
+	it->window_depth = ema_iteration_window_depth(it, p->params->page_bytes);
+	return p->ops->iteration(p, it, fn, arg, err);
+}
+
 static struct ema_platform *mk(struct ema_config *cfg, uint64_t pb, uint64_t pages,
 			       bool verify)
 {
 	uint64_t pool[EMA_MAX_GPUS] = { pages, pages };
 	struct ema_platform *p = NULL;
 	struct ema_error err = { 0, "" };
-	int rc = ema_hw_platform_create(&p, cfg, pb, pool, verify, &err);
+	int rc = hw_create(&p, cfg, pb, pool, verify, &err);
 
 	if (rc != 0)
 		fprintf(stderr, "create: %s\n", err.msg);
@@ -65,7 +97,7 @@ static int move(struct ema_platform *p, int src, int dst, int n, const int32_t *
 	t.method = m;
 	t.tags = tags;
 	t.purpose = EMA_XFER_RECLAIM;
-	rc = p->ops->transfer(p, &t, count_done, &done);
+	rc = p->ops->transfer(p, &t, count_done, &done, NULL);
 	if (rc != 0)
 		return rc;
 	rc = p->ops->run(p, 0, err);
@@ -80,16 +112,16 @@ static void test_create_errors(void)
 	struct ema_platform *p = (struct ema_platform *)&pool;
 	struct ema_error err = { 0, "" };
 
-	CU_ASSERT_EQUAL(ema_hw_platform_create(&p, cfg, 1000, pool, false, &err), EMA_ERR_INPUT);
+	CU_ASSERT_EQUAL(hw_create(&p, cfg, 1000, pool, false, &err), EMA_ERR_INPUT);
 	CU_ASSERT_PTR_NULL(p);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "multiple of 256"));
 	cfg->tenants[1].gpu = 15;
-	CU_ASSERT_EQUAL(ema_hw_platform_create(&p, cfg, 2 * MIB, pool, false, &err),
+	CU_ASSERT_EQUAL(hw_create(&p, cfg, 2 * MIB, pool, false, &err),
 			EMA_ERR_UNSUPPORTED);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "needs 16 GPUs"));
 	cfg->tenants[1].gpu = 1;
 	pool[0] = 1000000;  /* 1.9 TiB of 2 MiB pages */
-	CU_ASSERT_EQUAL(ema_hw_platform_create(&p, cfg, 2 * MIB, pool, false, &err),
+	CU_ASSERT_EQUAL(hw_create(&p, cfg, 2 * MIB, pool, false, &err),
 			EMA_ERR_NOSPACE);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "gpu_mem_cap_gib"));
 	free(cfg);
@@ -312,10 +344,10 @@ static void test_iterations(void)
 	b.gpu = 1;
 	b.weight_bytes = 16 * MIB;
 	b.staging_pages = NULL;
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &a, iter_done, &t0), 0);
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &b, iter_done, &t1), 0);
+	CU_ASSERT_EQUAL(hw_start(p, &a, iter_done, &t0, NULL), 0);
+	CU_ASSERT_EQUAL(hw_start(p, &b, iter_done, &t1, NULL), 0);
 	/* one iteration per GPU at a time */
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &b, iter_done, &t1), EMA_ERR_INTERNAL);
+	CU_ASSERT_EQUAL(hw_start(p, &b, iter_done, &t1, NULL), EMA_ERR_INTERNAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(ema_hw_last_error(p), "another runs"));
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), 0);
 	CU_ASSERT_EQUAL(log.n, 2);
@@ -348,7 +380,7 @@ static void test_iterations(void)
 	 * only groups 2..7: 40 + 10 pages' worth, then 30 + 10 twice. */
 	for (int m = 0; m < 3; m++) {
 		a.method = (enum ema_copy_method)m;
-		CU_ASSERT_EQUAL(p->ops->iteration(p, &a, iter_done, &t2), 0);
+		CU_ASSERT_EQUAL(hw_start(p, &a, iter_done, &t2, NULL), 0);
 		CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), 0);
 		CU_ASSERT_EQUAL(log.r[2].remote_bytes, (m == 0 ? 50 : 40) * pb);
 		CU_ASSERT(log.r[2].stall_ns >= 0);
@@ -366,13 +398,13 @@ static void test_iterations(void)
 	memcpy(remote2_all, remote, 30 * sizeof *remote);
 	memcpy(remote2_all + 30, remote2, 10 * sizeof *remote2);
 	a.method = EMA_COPY_GATHER;
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &a, iter_done, &t2), 0);
+	CU_ASSERT_EQUAL(hw_start(p, &a, iter_done, &t2, NULL), 0);
 	/* staging pages handed back and written at once (as when a tenant
 	 * stops borrowing): the fill must wait for the speculative copies
 	 * into them, or they overwrite it */
 	for (int i = 0; i < 16; i++)
 		tags[i] = 0xabc000u + (uint64_t)i;
-	CU_ASSERT_EQUAL(p->ops->tag_pages(p, 0, 16, staging, tags), 0);
+	CU_ASSERT_EQUAL(p->ops->tag_pages(p, 0, 16, staging, tags, NULL), 0);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), 0);
 	CU_ASSERT_EQUAL(log.r[2].remote_bytes, 85 * pb / 2);
 	{
@@ -386,7 +418,7 @@ static void test_iterations(void)
 	 * copies for the next one): still completes, and takes groups 0 and
 	 * 1 from the last speculation, of the other pages: 10 of them new */
 	a.n_staging_pages = 2;
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &a, iter_done, &t2), 0);
+	CU_ASSERT_EQUAL(hw_start(p, &a, iter_done, &t2, NULL), 0);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), 0);
 	CU_ASSERT_EQUAL(log.r[2].remote_bytes, 65 * pb / 2);
 	/* partly filled pages: 7 bytes short of 2 MiB each on average. The
@@ -397,7 +429,7 @@ static void test_iterations(void)
 	 * them for the next one (cuts at 262128 and 524272) */
 	a.n_staging_pages = 32;
 	a.remote[0].bytes = 40 * pb - 40 * 7;
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &a, iter_done, &t2), 0);
+	CU_ASSERT_EQUAL(hw_start(p, &a, iter_done, &t2, NULL), 0);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), 0);
 	CU_ASSERT_EQUAL(log.r[2].remote_bytes, 40ull * (2097136 + 524272));
 	a.remote[0].bytes = 40 * pb;
@@ -405,7 +437,7 @@ static void test_iterations(void)
 	a.prefetch_depth = 0;
 	a.staging_pages = NULL;
 	a.n_staging_pages = 0;
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &a, iter_done, &t3), 0);
+	CU_ASSERT_EQUAL(hw_start(p, &a, iter_done, &t3, NULL), 0);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), 0);
 	CU_ASSERT_EQUAL(log.r[3].remote_bytes, 40 * pb);
 	CU_ASSERT_EQUAL(log.r[3].stall_ns, 0);
@@ -421,7 +453,7 @@ static void test_iterations(void)
 	b.flops = 4e13;
 	b.weight_bytes = 64 * MIB;
 	b.staging_pages = NULL;
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &b, iter_done, &t1), 0);
+	CU_ASSERT_EQUAL(hw_start(p, &b, iter_done, &t1, NULL), 0);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), 0);
 	printf("  GEMM of 40 TFLOP: %.3f ms (%.0f TFLOP/s)\n",
 	       (double)(log.r[1].end_ns - log.r[1].start_ns) / 1e6,
@@ -472,7 +504,7 @@ static void test_timers(void)
 		tg[i].log = &log;
 		tg[i].id = i;
 		tg[i].stop = i == 0;
-		CU_ASSERT_EQUAL(p->ops->timer(p, now + off[i], timer_fired, &tg[i]), 0);
+		CU_ASSERT_EQUAL(p->ops->timer(p, now + off[i], timer_fired, &tg[i], NULL), 0);
 	}
 	/* the timer at +3 ms stops the run; the one at +9 ms waits */
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), 0);
@@ -508,14 +540,14 @@ static void test_transfer_errors(void)
 	t.n_pages = 1;
 	t.src_pages = sp;
 	t.dst_pages = dp;
-	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, count_done, &done), EMA_ERR_INTERNAL);
+	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, count_done, &done, NULL), EMA_ERR_INTERNAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(ema_hw_last_error(p), "source page 16 not in pool"));
 	sp[0] = 0;
 	t.dst_gpu = 5;
-	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, count_done, &done), EMA_ERR_INTERNAL);
+	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, count_done, &done, NULL), EMA_ERR_INTERNAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(ema_hw_last_error(p), "no such route"));
 	t.dst_gpu = EMA_HOST;
-	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, count_done, &done), EMA_ERR_NOSPACE);
+	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, count_done, &done, NULL), EMA_ERR_NOSPACE);
 	CU_ASSERT_PTR_NOT_NULL(strstr(ema_hw_last_error(p), "host_gib is 0"));
 	CU_ASSERT_EQUAL(ema_hw_fill_page(p, 1, 99, 1), EMA_ERR_INTERNAL);
 	CU_ASSERT_EQUAL(done, 0);

@@ -62,7 +62,7 @@ static void check_tick(void *arg, int64_t now)
 				c->failures++;
 		}
 	if (e->done_requests < e->total_requests)
-		e->platform->ops->timer(e->platform, now + c->period, check_tick, c);
+		e->platform->ops->timer(e->platform, now + c->period, check_tick, c, NULL);
 }
 
 static void random_workload(struct ema_request_spec *r, int n, int64_t gap, int max_p, int max_o)
@@ -108,7 +108,7 @@ static void test_random_sequences(void)
 		CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, ema_policy_find(policy), &m->base, w, &err), EMA_OK);
 		c.e = &e;
 		c.period = 3000;
-		CU_ASSERT_EQUAL(m->base.ops->timer(&m->base, 0, check_tick, &c), EMA_OK);
+		CU_ASSERT_EQUAL(m->base.ops->timer(&m->base, 0, check_tick, &c, NULL), EMA_OK);
 		CU_ASSERT_EQUAL(ema_engine_run(&e, &err), EMA_OK);
 		CU_ASSERT(c.checks > 100);
 		CU_ASSERT_EQUAL(c.failures, 0);
@@ -224,22 +224,22 @@ static void test_lending_rules(void)
 	CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, ema_policy_find("ema"), &m->base, w, &err), EMA_OK);
 	CU_ASSERT_EQUAL(e.tenants[1].kv_capacity_pages, 100);
 	/* idle lender: min(free 100 - reserve 5, 100 - floor 25 - lent 0) = 75 */
-	CU_ASSERT_EQUAL(ema_lending_lendable(&e, 1), 75);
-	CU_ASSERT_EQUAL(ema_lending_best_lender(&e, 0), 1);
+	CU_ASSERT_EQUAL(ema_lending_lendable(&e.ctx, 1), 75);
+	CU_ASSERT_EQUAL(ema_lending_best_lender(&e.ctx, 0), 1);
 	/* its tenant uses 80 pages: min(20 - 5, 75) = 15 */
 	for (int i = 0; i < 80; i++)
 		ema_ledger_alloc(&e.ledger, 1, 1, EMA_PAGE_KV);
-	CU_ASSERT_EQUAL(ema_lending_lendable(&e, 1), 15);
+	CU_ASSERT_EQUAL(ema_lending_lendable(&e.ctx, 1), 15);
 	/* it lends 10: min(10 - 5, 75 - 10) = 5 */
 	for (int i = 0; i < 10; i++)
 		ema_ledger_alloc(&e.ledger, 1, 0, EMA_PAGE_KV);
-	CU_ASSERT_EQUAL(ema_lending_lendable(&e, 1), 5);
-	CU_ASSERT_EQUAL(ema_lending_total_lendable(&e, 0), 5);
+	CU_ASSERT_EQUAL(ema_lending_lendable(&e.ctx, 1), 5);
+	CU_ASSERT_EQUAL(ema_lending_total_lendable(&e.ctx, 0), 5);
 	/* a tenant that borrows lends nothing: tenant 1 borrows one page */
 	p = ema_ledger_alloc(&e.ledger, 0, 1, EMA_PAGE_KV);
 	CU_ASSERT(p >= 0);
-	CU_ASSERT_EQUAL(ema_lending_lendable(&e, 1), 0);
-	CU_ASSERT_EQUAL(ema_lending_best_lender(&e, 0), -1);
+	CU_ASSERT_EQUAL(ema_lending_lendable(&e.ctx, 1), 0);
+	CU_ASSERT_EQUAL(ema_lending_best_lender(&e.ctx, 0), -1);
 	e.platform = NULL;
 	mock_destroy(&m->base);
 	ema_engine_destroy(&e);

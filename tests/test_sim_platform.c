@@ -10,6 +10,7 @@
 
 #include "timing.h"
 #include "work.h"
+#include "config.h"
 #include "ema_error.h"
 #include "platform.h"
 #include "sim.h"
@@ -113,12 +114,36 @@ static void stop_timer(void *arg, int64_t now)
 	g_log.p->ops->stop(g_log.p);
 }
 
+/* Platform parameters of a test configuration: its server and model and
+ * its page size (the pools do not matter to the simulator). */
+static const struct ema_platform_params *params_of(const struct ema_config *cfg)
+{
+	static struct ema_platform_params pp[4];
+	static int next;
+	struct ema_platform_params *p = &pp[next++ % 4];
+
+	memset(p, 0, sizeof *p);
+	p->n_gpus = p->gpus_used = cfg->hw.n_gpus;
+	p->page_bytes = (uint64_t)llround(cfg->page_mib * 1048576.0);
+	p->hw = &cfg->hw;
+	p->model = &cfg->model;
+	return p;
+}
+
+/* Starts an iteration with the window the core would decide for it. */
+static int start(struct ema_platform *p, struct ema_iteration *it, ema_iteration_fn fn, void *arg,
+		 struct ema_error *err)
+{
+	it->window_depth = ema_iteration_window_depth(it, p->params->page_bytes);
+	return p->ops->iteration(p, it, fn, arg, err);
+}
+
 static struct ema_platform *make(const struct ema_config *cfg)
 {
 	struct ema_platform *p = NULL;
 	struct ema_error err = { 0 };
 
-	CU_ASSERT_EQUAL(ema_sim_platform_create(&p, cfg, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_sim_platform_create(&p, params_of(cfg), NULL, &err), EMA_OK);
 	memset(&g_log, 0, sizeof g_log);
 	g_log.p = p;
 	return p;
@@ -152,7 +177,7 @@ static void test_iteration_alone(void)
 	CU_ASSERT_STRING_EQUAL(p->ops->name, "sim");
 	decode_iter(&it, 1);
 	ema_timing_iteration(&cfg.hw, &cfg.model, &it, &c);
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)7), EMA_OK);
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, (void *)7, NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
 	CU_ASSERT_EQUAL(g_log.res[0].start_ns, 0);
@@ -172,10 +197,10 @@ static void test_timer_ties(void)
 
 	plain_cfg(&cfg, 2);
 	p = make(&cfg);
-	CU_ASSERT_EQUAL(p->ops->timer(p, 500, log_timer, (void *)1), EMA_OK);
-	CU_ASSERT_EQUAL(p->ops->timer(p, 500, log_timer, (void *)2), EMA_OK);
-	CU_ASSERT_EQUAL(p->ops->timer(p, 100, log_timer, (void *)3), EMA_OK);
-	CU_ASSERT_EQUAL(p->ops->timer(p, 500, log_timer, (void *)4), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 500, log_timer, (void *)1, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 500, log_timer, (void *)2, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 100, log_timer, (void *)3, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 500, log_timer, (void *)4, NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(g_log.n, 4);
 	CU_ASSERT_EQUAL(g_log.who[0], 3);
@@ -220,12 +245,12 @@ static void test_prefetch_small_hidden(void)
 	prefetch_iter(&it, 0);
 	it.n_remote = 0;
 	it.kv_local_bytes = 4000;
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)1), EMA_OK);
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, (void *)1, NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	/* staged: 1000 bytes per group, 5.01 us each, hidden behind the
 	 * overhead (group 0) and the previous group's 9 us */
 	prefetch_iter(&it, 4000);
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)2), EMA_OK);
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, (void *)2, NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 2);
 	CU_ASSERT_EQUAL(g_log.res[0].end_ns - g_log.res[0].start_ns, 56004);
@@ -254,9 +279,9 @@ static void test_prefetch_large_stalls(void)
 	p = make(&cfg);
 	prefetch_iter(&it, 4000000);
 	it.weight_bytes = 36000000;
-	CU_ASSERT_EQUAL(p->ops->timer(p, 1000, log_timer, (void *)9), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 1000, log_timer, (void *)9, NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)1), EMA_OK);
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, (void *)1, NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
 	CU_ASSERT_EQUAL(g_log.res[0].start_ns, 1000);
@@ -271,7 +296,7 @@ static void test_prefetch_large_stalls(void)
 	p->ops->destroy(p);
 	p = make(&cfg);
 	it.prefetch_depth = 4;
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)2), EMA_OK);
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, (void *)2, NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1); /* make() clears the log */
 	CU_ASSERT_EQUAL(g_log.res[0].end_ns - g_log.res[0].start_ns, 85000);
@@ -284,7 +309,7 @@ static void start_iter_timer(void *arg, int64_t now)
 	struct ema_iteration *it = arg;
 
 	(void)now;
-	CU_ASSERT_EQUAL(g_log.p->ops->iteration(g_log.p, it, log_iter, (void *)(intptr_t)it->gpu), EMA_OK);
+	CU_ASSERT_EQUAL(start(g_log.p, it, log_iter, (void *)(intptr_t)it->gpu, NULL), EMA_OK);
 }
 
 /* The window follows the staging area, as on the GPUs: the worked
@@ -308,7 +333,7 @@ static void test_prefetch_window_from_staging(void)
 	it.weight_bytes = 36000000;
 	it.staging_pages = staging;
 	it.n_staging_pages = 2;
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)1), EMA_OK);
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, (void *)1, NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
 	CU_ASSERT_EQUAL(g_log.res[0].end_ns - g_log.res[0].start_ns, 75000);
@@ -317,7 +342,7 @@ static void test_prefetch_window_from_staging(void)
 
 	p = make(&cfg);
 	it.n_staging_pages = 1;
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)2), EMA_OK);
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, (void *)2, NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
 	CU_ASSERT_EQUAL(g_log.res[0].end_ns - g_log.res[0].start_ns, 105000);
@@ -343,7 +368,7 @@ static void test_prefetch_pull_share(void)
 	p = make(&cfg);
 	prefetch_iter(&it, 4000000);
 	it.weight_bytes = 36000000;
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)1), EMA_OK);
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, (void *)1, NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
 	CU_ASSERT_EQUAL(g_log.res[0].end_ns - g_log.res[0].start_ns, 110000);
@@ -370,8 +395,8 @@ static void test_prefetch_across_iterations(void)
 	p = make(&cfg);
 	prefetch_iter(&it, 4000000);
 	it.weight_bytes = 36000000;
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)1), EMA_OK);
-	CU_ASSERT_EQUAL(p->ops->timer(p, 70001, start_iter_timer, &it), EMA_OK);
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, (void *)1, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 70001, start_iter_timer, &it, NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 2);
 	CU_ASSERT_EQUAL(g_log.res[0].end_ns, 70000);
@@ -409,14 +434,14 @@ static void test_interference(void)
 	t.bytes = 1ULL << 30;
 	t.purpose = EMA_XFER_RECLAIM;
 	t.method = EMA_COPY_PER_PAGE;
-	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, xfer_done, (void *)5), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, xfer_done, (void *)5, NULL), EMA_OK);
 	decode_iter(&a, 0);
 	decode_iter(&b, 1);
 	ema_timing_iteration(&cfg.hw, &cfg.model, &a, &ca);
 	ema_timing_iteration(&cfg.hw, &cfg.model, &b, &cb);
 	CU_ASSERT(ca.memory_ns > ca.compute_ns);
-	CU_ASSERT_EQUAL(p->ops->timer(p, 100000, start_iter_timer, &a), EMA_OK);
-	CU_ASSERT_EQUAL(p->ops->timer(p, 100000, start_iter_timer, &b), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 100000, start_iter_timer, &a, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 100000, start_iter_timer, &b, NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 2);
 	CU_ASSERT_EQUAL(g_log.res[0].end_ns - g_log.res[0].start_ns,
@@ -450,13 +475,13 @@ static void test_interference_compute(void)
 	t.n_pages = 1;
 	t.bytes = 1ULL << 30;
 	t.method = EMA_COPY_BATCH;
-	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, xfer_done, (void *)5), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, xfer_done, (void *)5, NULL), EMA_OK);
 	decode_iter(&a, 0);
 	a.flops = 8192 * 2 * 8.03e9;
 	a.prefill_tokens = 8192;
 	ema_timing_iteration(&cfg.hw, &cfg.model, &a, &c);
 	CU_ASSERT(c.compute_ns > c.memory_ns * (1 + 1.94 * 395 / 4430.0));
-	CU_ASSERT_EQUAL(p->ops->timer(p, 100000, start_iter_timer, &a), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 100000, start_iter_timer, &a, NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
 	CU_ASSERT_EQUAL(g_log.res[0].end_ns - g_log.res[0].start_ns,
@@ -486,8 +511,8 @@ static void test_remote_direct_shares_link(void)
 	t.bytes = 4800000;
 	t.purpose = EMA_XFER_RECLAIM;
 	t.method = EMA_COPY_PER_PAGE;
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)1), EMA_OK);
-	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, xfer_done, (void *)2), EMA_OK);
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, (void *)1, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, xfer_done, (void *)2, NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(g_log.n, 2);
 	CU_ASSERT_EQUAL(g_log.who[0], 1);
@@ -507,9 +532,9 @@ static void test_horizon_and_stop(void)
 
 	plain_cfg(&cfg, 2);
 	p = make(&cfg);
-	p->ops->timer(p, 1000000, log_timer, (void *)1);
-	p->ops->timer(p, 2000000, log_timer, (void *)2);
-	p->ops->timer(p, 3000000, log_timer, (void *)3);
+	p->ops->timer(p, 1000000, log_timer, (void *)1, NULL);
+	p->ops->timer(p, 2000000, log_timer, (void *)2, NULL);
+	p->ops->timer(p, 3000000, log_timer, (void *)3, NULL);
 	CU_ASSERT_EQUAL(p->ops->run(p, 2500000, &err), EMA_OK);
 	CU_ASSERT_EQUAL(g_log.n, 2);
 	CU_ASSERT_EQUAL(p->ops->now(p), 2500000);
@@ -517,8 +542,8 @@ static void test_horizon_and_stop(void)
 	CU_ASSERT_EQUAL(g_log.n, 3);
 	CU_ASSERT_EQUAL(p->ops->now(p), 3000000);
 	/* stop from a callback leaves the rest pending */
-	p->ops->timer(p, 4000000, stop_timer, (void *)4);
-	p->ops->timer(p, 4000000, log_timer, (void *)5);
+	p->ops->timer(p, 4000000, stop_timer, (void *)4, NULL);
+	p->ops->timer(p, 4000000, log_timer, (void *)5, NULL);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL(g_log.n, 4);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
@@ -565,14 +590,14 @@ static void script_iter(void *arg, const struct ema_iteration_result *r)
 	t.bytes = (uint64_t)t.n_pages * (16384u << (s->rounds % 8));
 	t.method = (enum ema_copy_method)(s->rounds % 3);
 	t.purpose = (enum ema_transfer_purpose)(s->rounds % EMA_XFER_PURPOSES);
-	CU_ASSERT_EQUAL(s->p->ops->transfer(s->p, &t, script_xfer, s), EMA_OK);
+	CU_ASSERT_EQUAL(s->p->ops->transfer(s->p, &t, script_xfer, s, NULL), EMA_OK);
 	for (int g = 0; g < 2; g++) {
 		s->it[g].prefetch_depth = s->rounds % 3;
 		s->it[g].remote[0].bytes = 1000000u * (uint64_t)(1 + s->rounds % 5);
 	}
 	/* the GPU whose iteration ended starts its next one */
 	for (int g = 0; g < 2; g++)
-		if (s->p->ops->iteration(s->p, &s->it[g], script_iter, s) == EMA_OK)
+		if (start(s->p, &s->it[g], script_iter, s, NULL) == EMA_OK)
 			break;
 }
 
@@ -583,7 +608,7 @@ static void run_script(struct script *s, uint64_t *events)
 
 	h200x2_cfg(&cfg);
 	memset(s, 0, sizeof *s);
-	CU_ASSERT_EQUAL_FATAL(ema_sim_platform_create(&s->p, &cfg, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(ema_sim_platform_create(&s->p, params_of(&cfg), NULL, &err), EMA_OK);
 	s->rounds = 60;
 	for (int g = 0; g < 2; g++) {
 		decode_iter(&s->it[g], g);
@@ -593,7 +618,7 @@ static void run_script(struct script *s, uint64_t *events)
 		s->it[g].remote[0].gpu = 1 - g;
 		s->it[g].remote[0].n_pages = 16;
 		s->it[g].method = (enum ema_copy_method)g;
-		CU_ASSERT_EQUAL(s->p->ops->iteration(s->p, &s->it[g], script_iter, s), EMA_OK);
+		CU_ASSERT_EQUAL(start(s->p, &s->it[g], script_iter, s, NULL), EMA_OK);
 	}
 	CU_ASSERT_EQUAL(s->p->ops->run(s->p, 0, &err), EMA_OK);
 	*events = s->p->ops->events(s->p);
@@ -627,50 +652,50 @@ static void test_errors(void)
 	plain_cfg(&cfg, 2);
 	cfg.hw.link_gbps = 0;
 	p = (struct ema_platform *)&cfg;
-	CU_ASSERT_EQUAL(ema_sim_platform_create(&p, &cfg, &err), EMA_ERR_INPUT);
+	CU_ASSERT_EQUAL(ema_sim_platform_create(&p, params_of(&cfg), NULL, &err), EMA_ERR_INPUT);
 	CU_ASSERT_PTR_NULL(p);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "plain: link_gbps must be > 0, got 0"));
 
 	plain_cfg(&cfg, 2);
 	p = make(&cfg);
 	CU_ASSERT_STRING_EQUAL(ema_sim_platform_last_error(p), "");
-	p->ops->timer(p, 1000, log_timer, NULL);
+	p->ops->timer(p, 1000, log_timer, NULL, NULL);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
-	CU_ASSERT_EQUAL(p->ops->timer(p, 999, log_timer, NULL), EMA_ERR_INTERNAL);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 999, log_timer, NULL, NULL), EMA_ERR_INTERNAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(ema_sim_platform_last_error(p),
 				      "timer at 999 ns, before now (1000 ns)"));
 	decode_iter(&it, 5);
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, NULL), EMA_ERR_INTERNAL);
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, NULL, NULL), EMA_ERR_INTERNAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(ema_sim_platform_last_error(p),
 				      "iteration on GPU 5, expected 0..1"));
 	decode_iter(&it, 0);
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, NULL), EMA_OK);
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, NULL), EMA_ERR_INTERNAL);
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, NULL, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, NULL, NULL), EMA_ERR_INTERNAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(ema_sim_platform_last_error(p),
 				      "GPU 0 already runs an iteration"));
 	decode_iter(&it, 1);
 	it.n_remote = 1;
 	it.remote[0].gpu = 1;
 	it.remote[0].bytes = 10;
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, NULL), EMA_ERR_INTERNAL);
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, NULL, NULL), EMA_ERR_INTERNAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(ema_sim_platform_last_error(p),
 				      "remote KV on GPU 1 for an iteration on GPU 1"));
 	it.n_remote = 0;
 	it.prefetch_depth = -1;
-	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, NULL), EMA_ERR_INTERNAL);
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, NULL, NULL), EMA_ERR_INTERNAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(ema_sim_platform_last_error(p), "prefetch depth -1"));
 	t.src_gpu = 7;
 	t.dst_gpu = 0;
 	t.bytes = 10;
-	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, xfer_done, NULL), EMA_ERR_INPUT);
+	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, xfer_done, NULL, NULL), EMA_ERR_INPUT);
 	CU_ASSERT_PTR_NOT_NULL(strstr(ema_sim_platform_last_error(p),
 				      "transfer 7 -> 0: expected GPUs 0..1 or host (-1)"));
 	t.src_gpu = 1;
 	t.purpose = (enum ema_transfer_purpose)99;
-	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, xfer_done, NULL), EMA_ERR_INTERNAL);
+	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, xfer_done, NULL, NULL), EMA_ERR_INTERNAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(ema_sim_platform_last_error(p), "purpose 99 unknown"));
 	t.purpose = EMA_XFER_DEMOTE;
-	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, NULL, NULL), EMA_ERR_INTERNAL);
+	CU_ASSERT_EQUAL(p->ops->transfer(p, &t, NULL, NULL, NULL), EMA_ERR_INTERNAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(ema_sim_platform_last_error(p), "without pages or callback"));
 	/* failed ops left nothing behind: the one iteration completes */
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
