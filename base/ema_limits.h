@@ -10,6 +10,9 @@
 #define EMA_NAME_MAX 64
 #define EMA_PATH_MAX 1024
 #define EMA_CURVE_MAX 16
+/* Policies with a knob table of their own, and the bytes of each. */
+#define EMA_MAX_KNOB_TABLES 8
+#define EMA_KNOB_TABLE_BYTES 256
 /* Requests one tenant's generated stream may hold (rate_rps x duration_s
  * or max_requests), so that a typo fails at the config check rather than
  * after minutes of generation or an exhausted memory. */

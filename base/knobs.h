@@ -60,6 +60,9 @@ struct ema_policy_cfg {
 	enum ema_copy_method copy_method;
 	enum ema_borrow_rule borrow_rule;
 	double lender_max_slowdown;   /* ema: cap on a lender's HBM slowdown from pulls (0 = none) */
+	/* The own knobs of policies that declare a table of them
+	 * (policies/policy.h), one block each, keys policy.NAME.KEY. */
+	unsigned char own[EMA_MAX_KNOB_TABLES][EMA_KNOB_TABLE_BYTES];
 };
 
 #endif

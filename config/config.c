@@ -12,19 +12,17 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The policy names a scenario may list, injected by the program
- * (ema_config_set_policy_names) so that config/ needs no policy code. */
-static const char *const *known_policies;
-
-void ema_config_set_policy_names(const char *const *names)
-{
-	known_policies = names;
-}
+/* The policies a scenario may list, injected by the program
+ * (ema_config_set_policies) so that config/ needs no policy code. */
+static const struct ema_config_policy *known_policies;
+static int n_known_policies;
+/* policy.NAME of each policy with a knob table: the slot of its block */
+static const char *knob_table_owner[EMA_MAX_KNOB_TABLES];
 
 static bool policy_known(const char *name)
 {
-	for (int k = 0; known_policies[k] != NULL; k++)
-		if (strcmp(known_policies[k], name) == 0)
+	for (int k = 0; k < n_known_policies; k++)
+		if (strcmp(known_policies[k].name, name) == 0)
 			return true;
 	return false;
 }
@@ -93,7 +91,10 @@ static const struct ema_config_key serving_keys[] = {
 	END
 };
 
-static const struct ema_config_key policy_keys[] = {
+/* The shipped policies' knobs, then (from ema_config_set_policies) one
+ * object per policy with a knob table of its own. */
+#define POLICY_SHARED_KEYS 11
+static struct ema_config_key policy_keys[POLICY_SHARED_KEYS + EMA_MAX_KNOB_TABLES + 1] = {
 	{ "ideal_factor", EMA_CFG_DBL, PO(ideal_factor), 0, 0, 1, 64, 0, NULL, NULL, NULL },
 	{ "lender_floor", EMA_CFG_DBL, PO(lender_floor), 0, 0, 0, 1, 0, NULL, NULL, NULL },
 	{ "lender_reserve", EMA_CFG_DBL, PO(lender_reserve), 0, 0, 0, 1, 0, NULL, NULL, NULL },
@@ -164,6 +165,11 @@ static int config_defaults(struct ema_config *c, struct ema_error *err)
 		.reclaim_mode = EMA_RECLAIM_AUTO, .host_gib = 64, .copy_method = EMA_COPY_GATHER,
 		.borrow_rule = EMA_BORROW_ALWAYS, .lender_max_slowdown = 0,
 	};
+	for (int k = 0; k < EMA_MAX_KNOB_TABLES && knob_table_owner[k] != NULL; k++)
+		for (int i = 0; i < n_known_policies; i++)
+			if (known_policies[i].name == knob_table_owner[k])
+				memcpy(c->policy.own[k], known_policies[i].knob_defaults,
+				       known_policies[i].knobs_size);
 	rc = ema_hw_profile_load(&c->hw, c->hardware, err);
 	if (rc == 0)
 		rc = ema_model_load(&c->model, c->model_name, err);
@@ -172,6 +178,43 @@ static int config_defaults(struct ema_config *c, struct ema_error *err)
 				     "embedded default profile or model is broken: %s",
 				     err ? err->msg : "");
 	return EMA_OK;
+}
+
+int ema_config_set_policies(const struct ema_config_policy *list, int n)
+{
+	int slot = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct ema_config_key *row;
+
+		if (list[i].knobs == NULL)
+			continue;
+		if (slot == EMA_MAX_KNOB_TABLES || list[i].knobs_size > EMA_KNOB_TABLE_BYTES ||
+		    list[i].knob_defaults == NULL)
+			return EMA_ERR_INTERNAL;
+		row = &policy_keys[POLICY_SHARED_KEYS + slot];
+		memset(row, 0, sizeof *row);
+		row->key = list[i].name;
+		row->type = EMA_CFG_OBJ;
+		row->off = offsetof(struct ema_policy_cfg, own) + (size_t)slot * EMA_KNOB_TABLE_BYTES;
+		row->size = list[i].knobs_size;
+		row->sub = list[i].knobs;
+		knob_table_owner[slot++] = list[i].name;
+	}
+	memset(&policy_keys[POLICY_SHARED_KEYS + slot], 0, sizeof policy_keys[0]);
+	for (int k = slot; k < EMA_MAX_KNOB_TABLES; k++)
+		knob_table_owner[k] = NULL;
+	known_policies = list;
+	n_known_policies = n;
+	return EMA_OK;
+}
+
+const void *ema_config_policy_knobs(const struct ema_config *cfg, const char *name)
+{
+	for (int k = 0; k < EMA_MAX_KNOB_TABLES && knob_table_owner[k] != NULL; k++)
+		if (strcmp(knob_table_owner[k], name) == 0)
+			return cfg->policy.own[k];
+	return NULL;
 }
 
 /* Where a value came from: the last --set that wrote it (or an ancestor or
@@ -501,9 +544,9 @@ static int validate(struct ema_config *c, const struct origin *o,
 		if (known_policies != NULL && !policy_known(c->policies[i])) {
 			char names[512] = "";
 
-			for (int k = 0; known_policies[k] != NULL; k++)
+			for (int k = 0; k < n_known_policies; k++)
 				snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
-					 k ? ", " : "", known_policies[k]);
+					 k ? ", " : "", known_policies[k].name);
 			return vfail(o, "policies", true, err,
 				     "unknown policy \"%s\" (expected one of: %s)", c->policies[i], names);
 		}

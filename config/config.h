@@ -12,6 +12,7 @@
 
 #include "ema_error.h"
 #include "hardware.h"
+#include "keys.h"
 #include "knobs.h"
 #include "ema_limits.h"
 #include "workload.h"
@@ -57,11 +58,26 @@ int ema_config_load(struct ema_config *cfg, const char *path,
 		    const char *const *overrides, int n_overrides,
 		    struct ema_error *err);
 
-/* The names `policies` may list (NULL-terminated, valid for the program's
- * life): the policy registry's, given by the program at start-up, since
- * config/ sits below the policies. Until it is called any name passes
- * here, and running an unknown policy fails later. */
-void ema_config_set_policy_names(const char *const *names);
+/* A policy as the configuration knows it: its name, and the table of its
+ * own knobs (NULL: none) over a struct of knobs_size bytes with defaults. */
+struct ema_config_policy {
+	const char *name;
+	const struct ema_config_key *knobs;
+	size_t knobs_size;
+	const void *knob_defaults;
+};
+
+/* The policies `policies` may list and whose knob tables `policy.NAME`
+ * holds (n of them, valid for the program's life): the policy registry's,
+ * given by the program at start-up (serve's ema_engine_register_policies),
+ * since config/ sits below the policies. Until it is called any name
+ * passes here, and running an unknown policy fails later. Returns
+ * EMA_ERR_INTERNAL when the tables do not fit (EMA_MAX_KNOB_TABLES,
+ * EMA_KNOB_TABLE_BYTES). */
+int ema_config_set_policies(const struct ema_config_policy *list, int n);
+/* The own knobs of policy `name` in cfg (policy.NAME), or NULL when it
+ * declared none. */
+const void *ema_config_policy_knobs(const struct ema_config *cfg, const char *name);
 
 /* Writes the effective configuration (every default filled in) as JSON. */
 int ema_config_write_json(const struct ema_config *cfg, FILE *out,

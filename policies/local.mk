@@ -12,3 +12,13 @@ tests_test_policies_SOURCES = tests/test_policies.c tests/test_main.h tests/mock
 tests_test_policies_CFLAGS = $(TEST_CFLAGS)
 tests_test_policies_LDADD = $(TEST_LIBS)
 endif
+
+# The worked example of policies/policy.h, built only for its test.
+if HAVE_CUNIT
+check_PROGRAMS += tests/test_example_policy
+TESTS += tests/test_example_policy
+tests_test_example_policy_SOURCES = tests/test_example_policy.c tests/example_policy.c \
+	tests/test_main.h tests/mock_platform.h
+tests_test_example_policy_CFLAGS = $(TEST_CFLAGS)
+tests_test_example_policy_LDADD = $(TEST_LIBS)
+endif

@@ -1339,6 +1339,22 @@ const int32_t *ema_policy_staging_pages(const struct ema_policy_ctx *c, int tena
 
 /* ---- life cycle -------------------------------------------------------- */
 
+int ema_engine_register_policies(const struct ema_policy_ops *const *table)
+{
+	static struct ema_config_policy list[64];
+	int n = 0;
+
+	for (; table[n] != NULL; n++) {
+		if (n == (int)(sizeof list / sizeof list[0]))
+			return EMA_ERR_INTERNAL;
+		list[n].name = table[n]->name;
+		list[n].knobs = table[n]->knobs;
+		list[n].knobs_size = table[n]->knobs_size;
+		list[n].knob_defaults = table[n]->knob_defaults;
+	}
+	return ema_config_set_policies(list, n);
+}
+
 int ema_engine_platform_params(struct ema_platform_params *p, const struct ema_config *cfg,
 			       const struct ema_policy_ops *policy)
 {
@@ -1458,6 +1474,9 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 			goto fail;
 		}
 	}
+	e->own_knobs = ema_config_policy_knobs(cfg, policy->name);
+	if (e->own_knobs == NULL)
+		e->own_knobs = policy->knob_defaults;
 	ctx_init(e);
 	if (policy->init != NULL) {
 		rc = policy->init(&e->ctx, e->policy_state, err);

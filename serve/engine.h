@@ -171,6 +171,11 @@ struct ema_engine {
 int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 		      const struct ema_policy_ops *policy, struct ema_platform *platform,
 		      const struct ema_workload *workloads, struct ema_error *err);
+/* Tells the configuration which policies exist and their knob tables
+ * (the registry, ema_policy_table, or a test's own NULL-terminated list):
+ * the program calls it once at start-up, before loading a scenario. */
+int ema_engine_register_policies(const struct ema_policy_ops *const *table);
+
 /* The platform a run of `policy` needs (pools of its memory factor),
  * computed here once for every backend; the engine checks that its
  * platform was built from the same. EMA_ERR_INPUT when no page fits. */

@@ -243,7 +243,10 @@ int main(int argc, char **argv)
 	int rc;
 
 	gsl_set_error_handler_off();
-	ema_config_set_policy_names(ema_policy_names());
+	if (ema_engine_register_policies(ema_policy_table) != EMA_OK) {
+		fprintf(stderr, "ema: the policies' knob tables do not fit the configuration\n");
+		return 1;
+	}
 	/* CUDA loads kernels at their first use by default: on the H200s the
 	 * lender's largest prefill waited for new cuBLAS kernels, its TTFT
 	 * 107-170 ms against 58-64 with eager loading (simulated: 56). Eager
