@@ -3,13 +3,12 @@
  * policies decide on. Everything here reacts to platform callbacks
  * (arrival timers, iteration and transfer completions), so the same code
  * runs in simulated and in real time. */
-#include "engine.h"
+#include "engine_priv.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "work.h"
 #include "policy.h"
@@ -36,14 +35,6 @@ struct xfer_ctx {
 static void tenant_kick(struct ema_engine *e, struct ema_tenant *t);
 static void kick_all(struct ema_engine *e);
 static void timeline_advance(struct ema_engine *e, int64_t now);
-
-static double wall_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 int64_t ema_engine_now(struct ema_engine *e)
 {
@@ -933,16 +924,14 @@ static void tenant_try_start(struct ema_engine *e, struct ema_tenant *t)
 
 static void progress(struct ema_engine *e)
 {
-	double w = wall_now();
+	struct ema_progress p;
 
-	/* one line per second of wall time */
-	if (!e->progress || w < e->wall_start + 1.0 + (double)e->progress_lines)
+	if (e->progress_fn == NULL)
 		return;
-	e->progress_lines++;
-	fprintf(stderr, "ema: %s: %lld/%lld requests done, t=%.1f s simulated/real, %.1f s wall\n",
-		e->progress_label ? e->progress_label : "run",
-		(long long)e->done_requests, (long long)e->total_requests,
-		(double)ema_engine_now(e) * 1e-9, w - e->wall_start);
+	p.done_requests = e->done_requests;
+	p.total_requests = e->total_requests;
+	p.now_ns = ema_engine_now(e);
+	e->progress_fn(e->progress_arg, &p);
 }
 
 static void iteration_done(void *arg, const struct ema_iteration_result *res)
@@ -1553,7 +1542,6 @@ int ema_engine_run(struct ema_engine *e, struct ema_error *err)
 	int64_t horizon = e->cfg->horizon_s > 0 ? (int64_t)(e->cfg->horizon_s * 1e9) : 0;
 	int rc;
 
-	e->wall_start = wall_now();
 	for (int i = 0; i < e->n_tenants; i++) {
 		struct ema_tenant *t = &e->tenants[i];
 
@@ -1618,4 +1606,116 @@ void ema_engine_destroy(struct ema_engine *e)
 	e->timeline = NULL;
 	e->policy_state = NULL;
 	ema_ledger_destroy(&e->ledger);
+}
+
+/* ---- the public interface ----------------------------------------------- */
+
+int ema_engine_new(struct ema_engine **out, const struct ema_config *cfg,
+		   const struct ema_policy_ops *policy, struct ema_platform *platform,
+		   const struct ema_workload *workloads, struct ema_error *err)
+{
+	struct ema_engine *e = malloc(sizeof *e);
+	int rc;
+
+	*out = NULL;
+	if (e == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "engine: out of memory");
+	rc = ema_engine_create(e, cfg, policy, platform, workloads, err);
+	if (rc != EMA_OK) {
+		free(e);
+		return rc;
+	}
+	*out = e;
+	return EMA_OK;
+}
+
+void ema_engine_free(struct ema_engine *e)
+{
+	if (e == NULL)
+		return;
+	ema_engine_destroy(e);
+	free(e);
+}
+
+void ema_engine_set_page_lists(struct ema_engine *e, bool on)
+{
+	e->page_lists = on;
+}
+
+void ema_engine_on_progress(struct ema_engine *e, ema_progress_fn fn, void *arg)
+{
+	e->progress_fn = fn;
+	e->progress_arg = arg;
+}
+
+int ema_engine_n_tenants(const struct ema_engine *e)
+{
+	return e->n_tenants;
+}
+
+int ema_engine_tenant_gpu(const struct ema_engine *e, int tenant)
+{
+	return e->tenants[tenant].gpu;
+}
+
+int32_t ema_engine_n_requests(const struct ema_engine *e, int tenant)
+{
+	return e->tenants[tenant].n_reqs;
+}
+
+void ema_engine_request(const struct ema_engine *e, int tenant, int32_t k,
+			struct ema_request_record *out)
+{
+	const struct ema_request *r = &e->tenants[tenant].reqs[k];
+
+	out->id = r->id;
+	out->arrival_ns = r->arrival_ns;
+	out->first_token_ns = r->first_token_ns;
+	out->finish_ns = r->finish_ns;
+	out->prompt_tokens = r->prompt_tokens;
+	out->output_tokens = r->output_tokens;
+	out->preemptions = r->preemptions;
+	out->dropped = r->state == EMA_REQ_DROPPED;
+}
+
+const struct ema_tenant_stats *ema_engine_tenant_stats(const struct ema_engine *e, int tenant)
+{
+	return &e->tenants[tenant].stats;
+}
+
+int32_t ema_engine_kv_capacity(const struct ema_engine *e, int tenant)
+{
+	return e->tenants[tenant].kv_capacity_pages;
+}
+
+int32_t ema_engine_max_request_pages(const struct ema_engine *e, int tenant)
+{
+	return e->tenants[tenant].max_request_pages;
+}
+
+int64_t ema_engine_total_requests(const struct ema_engine *e)
+{
+	return e->total_requests;
+}
+
+uint64_t ema_engine_page_bytes(const struct ema_engine *e)
+{
+	return e->page_bytes;
+}
+
+int64_t ema_engine_end_ns(const struct ema_engine *e)
+{
+	return e->end_ns;
+}
+
+const struct ema_reclaim_record *ema_engine_reclaims(const struct ema_engine *e, int32_t *n)
+{
+	*n = e->n_reclaims;
+	return e->reclaims;
+}
+
+const struct ema_timeline_sample *ema_engine_timeline(const struct ema_engine *e, int32_t *n)
+{
+	*n = e->n_timeline;
+	return e->timeline;
 }

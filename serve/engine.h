@@ -4,7 +4,9 @@
  * KV in blocks, preemption of the newest request when memory runs out).
  * The engine owns the page ledger and calls the policy at each decision
  * (borrow, reclaim, preempt, prefetch); it runs on any platform
- * (base/platform.h) and never looks at whether time is simulated. */
+ * (base/platform.h) and never looks at whether time is simulated. This is
+ * its interface to the layers above: build, run, read the results; the
+ * engine's state is private to serve/ (engine_priv.h). */
 #ifndef EMA_ENGINE_H
 #define EMA_ENGINE_H
 
@@ -13,50 +15,11 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "ledger.h"
 #include "platform.h"
+#include "policy.h"
 #include "workload.h"
 
-#include "policy.h"
-
-enum ema_req_state {
-	EMA_REQ_FUTURE = 0,   /* not arrived yet */
-	EMA_REQ_WAITING,      /* queued, no KV */
-	EMA_REQ_RUNNING,      /* admitted, KV in pages */
-	EMA_REQ_SWAPPED,      /* KV in host memory (or moving there/back) */
-	EMA_REQ_DONE,
-	EMA_REQ_DROPPED       /* rejected at arrival: needs more KV than it can ever get */
-};
-
-/* Where one KV page of a request lives. */
-struct ema_kv_page {
-	int16_t gpu;          /* EMA_HOST for host memory */
-	int32_t page;
-};
-
-struct ema_request {
-	int32_t id;
-	int16_t tenant;
-	int8_t state;
-	int8_t pinned;        /* pages moving: not scheduled, not a victim */
-	int64_t arrival_ns;
-	int64_t first_token_ns;  /* -1 until the first token */
-	int64_t finish_ns;       /* -1 until done */
-	int32_t prompt_tokens;
-	int32_t output_tokens;
-	int32_t generated;    /* output tokens produced */
-	int32_t computed;     /* tokens whose KV is in the cache */
-	int32_t preemptions;
-	int32_t n_pages;
-	int32_t cap_pages;
-	struct ema_kv_page *pages;
-	int32_t n_remote;     /* pages on a GPU other than the tenant's */
-	int32_t pages_on[EMA_MAX_GPUS]; /* pages by GPU (host pages not counted) */
-	int64_t admit_seq;    /* admission order: the newest is preempted first */
-	int64_t recomputed_tokens;
-	int32_t pending_xfers;/* transfers in flight for this request */
-	int8_t free_on_unpin; /* finished while its pages moved: free after */
-};
+struct ema_engine;
 
 /* Per-tenant counters that end up in summary.csv. */
 struct ema_tenant_stats {
@@ -85,126 +48,69 @@ struct ema_reclaim_record {
 	int64_t latency_ns;
 };
 
-struct ema_tenant {
-	int index;
-	int gpu;
-	const struct ema_tenant_cfg *cfg;
-	struct ema_request *reqs;     /* all requests, arrival order */
-	int32_t n_reqs;
-	int32_t next_arrival;
-	int32_t n_done;
-	/* queues hold request indices */
-	int32_t *waiting; int32_t waiting_head, waiting_n, waiting_cap; /* ring */
-	int32_t *running; int32_t running_n;
-	int32_t *swapped; int32_t swapped_n;
-	bool busy;                    /* an iteration is in flight */
-	bool kick_pending;            /* a schedule timer is armed */
-	int64_t reclaim_wait_since;   /* >= 0 while waiting for reclaimed pages */
-	int32_t kv_capacity_pages;    /* KV pages of its own GPU */
-	int32_t max_request_pages;    /* most KV one request can ever hold (policy) */
-	/* the staging area (an engine mechanism the policy sizes) */
-	int32_t *staging; int32_t staging_pages, cap_staging;
-	int32_t local_reserve;        /* own free pages kept for staging: borrow before using them */
-	int64_t last_account_ns;
-	int32_t kv_pages;             /* KV pages held, all GPUs */
-	int32_t xfers_in_flight;      /* transfers of its requests in flight */
-	int32_t *iter_batch; int32_t iter_n;     /* requests of the iteration in flight */
-	int32_t *iter_chunk;                     /* tokens each computes (0 = decode) */
-	int32_t *local_buf; int32_t *remote_buf[EMA_MAX_GPUS]; int32_t page_buf_cap;
-	struct ema_tenant_stats stats;
-};
-
 struct ema_timeline_sample {
 	double time_s;
 	int gpu;
 	int32_t weights, kv_used, staging, free_pages, lent, borrowed;
 };
 
-struct ema_engine {
-	const struct ema_config *cfg;
-	struct ema_platform *platform;
-	const struct ema_policy_ops *policy;
-	void *policy_state;
-	const void *own_knobs;        /* the policy's own knobs, or NULL */
-	struct ema_policy_ctx ctx;    /* what its hooks see */
-	bool policy_ready;            /* init succeeded: fini is due */
-	struct ema_request **victims; int cap_victims; /* borrowers_on's array */
-	struct ema_ledger ledger;
-	uint64_t page_bytes;
-	uint64_t kv_bytes_per_token;
-	uint64_t block_bytes;
-	int32_t weight_pages;
-	int n_tenants;
-	struct ema_tenant tenants[EMA_MAX_TENANTS];
-	int64_t admit_counter;
-	int64_t xfers_in_flight;      /* transfers started, not yet done */
-	int32_t host_free[EMA_MAX_GPUS];  /* host pages left for swap/demotion */
-	int32_t *host_stack[EMA_MAX_GPUS];/* free host slots per tenant GPU */
-	int32_t host_capacity;
-	bool page_lists;              /* fill page numbers in iterations (hw needs them) */
-	/* results */
-	struct ema_reclaim_record *reclaims; int32_t n_reclaims, cap_reclaims;
-	/* Memory over time, on a grid of timeline_period_s, recorded only
-	 * where a GPU's figures change (plus the grid point before each
-	 * change, so that lines drawn through the rows stay flat across
-	 * idle gaps): cost grows with work, not with simulated time. */
-	struct ema_timeline_sample *timeline; int32_t n_timeline, cap_timeline;
-	double timeline_period_s;
-	int64_t timeline_next_k;      /* next grid point not yet looked at */
-	int64_t timeline_last_k[EMA_MAX_GPUS];   /* grid point of each GPU's last row, -1: none */
-	struct ema_timeline_sample timeline_last[EMA_MAX_GPUS];
-	int64_t end_ns;
-	int64_t total_requests;
-	int64_t done_requests;
-	int error;                    /* first error from a callback */
-	struct ema_error err;
-	struct ema_error op_err;      /* what the platform said of a failed op */
-	bool progress;                /* print progress to stderr */
-	int64_t progress_lines;       /* printed so far, one a second */
-	const char *progress_label;
-	double wall_start;
+/* One request as the run left it: times in ns from the start, -1 for an
+ * event that did not happen. */
+struct ema_request_record {
+	int32_t id;              /* index in its tenant's stream, arrival order */
+	int64_t arrival_ns, first_token_ns, finish_ns;
+	int32_t prompt_tokens, output_tokens, preemptions;
+	bool dropped;            /* rejected at arrival: could never fit */
 };
 
+/* Where a run stands, for progress reports. */
+struct ema_progress {
+	int64_t done_requests, total_requests;
+	int64_t now_ns;          /* simulated or real time */
+};
+/* Called after every iteration while a progress function is set: keep
+ * it cheap (it decides itself how often to print). */
+typedef void (*ema_progress_fn)(void *arg, const struct ema_progress *p);
+
 /* Builds the engine for one policy over the given workloads (one per
- * tenant, not consumed) on a platform. memory_factor multiplies each GPU's
- * memory (the policy's, e.g. 2 for ideal). */
-int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
-		      const struct ema_policy_ops *policy, struct ema_platform *platform,
-		      const struct ema_workload *workloads, struct ema_error *err);
+ * tenant, not consumed) on a platform built from
+ * ema_engine_platform_params for the same policy. */
+int ema_engine_new(struct ema_engine **out, const struct ema_config *cfg,
+		   const struct ema_policy_ops *policy, struct ema_platform *platform,
+		   const struct ema_workload *workloads, struct ema_error *err);
+void ema_engine_free(struct ema_engine *e);
+/* The hw backend needs the page numbers of every iteration (the
+ * simulator only their counts): off by default. */
+void ema_engine_set_page_lists(struct ema_engine *e, bool on);
+void ema_engine_on_progress(struct ema_engine *e, ema_progress_fn fn, void *arg);
 /* Tells the configuration which policies exist and their knob tables
  * (the registry, ema_policy_table, or a test's own NULL-terminated list):
  * the program calls it once at start-up, before loading a scenario. */
 int ema_engine_register_policies(const struct ema_policy_ops *const *table);
-
 /* The platform a run of `policy` needs (pools of its memory factor),
  * computed here once for every backend; the engine checks that its
  * platform was built from the same. EMA_ERR_INPUT when no page fits. */
 int ema_engine_platform_params(struct ema_platform_params *p, const struct ema_config *cfg,
 			       const struct ema_policy_ops *policy);
-/* Runs to completion (or the horizon); results stay in the engine. */
+/* Runs to completion (or the horizon); results stay in the engine. The
+ * platform must outlive the run; results can be read after it is gone. */
 int ema_engine_run(struct ema_engine *e, struct ema_error *err);
-void ema_engine_destroy(struct ema_engine *e);
 
-/* Pages needed to hold the KV of `tokens` tokens (whole blocks). */
-int32_t ema_engine_pages_for_tokens(const struct ema_engine *e, int64_t tokens);
-
-/* --- mechanisms (policies reach them through policies/policy.h) --- */
-
-/* Preempts request r of its tenant by recomputation: its pages are freed
- * now and it goes back to the front of the waiting queue. */
-void ema_engine_preempt_recompute(struct ema_engine *e, struct ema_request *r);
-/* Preempts by swapping its KV to host memory; false when host memory is
- * full or the request is pinned (then the caller recomputes). */
-bool ema_engine_preempt_swap(struct ema_engine *e, struct ema_request *r);
-/* The same on behalf of a lender's reclaim (counted as a demotion). */
-bool ema_engine_demote(struct ema_engine *e, struct ema_request *r);
-/* Moves the pages request r holds on `lender` back to its tenant's GPU
- * (which must have that many free pages); asynchronous: the request is
- * pinned until the data has arrived. Returns the pages moved. */
-int32_t ema_engine_move_home(struct ema_engine *e, struct ema_request *r, int lender);
-/* Records a reclaim (for the latency figures). */
-void ema_engine_record_reclaim(struct ema_engine *e, int gpu, int32_t pages,
-			       int64_t start_ns, int64_t latency_ns);
-int64_t ema_engine_now(struct ema_engine *e);
+/* ---- results, after ema_engine_run ---- */
+int ema_engine_n_tenants(const struct ema_engine *e);
+int ema_engine_tenant_gpu(const struct ema_engine *e, int tenant);
+int32_t ema_engine_n_requests(const struct ema_engine *e, int tenant);
+void ema_engine_request(const struct ema_engine *e, int tenant, int32_t k,
+			struct ema_request_record *out);
+const struct ema_tenant_stats *ema_engine_tenant_stats(const struct ema_engine *e, int tenant);
+/* The KV pages of the tenant's own GPU, and the most one request could hold. */
+int32_t ema_engine_kv_capacity(const struct ema_engine *e, int tenant);
+int32_t ema_engine_max_request_pages(const struct ema_engine *e, int tenant);
+int64_t ema_engine_total_requests(const struct ema_engine *e);
+uint64_t ema_engine_page_bytes(const struct ema_engine *e);
+/* Simulated or real time of the last event, ns. */
+int64_t ema_engine_end_ns(const struct ema_engine *e);
+const struct ema_reclaim_record *ema_engine_reclaims(const struct ema_engine *e, int32_t *n);
+const struct ema_timeline_sample *ema_engine_timeline(const struct ema_engine *e, int32_t *n);
 
 #endif

@@ -1,6 +1,6 @@
 # serve/local.mk: the serving model (continuous batching) and the cost model.
 libema_serve_a_CPPFLAGS = $(SERVE_CPPFLAGS)
-libema_serve_a_SOURCES = serve/engine.c serve/engine.h serve/work.c serve/work.h
+libema_serve_a_SOURCES = serve/engine.c serve/engine.h serve/engine_priv.h serve/work.c serve/work.h
 
 if HAVE_CUNIT
 check_PROGRAMS += tests/test_engine

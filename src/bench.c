@@ -63,7 +63,7 @@ static int replay(const char *trace, const char *policies, int tenants, bool pre
 		*requests = 0;
 		for (int i = 0; i < x->n_runs; i++) {
 			*events += x->runs[i].events;
-			*requests += x->runs[i].engine.total_requests;
+			*requests += ema_engine_total_requests(x->runs[i].engine);
 		}
 	}
 	ema_experiment_free(x);

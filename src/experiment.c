@@ -30,6 +30,21 @@ static double wall_now(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Progress on stderr, one line a second of wall time; the engine calls
+ * this after every iteration only when it was asked to (not --quiet). */
+static void print_progress(void *arg, const struct ema_progress *p)
+{
+	struct progress *pr = arg;
+	double w = wall_now();
+
+	if (w < pr->wall_start + 1.0 + (double)pr->lines)
+		return;
+	pr->lines++;
+	fprintf(stderr, "ema: %s: %lld/%lld requests done, t=%.1f s simulated/real, %.1f s wall\n",
+		pr->label, (long long)p->done_requests, (long long)p->total_requests,
+		(double)p->now_ns * 1e-9, w - pr->wall_start);
+}
+
 double ema_quantile(double *v, size_t n, double q)
 {
 	if (n == 0)
@@ -40,33 +55,38 @@ double ema_quantile(double *v, size_t n, double q)
 
 static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_config *cfg)
 {
-	struct ema_engine *e = &run->engine;
-	struct ema_tenant *t = &e->tenants[ti];
+	const struct ema_engine *e = run->engine;
+	const struct ema_tenant_stats *st = ema_engine_tenant_stats(e, ti);
 	struct ema_tenant_result *res = &run->results[ti];
-	size_t n = (size_t)t->n_reqs;
+	int gpu = ema_engine_tenant_gpu(e, ti);
+	size_t n = (size_t)ema_engine_n_requests(e, ti);
+	int32_t n_reclaims;
+	const struct ema_reclaim_record *reclaims = ema_engine_reclaims(e, &n_reclaims);
 	double *ttft = malloc((n + 1) * sizeof *ttft);
 	double *tpot = malloc((n + 1) * sizeof *tpot);
 	double *e2e = malloc((n + 1) * sizeof *e2e);
-	double *rec = malloc(((size_t)e->n_reclaims + 1) * sizeof *rec);
+	double *rec = malloc(((size_t)n_reclaims + 1) * sizeof *rec);
 	size_t nt = 0, np = 0, ne = 0, nr = 0;
 	int64_t tokens = 0, first_arrival = -1, last_finish = -1;
-	double page_gib = (double)e->page_bytes / GIB;
+	double page_gib = (double)ema_engine_page_bytes(e) / GIB;
 
 	memset(res, 0, sizeof *res);
 	snprintf(res->policy, sizeof res->policy, "%s", run->policy);
 	snprintf(res->tenant, sizeof res->tenant, "%s", cfg->tenants[ti].name);
-	res->gpu = t->gpu;
+	res->gpu = gpu;
 	res->requests = (int64_t)n;
-	res->dropped = t->stats.dropped;
-	res->dropped_max_pages = t->stats.dropped_max_pages;
-	res->max_request_pages = t->max_request_pages;
+	res->dropped = st->dropped;
+	res->dropped_max_pages = st->dropped_max_pages;
+	res->max_request_pages = ema_engine_max_request_pages(e, ti);
 	if (!ttft || !tpot || !e2e || !rec) {
 		free(ttft); free(tpot); free(e2e); free(rec);
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		const struct ema_request *r = &t->reqs[i];
+		struct ema_request_record rr;
+		const struct ema_request_record *r = &rr;
 
+		ema_engine_request(e, ti, (int32_t)i, &rr);
 		if (first_arrival < 0 || r->arrival_ns < first_arrival)
 			first_arrival = r->arrival_ns;
 		if (r->finish_ns < 0)
@@ -95,19 +115,19 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 	res->tpot_ms[2] = ema_quantile(tpot, np, 0.99);
 	res->e2e_ms[0] = ema_quantile(e2e, ne, 0.50);
 	res->e2e_ms[1] = ema_quantile(e2e, ne, 0.99);
-	res->preemptions = t->stats.preemptions;
-	res->swaps = t->stats.swaps;
-	res->recomputed_tokens = t->stats.recomputed_tokens;
-	res->kv_peak_gib = t->stats.kv_peak_pages * page_gib;
-	res->borrowed_peak_gib = t->stats.borrowed_peak_pages * page_gib;
-	res->remote_share = t->stats.kv_page_ns > 0 ? t->stats.remote_page_ns / t->stats.kv_page_ns : 0.0;
-	res->stall_ms = (double)t->stats.stall_ns * 1e-6;
-	res->reclaim_wait_ms = (double)t->stats.reclaim_wait_ns * 1e-6;
-	res->remote_gib = (double)t->stats.remote_bytes / GIB;
-	res->lent_peak_gib = run->lent_peak[t->gpu] * page_gib;
-	for (int32_t i = 0; i < e->n_reclaims; i++)
-		if (e->reclaims[i].lender_gpu == t->gpu)
-			rec[nr++] = (double)e->reclaims[i].latency_ns * 1e-6;
+	res->preemptions = st->preemptions;
+	res->swaps = st->swaps;
+	res->recomputed_tokens = st->recomputed_tokens;
+	res->kv_peak_gib = st->kv_peak_pages * page_gib;
+	res->borrowed_peak_gib = st->borrowed_peak_pages * page_gib;
+	res->remote_share = st->kv_page_ns > 0 ? st->remote_page_ns / st->kv_page_ns : 0.0;
+	res->stall_ms = (double)st->stall_ns * 1e-6;
+	res->reclaim_wait_ms = (double)st->reclaim_wait_ns * 1e-6;
+	res->remote_gib = (double)st->remote_bytes / GIB;
+	res->lent_peak_gib = run->lent_peak[gpu] * page_gib;
+	for (int32_t i = 0; i < n_reclaims; i++)
+		if (reclaims[i].lender_gpu == gpu)
+			rec[nr++] = (double)reclaims[i].latency_ns * 1e-6;
 	res->reclaims = (int64_t)nr;
 	res->reclaim_ms[0] = ema_quantile(rec, nr, 0.50);
 	res->reclaim_ms[1] = ema_quantile(rec, nr, 0.99);
@@ -167,12 +187,13 @@ static void compare(struct ema_experiment *x)
 /* Lent pages peak per GPU, from the timeline samples. */
 static void lent_peaks(struct ema_policy_run *run)
 {
-	const struct ema_engine *e = &run->engine;
+	int32_t n;
+	const struct ema_timeline_sample *tl = ema_engine_timeline(run->engine, &n);
 
 	memset(run->lent_peak, 0, sizeof run->lent_peak);
-	for (int32_t i = 0; i < e->n_timeline; i++)
-		if (e->timeline[i].lent > run->lent_peak[e->timeline[i].gpu])
-			run->lent_peak[e->timeline[i].gpu] = e->timeline[i].lent;
+	for (int32_t i = 0; i < n; i++)
+		if (tl[i].lent > run->lent_peak[tl[i].gpu])
+			run->lent_peak[tl[i].gpu] = tl[i].lent;
 }
 
 int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
@@ -239,21 +260,25 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 		}
 		if (rc != EMA_OK)
 			return rc;
-		rc = ema_engine_create(&run->engine, cfg, ema_policy_find(cfg->policies[i]), p,
-				       x->workloads, err);
+		rc = ema_engine_new(&run->engine, cfg, ema_policy_find(cfg->policies[i]), p,
+				    x->workloads, err);
 		if (rc != EMA_OK) {
 			p->ops->destroy(p);
 			return rc;
 		}
-		run->have_engine = true;
-		run->engine.page_lists = x->backend == EMA_BACKEND_HW;
-		run->engine.progress = !x->quiet;
-		run->engine.progress_label = run->policy;
-		if (!x->quiet)
+		ema_engine_set_page_lists(run->engine, x->backend == EMA_BACKEND_HW);
+		if (!x->quiet) {
+			struct progress *pr = &x->progress;
+
+			pr->label = run->policy;
+			pr->wall_start = wall_now();
+			pr->lines = 0;
+			ema_engine_on_progress(run->engine, print_progress, pr);
 			fprintf(stderr, "ema: running %s on %s (%s, %d tenants, %lld requests)\n",
 				run->policy, p->ops->name, cfg->hw.name, cfg->n_tenants,
-				(long long)run->engine.total_requests);
-		rc = ema_engine_run(&run->engine, err);
+				(long long)ema_engine_total_requests(run->engine));
+		}
+		rc = ema_engine_run(run->engine, err);
 		if (rc == EMA_OK) {
 			run->events = p->ops->events(p);
 			if (p->ops->link_stats(p) != NULL)
@@ -262,7 +287,6 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 		if (x->backend == EMA_BACKEND_HW)
 			ema_hw_integrity(p, &run->pages_checked, &run->pages_corrupted);
 		p->ops->destroy(p);
-		run->engine.platform = NULL;
 		if (rc != EMA_OK)
 			return rc;
 		run->wall_s = wall_now() - w0;
@@ -289,9 +313,10 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 
 void ema_experiment_free(struct ema_experiment *x)
 {
-	for (int i = 0; i < x->n_runs; i++)
-		if (x->runs[i].have_engine)
-			ema_engine_destroy(&x->runs[i].engine);
+	for (int i = 0; i < x->n_runs; i++) {
+		ema_engine_free(x->runs[i].engine);
+		x->runs[i].engine = NULL;
+	}
 	for (int ti = 0; ti < EMA_MAX_TENANTS; ti++)
 		ema_workload_free(&x->workloads[ti]);
 	x->n_runs = 0;
@@ -372,15 +397,18 @@ static int write_requests_csv(const struct ema_experiment *x, FILE *f)
 	fputs("policy,tenant,request,arrival_ms,first_token_ms,finish_ms,prompt_tokens,"
 	      "output_tokens,preemptions,ttft_ms,tpot_ms,e2e_ms,dropped\n", f);
 	for (int i = 0; i < x->n_runs; i++) {
-		const struct ema_engine *e = &x->runs[i].engine;
+		const struct ema_engine *e = x->runs[i].engine;
 
-		for (int ti = 0; ti < e->n_tenants; ti++) {
-			const struct ema_tenant *t = &e->tenants[ti];
+		for (int ti = 0; ti < ema_engine_n_tenants(e); ti++) {
+			int32_t n = ema_engine_n_requests(e, ti);
 
-			for (int32_t k = 0; k < t->n_reqs; k++) {
-				const struct ema_request *r = &t->reqs[k];
-				bool done = r->finish_ns >= 0;
+			for (int32_t k = 0; k < n; k++) {
+				struct ema_request_record rr;
+				const struct ema_request_record *r = &rr;
+				bool done;
 
+				ema_engine_request(e, ti, k, &rr);
+				done = r->finish_ns >= 0;
 				fprintf(f, "%s,%s,%d,", x->runs[i].policy, x->cfg.tenants[ti].name, r->id);
 				put_ms(f, r->arrival_ns);
 				fputc(',', f);
@@ -397,7 +425,7 @@ static int write_requests_csv(const struct ema_experiment *x, FILE *f)
 				fputc(',', f);
 				if (done)
 					put_ms(f, r->finish_ns - r->arrival_ns);
-				fputs(r->state == EMA_REQ_DROPPED ? ",1\n" : ",0\n", f);
+				fputs(r->dropped ? ",1\n" : ",0\n", f);
 			}
 		}
 	}
@@ -408,11 +436,13 @@ static int write_timeline_csv(const struct ema_experiment *x, FILE *f)
 {
 	fputs("policy,time_s,gpu,weights_gib,kv_used_gib,staging_gib,free_gib,lent_gib,borrowed_gib\n", f);
 	for (int i = 0; i < x->n_runs; i++) {
-		const struct ema_engine *e = &x->runs[i].engine;
-		double pg = (double)e->page_bytes / GIB;
+		const struct ema_engine *e = x->runs[i].engine;
+		double pg = (double)ema_engine_page_bytes(e) / GIB;
+		int32_t n;
+		const struct ema_timeline_sample *tl = ema_engine_timeline(e, &n);
 
-		for (int32_t k = 0; k < e->n_timeline; k++) {
-			const struct ema_timeline_sample *s = &e->timeline[k];
+		for (int32_t k = 0; k < n; k++) {
+			const struct ema_timeline_sample *s = &tl[k];
 
 			fprintf(f, "%s,%.3f,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", x->runs[i].policy,
 				s->time_s, s->gpu, s->weights * pg, s->kv_used * pg, s->staging * pg,
@@ -481,7 +511,7 @@ static int write_run_json(const struct ema_experiment *x, FILE *f)
 	for (int i = 0; i < x->n_runs; i++) {
 		fprintf(f, "    {\"policy\": \"%s\", \"events\": %llu, \"wall_s\": %.3f, \"end_s\": %.6f",
 			x->runs[i].policy, (unsigned long long)x->runs[i].events, x->runs[i].wall_s,
-			(double)x->runs[i].engine.end_ns * 1e-9);
+			(double)ema_engine_end_ns(x->runs[i].engine) * 1e-9);
 		if (x->backend == EMA_BACKEND_HW)
 			fprintf(f, ", \"integrity_check\": \"%s\", \"pages_checked\": %llu, "
 				"\"pages_corrupted\": %llu", x->verify ? "full" : "sampled",

@@ -45,8 +45,7 @@ struct ema_tenant_result {
 struct ema_policy_run {
 	char policy[EMA_NAME_MAX];
 	struct ema_platform_params params; /* what its platform was built for */
-	struct ema_engine engine;
-	bool have_engine;
+	struct ema_engine *engine;     /* its results, until ema_experiment_free */
 	struct ema_link_stats links;
 	/* hw backend: pages whose content was checked after a move, and
 	 * those found corrupted (a corruption also fails the run) */
@@ -57,8 +56,16 @@ struct ema_policy_run {
 	int32_t lent_peak[EMA_MAX_GPUS];
 };
 
+/* Where the progress lines of the policy being run stand. */
+struct progress {
+	const char *label;
+	double wall_start;
+	int64_t lines;
+};
+
 struct ema_experiment {
 	struct ema_config cfg;
+	struct progress progress;
 	enum ema_backend backend;
 	bool verify;
 	bool quiet;

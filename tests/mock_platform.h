@@ -12,7 +12,7 @@
 
 #include "timing.h"
 #include "work.h"
-#include "engine.h"
+#include "engine_priv.h"
 #include "eventq.h"
 
 struct mock {

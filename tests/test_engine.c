@@ -8,7 +8,7 @@
 
 #include "timing.h"
 #include "work.h"
-#include "engine.h"
+#include "engine_priv.h"
 #include "eventq.h"
 #include "policy.h"
 #include "test_main.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "engine.h"
+#include "engine_priv.h"
 #include "policy.h"
 #include "test_main.h"
 

@@ -339,7 +339,8 @@ static void test_one_request(void)
 	struct ema_experiment *x = calloc(1, sizeof *x);
 	struct ema_error err = {0};
 	const struct ema_tenant_result *r;
-	const struct ema_request *q;
+	struct ema_request_record rec;
+	const struct ema_request_record *q;
 	double ttft, e2e, tpot;
 	int rc;
 
@@ -356,9 +357,10 @@ static void test_one_request(void)
 		fprintf(stderr, "run: %s\n", err.msg);
 	CU_ASSERT_EQUAL_FATAL(rc, EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(x->n_runs, 1);
-	CU_ASSERT_EQUAL_FATAL(x->runs[0].engine.tenants[0].n_reqs, 1);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_n_requests(x->runs[0].engine, 0), 1);
 
-	q = &x->runs[0].engine.tenants[0].reqs[0];
+	ema_engine_request(x->runs[0].engine, 0, 0, &rec);
+	q = &rec;
 	r = &x->runs[0].results[0];
 	CU_ASSERT_EQUAL(q->prompt_tokens, 100);
 	CU_ASSERT_EQUAL(q->output_tokens, 10);

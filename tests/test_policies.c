@@ -344,7 +344,7 @@ static void test_borrow_cap(void)
 	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
 	em = row(x, "ema", "t0");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(em);
-	local_kv_gib = x->runs[1].engine.tenants[0].kv_capacity_pages * x->cfg.page_mib / 1024.0;
+	local_kv_gib = x->runs[1].engine->tenants[0].kv_capacity_pages * x->cfg.page_mib / 1024.0;
 	CU_ASSERT(em->borrowed_peak_gib > 0);
 	CU_ASSERT(em->borrowed_peak_gib <= 0.25 * local_kv_gib + 1e-9);
 	ema_experiment_free(x);
@@ -445,7 +445,7 @@ static void run_edge(int prompt, int32_t *limits)
 	x->quiet = true;
 	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
 	for (int i = 0; i < x->n_runs; i++) {
-		const struct ema_engine *e = &x->runs[i].engine;
+		const struct ema_engine *e = x->runs[i].engine;
 		const struct ema_tenant_result *r = &x->runs[i].results[0];
 		int32_t need = (prompt + 15) / 16;
 

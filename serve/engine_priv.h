@@ -1,0 +1,153 @@
+/* engine_priv.h: the engine's state, private to serve/ (and to the tests
+ * that check it by hand): requests, tenants with their queues and the
+ * staging area, the ledger, and the mechanisms the policy context's calls
+ * carry out. */
+#ifndef EMA_ENGINE_PRIV_H
+#define EMA_ENGINE_PRIV_H
+
+#include "engine.h"
+#include "ledger.h"
+
+enum ema_req_state {
+	EMA_REQ_FUTURE = 0,   /* not arrived yet */
+	EMA_REQ_WAITING,      /* queued, no KV */
+	EMA_REQ_RUNNING,      /* admitted, KV in pages */
+	EMA_REQ_SWAPPED,      /* KV in host memory (or moving there/back) */
+	EMA_REQ_DONE,
+	EMA_REQ_DROPPED       /* rejected at arrival: needs more KV than it can ever get */
+};
+
+/* Where one KV page of a request lives. */
+struct ema_kv_page {
+	int16_t gpu;          /* EMA_HOST for host memory */
+	int32_t page;
+};
+
+struct ema_request {
+	int32_t id;
+	int16_t tenant;
+	int8_t state;
+	int8_t pinned;        /* pages moving: not scheduled, not a victim */
+	int64_t arrival_ns;
+	int64_t first_token_ns;  /* -1 until the first token */
+	int64_t finish_ns;       /* -1 until done */
+	int32_t prompt_tokens;
+	int32_t output_tokens;
+	int32_t generated;    /* output tokens produced */
+	int32_t computed;     /* tokens whose KV is in the cache */
+	int32_t preemptions;
+	int32_t n_pages;
+	int32_t cap_pages;
+	struct ema_kv_page *pages;
+	int32_t n_remote;     /* pages on a GPU other than the tenant's */
+	int32_t pages_on[EMA_MAX_GPUS]; /* pages by GPU (host pages not counted) */
+	int64_t admit_seq;    /* admission order: the newest is preempted first */
+	int64_t recomputed_tokens;
+	int32_t pending_xfers;/* transfers in flight for this request */
+	int8_t free_on_unpin; /* finished while its pages moved: free after */
+};
+
+/* Per-tenant counters that end up in summary.csv. */
+struct ema_tenant {
+	int index;
+	int gpu;
+	const struct ema_tenant_cfg *cfg;
+	struct ema_request *reqs;     /* all requests, arrival order */
+	int32_t n_reqs;
+	int32_t next_arrival;
+	int32_t n_done;
+	/* queues hold request indices */
+	int32_t *waiting; int32_t waiting_head, waiting_n, waiting_cap; /* ring */
+	int32_t *running; int32_t running_n;
+	int32_t *swapped; int32_t swapped_n;
+	bool busy;                    /* an iteration is in flight */
+	bool kick_pending;            /* a schedule timer is armed */
+	int64_t reclaim_wait_since;   /* >= 0 while waiting for reclaimed pages */
+	int32_t kv_capacity_pages;    /* KV pages of its own GPU */
+	int32_t max_request_pages;    /* most KV one request can ever hold (policy) */
+	/* the staging area (an engine mechanism the policy sizes) */
+	int32_t *staging; int32_t staging_pages, cap_staging;
+	int32_t local_reserve;        /* own free pages kept for staging: borrow before using them */
+	int64_t last_account_ns;
+	int32_t kv_pages;             /* KV pages held, all GPUs */
+	int32_t xfers_in_flight;      /* transfers of its requests in flight */
+	int32_t *iter_batch; int32_t iter_n;     /* requests of the iteration in flight */
+	int32_t *iter_chunk;                     /* tokens each computes (0 = decode) */
+	int32_t *local_buf; int32_t *remote_buf[EMA_MAX_GPUS]; int32_t page_buf_cap;
+	struct ema_tenant_stats stats;
+};
+
+struct ema_engine {
+	const struct ema_config *cfg;
+	struct ema_platform *platform;
+	const struct ema_policy_ops *policy;
+	void *policy_state;
+	const void *own_knobs;        /* the policy's own knobs, or NULL */
+	struct ema_policy_ctx ctx;    /* what its hooks see */
+	bool policy_ready;            /* init succeeded: fini is due */
+	struct ema_request **victims; int cap_victims; /* borrowers_on's array */
+	struct ema_ledger ledger;
+	uint64_t page_bytes;
+	uint64_t kv_bytes_per_token;
+	uint64_t block_bytes;
+	int32_t weight_pages;
+	int n_tenants;
+	struct ema_tenant tenants[EMA_MAX_TENANTS];
+	int64_t admit_counter;
+	int64_t xfers_in_flight;      /* transfers started, not yet done */
+	int32_t host_free[EMA_MAX_GPUS];  /* host pages left for swap/demotion */
+	int32_t *host_stack[EMA_MAX_GPUS];/* free host slots per tenant GPU */
+	int32_t host_capacity;
+	bool page_lists;              /* fill page numbers in iterations (hw needs them) */
+	/* results */
+	struct ema_reclaim_record *reclaims; int32_t n_reclaims, cap_reclaims;
+	/* Memory over time, on a grid of timeline_period_s, recorded only
+	 * where a GPU's figures change (plus the grid point before each
+	 * change, so that lines drawn through the rows stay flat across
+	 * idle gaps): cost grows with work, not with simulated time. */
+	struct ema_timeline_sample *timeline; int32_t n_timeline, cap_timeline;
+	double timeline_period_s;
+	int64_t timeline_next_k;      /* next grid point not yet looked at */
+	int64_t timeline_last_k[EMA_MAX_GPUS];   /* grid point of each GPU's last row, -1: none */
+	struct ema_timeline_sample timeline_last[EMA_MAX_GPUS];
+	int64_t end_ns;
+	int64_t total_requests;
+	int64_t done_requests;
+	int error;                    /* first error from a callback */
+	struct ema_error err;
+	struct ema_error op_err;      /* what the platform said of a failed op */
+	ema_progress_fn progress_fn;  /* called after every iteration, or NULL */
+	void *progress_arg;
+};
+
+/* ema_engine_new and ema_engine_free in place, for tests that keep an
+ * engine on the stack. */
+int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
+		      const struct ema_policy_ops *policy, struct ema_platform *platform,
+		      const struct ema_workload *workloads, struct ema_error *err);
+
+void ema_engine_destroy(struct ema_engine *e);
+
+/* Pages needed to hold the KV of `tokens` tokens (whole blocks). */
+int32_t ema_engine_pages_for_tokens(const struct ema_engine *e, int64_t tokens);
+
+/* --- mechanisms (policies reach them through policies/policy.h) --- */
+
+/* Preempts request r of its tenant by recomputation: its pages are freed
+ * now and it goes back to the front of the waiting queue. */
+void ema_engine_preempt_recompute(struct ema_engine *e, struct ema_request *r);
+/* Preempts by swapping its KV to host memory; false when host memory is
+ * full or the request is pinned (then the caller recomputes). */
+bool ema_engine_preempt_swap(struct ema_engine *e, struct ema_request *r);
+/* The same on behalf of a lender's reclaim (counted as a demotion). */
+bool ema_engine_demote(struct ema_engine *e, struct ema_request *r);
+/* Moves the pages request r holds on `lender` back to its tenant's GPU
+ * (which must have that many free pages); asynchronous: the request is
+ * pinned until the data has arrived. Returns the pages moved. */
+int32_t ema_engine_move_home(struct ema_engine *e, struct ema_request *r, int lender);
+/* Records a reclaim (for the latency figures). */
+void ema_engine_record_reclaim(struct ema_engine *e, int gpu, int32_t pages,
+			       int64_t start_ns, int64_t latency_ns);
+int64_t ema_engine_now(struct ema_engine *e);
+
+#endif
