@@ -38,18 +38,10 @@ static bool policy_known(const char *name)
 #define SEED_MAX 9007199254740992.0 /* 2^53: JSON numbers are doubles */
 #define END { NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }
 
-/* Order follows the enums in config.h: the index is the value. */
-static const char *const source_names[] = { "synthetic", "trace", "lengths", NULL };
-static const char *const format_names[] = {
-	"auto", "azure", "vidur", "burstgpt", "mooncake", "lengths", NULL
-};
-static const char *const arrival_names[] = { "poisson", "gamma", NULL };
-static const char *const length_names[] = {
-	"fixed", "uniform", "lognormal", "empirical", NULL
-};
+/* The workload choices' names are traces/'s (workload.h), in enum order. */
 
 static const struct ema_config_key length_keys[] = {
-	{ "kind", EMA_CFG_ENUM, LN(kind), 0, 0, 0, 0, 0, length_names, NULL, NULL },
+	{ "kind", EMA_CFG_ENUM, LN(kind), 0, 0, 0, 0, 0, ema_length_kind_names, NULL, NULL },
 	{ "mean", EMA_CFG_DBL, LN(mean), 0, 0, 0, 1e7, OPEN, NULL, NULL, NULL },
 	{ "cv", EMA_CFG_DBL, LN(cv), 0, 0, 0, 100, 0, NULL, NULL, NULL },
 	{ "min", EMA_CFG_INT, LN(min), 0, 0, 1, 1 << 24, 0, NULL, NULL, NULL },
@@ -58,13 +50,13 @@ static const struct ema_config_key length_keys[] = {
 };
 
 static const struct ema_config_key workload_keys[] = {
-	{ "source", EMA_CFG_ENUM, WL(source), 0, 0, 0, 0, 0, source_names, NULL, NULL },
+	{ "source", EMA_CFG_ENUM, WL(source), 0, 0, 0, 0, 0, ema_workload_source_names, NULL, NULL },
 	{ "trace", EMA_CFG_PATH, WL(trace), SZ(ema_workload_cfg, trace), 0, 0, 0, 0, NULL, NULL, NULL },
-	{ "format", EMA_CFG_ENUM, WL(format), 0, 0, 0, 0, 0, format_names, NULL, NULL },
+	{ "format", EMA_CFG_ENUM, WL(format), 0, 0, 0, 0, 0, ema_trace_format_names, NULL, NULL },
 	{ "start_s", EMA_CFG_DBL, WL(start_s), 0, 0, 0, 1e9, 0, NULL, NULL, NULL },
 	{ "duration_s", EMA_CFG_DBL, WL(duration_s), 0, 0, 0, 1e9, 0, NULL, NULL, NULL },
 	{ "rate_scale", EMA_CFG_DBL, WL(rate_scale), 0, 0, 0, 1e6, OPEN, NULL, NULL, NULL },
-	{ "arrival", EMA_CFG_ENUM, WL(arrival), 0, 0, 0, 0, 0, arrival_names, NULL, NULL },
+	{ "arrival", EMA_CFG_ENUM, WL(arrival), 0, 0, 0, 0, 0, ema_arrival_kind_names, NULL, NULL },
 	{ "rate_rps", EMA_CFG_DBL, WL(rate_rps), 0, 0, 0, 1e4, 0, NULL, NULL, NULL },
 	{ "cv", EMA_CFG_DBL, WL(cv), 0, 0, 0, 100, 0, NULL, NULL, NULL },
 	{ "prompt", EMA_CFG_OBJ, WL(prompt), SZ(ema_workload_cfg, prompt), 0, 0, 0, 0, NULL, length_keys, NULL },
@@ -420,7 +412,7 @@ static int check_tenant(const struct origin *o, const struct ema_config *c,
 
 		return vfail(o, locate_t(o, p, sizeof p, i, f), false, err,
 			     "a %s workload needs a file in tenants.%d.workload.trace",
-			     source_names[w->source], i);
+			     ema_workload_source_names[w->source], i);
 	}
 	if (w->source != EMA_WL_TRACE && w->rate_rps <= 0) {
 		static const char *const f[] = {

@@ -3,6 +3,7 @@
  * applies a --set override, checks types and ranges, and writes the object
  * back, so that every format behaves alike and a knob is one table row. */
 #include "config_internal.h"
+#include "readfile.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -170,58 +171,7 @@ int ema_config_join_path(char *out, size_t size, const char *dir,
 int ema_config_read_file(const char *path, char **text, size_t *len,
 			 struct ema_error *err)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t cap = 0, n = 0;
-	struct stat st;
-	int rc = EMA_OK;
-
-	*text = NULL;
-	*len = 0;
-	if (f == NULL)
-		return ema_error_at(err, path, 0, "cannot open: %s", strerror(errno));
-	/* fopen opens a folder on Linux; say so rather than "Is a directory"
-	 * from the first read */
-	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-		rc = ema_error_at(err, path, 0, "expected a JSON file, got a folder");
-		goto out;
-	}
-	for (;;) {
-		size_t got;
-
-		if (n + 4096 + 1 > cap) {
-			char *nb;
-
-			cap = cap ? cap * 2 : 16384;
-			if (cap > (64u << 20)) {
-				rc = ema_error_at(err, path, 0,
-						  "expected a config file under 64 MiB");
-				goto out;
-			}
-			nb = realloc(buf, cap);
-			if (nb == NULL) {
-				rc = ema_error_set(err, EMA_ERR_NOMEM, "%s: out of memory", path);
-				goto out;
-			}
-			buf = nb;
-		}
-		got = fread(buf + n, 1, cap - n - 1, f);
-		n += got;
-		if (got == 0)
-			break;
-	}
-	if (ferror(f)) {
-		rc = ema_error_at(err, path, 0, "cannot read: %s", strerror(errno));
-		goto out;
-	}
-	buf[n] = '\0';
-	*text = buf;
-	*len = n;
-	buf = NULL;
-out:
-	free(buf);
-	fclose(f);
-	return rc;
+	return ema_read_file(path, "a JSON file", 64u << 20, text, len, err);
 }
 
 int ema_config_parse_text(const char *file, const char *text, size_t len,

@@ -2,6 +2,7 @@
  * other, and reported as rates and ratios so that a noisy shared machine
  * changes them little. */
 #include "bench.h"
+#include "wallclock.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,14 +14,6 @@
 #include "experiment.h"
 #include "hw.h"
 #include "sim.h"
-
-static double wall_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* 8 tenants on an 8-GPU profile, each replaying the whole trace. */
 static int replay(const char *trace, const char *policies, int tenants, bool pressure,
@@ -54,11 +47,11 @@ static int replay(const char *trace, const char *policies, int tenants, bool pre
 	rc = ema_config_load(&x->cfg, path, NULL, 0, err);
 	unlink(path);
 	if (rc == EMA_OK) {
-		double t0 = wall_now();
+		double t0 = ema_wall_now();
 
 		x->quiet = true;
 		rc = ema_experiment_run(x, err);
-		*wall = wall_now() - t0;
+		*wall = ema_wall_now() - t0;
 		*events = 0;
 		*requests = 0;
 		for (int i = 0; i < x->n_runs; i++) {

@@ -2,6 +2,7 @@
  * turns engine state into per-tenant figures, and writes the run folder
  * all at once (temporary folder renamed when complete). */
 #include "experiment.h"
+#include "wallclock.h"
 #include "backends.h"
 #include "hw.h"
 
@@ -22,20 +23,12 @@
 
 #define GIB (1073741824.0)
 
-static double wall_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Progress on stderr, one line a second of wall time; the engine calls
  * this after every iteration only when it was asked to (not --quiet). */
 static void print_progress(void *arg, const struct ema_progress *p)
 {
 	struct progress *pr = arg;
-	double w = wall_now();
+	double w = ema_wall_now();
 
 	if (w < pr->wall_start + 1.0 + (double)pr->lines)
 		return;
@@ -199,7 +192,7 @@ static void lent_peaks(struct ema_policy_run *run)
 int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 {
 	const struct ema_config *cfg = &x->cfg;
-	double t0 = wall_now();
+	double t0 = ema_wall_now();
 	int rc;
 
 	for (int i = 0; i < cfg->n_policies; i++)
@@ -239,7 +232,7 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 	for (int i = 0; i < cfg->n_policies; i++) {
 		struct ema_policy_run *run = &x->runs[i];
 		struct ema_platform *p = NULL;
-		double w0 = wall_now();
+		double w0 = ema_wall_now();
 
 		memset(run, 0, sizeof *run);
 		snprintf(run->policy, sizeof run->policy, "%s", cfg->policies[i]);
@@ -271,7 +264,7 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 			struct progress *pr = &x->progress;
 
 			pr->label = run->policy;
-			pr->wall_start = wall_now();
+			pr->wall_start = ema_wall_now();
 			pr->lines = 0;
 			ema_engine_on_progress(run->engine, print_progress, pr);
 			fprintf(stderr, "ema: running %s on %s (%s, %d tenants, %lld requests)\n",
@@ -289,7 +282,7 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 		p->ops->destroy(p);
 		if (rc != EMA_OK)
 			return rc;
-		run->wall_s = wall_now() - w0;
+		run->wall_s = ema_wall_now() - w0;
 		lent_peaks(run);
 		for (int ti = 0; ti < cfg->n_tenants; ti++) {
 			const struct ema_tenant_result *r = &run->results[ti];
@@ -307,7 +300,7 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 		}
 	}
 	compare(x);
-	x->wall_s = wall_now() - t0;
+	x->wall_s = ema_wall_now() - t0;
 	return EMA_OK;
 }
 

@@ -5,6 +5,7 @@
  * "path:line: what was expected". */
 #include "workload.h"
 #include "workload_priv.h"
+#include "readfile.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -21,22 +22,26 @@
  * far inside int64_t (about 292 years). */
 #define MAX_SECONDS 1e9
 
-static const char *const format_names[] = {
+const char *const ema_trace_format_names[] = {
 	[EMA_TRACE_AUTO] = "auto",
 	[EMA_TRACE_AZURE] = "azure",
 	[EMA_TRACE_VIDUR] = "vidur",
 	[EMA_TRACE_BURSTGPT] = "burstgpt",
 	[EMA_TRACE_MOONCAKE] = "mooncake",
 	[EMA_TRACE_LENGTHS] = "lengths",
+	NULL
 };
-#define N_FORMATS ((int)(sizeof format_names / sizeof format_names[0]))
+const char *const ema_workload_source_names[] = { "synthetic", "trace", "lengths", NULL };
+const char *const ema_arrival_kind_names[] = { "poisson", "gamma", NULL };
+const char *const ema_length_kind_names[] = { "fixed", "uniform", "lognormal", "empirical", NULL };
+#define N_FORMATS ((int)(sizeof ema_trace_format_names / sizeof ema_trace_format_names[0]) - 1)
 
 int ema_trace_format_parse(const char *name)
 {
 	if (name == NULL)
 		return -1;
 	for (int i = 0; i < N_FORMATS; i++)
-		if (strcmp(name, format_names[i]) == 0)
+		if (strcmp(name, ema_trace_format_names[i]) == 0)
 			return i;
 	return -1;
 }
@@ -45,7 +50,7 @@ const char *ema_trace_format_name(enum ema_trace_format fmt)
 {
 	if ((int)fmt < 0 || (int)fmt >= N_FORMATS)
 		return "unknown";
-	return format_names[fmt];
+	return ema_trace_format_names[fmt];
 }
 
 void ema_workload_free(struct ema_workload *w)
@@ -131,56 +136,12 @@ struct reader {
 	size_t skipped;              /* BurstGPT failed rows left out */
 };
 
-/* The whole file in one buffer: one read, then pointer walking, which is
- * what makes the single pass cheap. */
+/* The whole file in one buffer (base/readfile.c): one read, then pointer
+ * walking, which is what makes the single pass cheap. */
 static int read_all(const char *path, char **buf, size_t *len,
 		    struct ema_error *err)
 {
-	FILE *f;
-	char *b = NULL, *nb;
-	size_t cap = 0, n = 0, got;
-	int rc = 0;
-
-	struct stat st;
-
-	f = fopen(path, "rb");
-	if (f == NULL)
-		return ema_error_at(err, path, 0, "cannot open: %s", strerror(errno));
-	/* fopen accepts a folder on Linux; reading it fails with EISDIR,
-	 * which would pass for an I/O fault rather than the user's mistake */
-	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-		rc = ema_error_at(err, path, 0, "expected a trace file, got a folder");
-		goto out;
-	}
-	for (;;) {
-		if (cap - n < 65536) {
-			cap = cap ? cap * 2 : 1 << 20;
-			nb = realloc(b, cap + 1);
-			if (nb == NULL) {
-				rc = ema_error_set(err, EMA_ERR_NOMEM,
-						   "%s: out of memory reading the file", path);
-				goto out;
-			}
-			b = nb;
-		}
-		got = fread(b + n, 1, cap - n, f);
-		n += got;
-		if (got == 0)
-			break;
-	}
-	if (ferror(f)) {
-		/* the user's file, unreadable: an input error like a missing one */
-		rc = ema_error_at(err, path, 0, "cannot read: %s", strerror(errno));
-		goto out;
-	}
-	b[n] = '\0';
-	*buf = b;
-	*len = n;
-	b = NULL;
-out:
-	free(b);
-	fclose(f);
-	return rc;
+	return ema_read_file(path, "a trace file", 0, buf, len, err);
 }
 
 /* Next line of [*p, end): LF or CRLF, the last one possibly unterminated. */

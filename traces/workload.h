@@ -27,6 +27,13 @@ enum ema_trace_format {
 	EMA_TRACE_MOONCAKE, EMA_TRACE_LENGTHS
 };
 
+/* The names of these choices, in enum order, NULL-terminated (the
+ * configuration parses and writes them from here). */
+extern const char *const ema_workload_source_names[];
+extern const char *const ema_arrival_kind_names[];
+extern const char *const ema_length_kind_names[];
+extern const char *const ema_trace_format_names[];
+
 struct ema_length_cfg {
 	enum ema_length_kind kind;
 	double mean;                  /* tokens (fixed: the value) */
