@@ -622,6 +622,8 @@ int ema_config_load(struct ema_config *cfg, const char *path,
 
 	if (cfg == NULL || (n_overrides > 0 && overrides == NULL))
 		return ema_error_set(err, EMA_ERR_INTERNAL, "ema_config_load: bad arguments");
+	/* the key engine resolves hardware and model values through these */
+	ema_config_keys_use_named(&ema_config_hw_named, &ema_config_model_named);
 	rc = config_defaults(cfg, err);
 	if (rc < 0)
 		return rc;
@@ -680,6 +682,7 @@ int ema_config_load(struct ema_config *cfg, const char *path,
 int ema_config_write_json(const struct ema_config *cfg, FILE *out,
 			  struct ema_error *err)
 {
+	ema_config_keys_use_named(&ema_config_hw_named, &ema_config_model_named);
 	ema_config_write_object(out, ema_config_top_keys, cfg, 0);
 	fputc('\n', out);
 	if (ferror(out))

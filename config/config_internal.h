@@ -32,6 +32,25 @@ struct ema_config_src {
 	const char *base_dir; /* relative paths join this; NULL or "" = as given */
 };
 
+/* A value that is a name or path resolving to a struct, or that struct
+ * inline (EMA_CFG_HW, EMA_CFG_MODEL). profile.c describes the two kinds;
+ * config.c hands them to the key engine (ema_config_keys_use_named), so
+ * the engine in config_keys.c calls no profile code. */
+struct ema_config_named {
+	const char *what;                    /* "hardware profile", "model" */
+	const struct ema_config_key *keys;   /* the inline object's table */
+	size_t size;                         /* bytes of the struct */
+	void (*defaults)(void *obj);
+	int (*resolve)(void *obj, const char *value, const struct ema_config_src *src,
+		       const char *path, struct ema_error *err);
+	int (*check)(const void *obj, const struct ema_config_src *src, const char *path,
+		     struct ema_error *err);
+};
+extern const struct ema_config_named ema_config_hw_named;
+extern const struct ema_config_named ema_config_model_named;
+void ema_config_keys_use_named(const struct ema_config_named *hw,
+			       const struct ema_config_named *model);
+
 /* The tables (profile.c, config.c). */
 extern const struct ema_config_key ema_config_hw_keys[];
 extern const struct ema_config_key ema_config_model_keys[];

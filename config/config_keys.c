@@ -382,12 +382,28 @@ static int set_array(const struct ema_config_key *k, char *base,
 	return EMA_OK;
 }
 
+/* What EMA_CFG_HW and EMA_CFG_MODEL values resolve to, given by config.c
+ * (profile.c describes them): the engine stays free of profile code. */
+static const struct ema_config_named *named_kinds[2];
+
+void ema_config_keys_use_named(const struct ema_config_named *hw,
+			       const struct ema_config_named *model)
+{
+	named_kinds[0] = hw;
+	named_kinds[1] = model;
+}
+
+static const struct ema_config_named *named_of(const struct ema_config_key *k)
+{
+	return named_kinds[k->type == EMA_CFG_HW ? 0 : 1];
+}
+
 static int set_hw_or_model(const struct ema_config_key *k, char *base,
 			   const cJSON *v, const char *path,
 			   const struct ema_config_src *src,
 			   struct ema_error *err)
 {
-	bool hw = k->type == EMA_CFG_HW;
+	const struct ema_config_named *nk = named_of(k);
 	char *name = base + k->off;
 	int rc;
 
@@ -409,12 +425,7 @@ static int set_hw_or_model(const struct ema_config_key *k, char *base,
 		if (strlen(value) >= k->size)
 			return ema_config_fail(src, path, true, err,
 					       "expected at most %zu bytes", k->size - 1);
-		if (hw)
-			rc = ema_config_resolve_hw((struct ema_hw_profile *)(base + k->off2),
-						   value, src, path, err);
-		else
-			rc = ema_config_resolve_model((struct ema_model *)(base + k->off2),
-						      value, src, path, err);
+		rc = nk->resolve(base + k->off2, value, src, path, err);
 		if (rc < 0)
 			return rc;
 		memcpy(name, value, strlen(value) + 1);
@@ -423,29 +434,25 @@ static int set_hw_or_model(const struct ema_config_key *k, char *base,
 	if (!cJSON_IsObject(v))
 		return ema_config_fail(src, path, true, err,
 				       "expected a %s name or an inline object, got %s",
-				       hw ? "hardware profile" : "model", json_kind(v));
-	if (hw) {
-		struct ema_hw_profile tmp;
+				       nk->what, json_kind(v));
+	{
+		/* both kinds start with their name (struct ema_hw_profile,
+		 * struct ema_model) */
+		char *tmp = malloc(nk->size);
 
-		ema_config_hw_defaults(&tmp);
-		rc = ema_config_parse_object(ema_config_hw_keys, &tmp, v, path, src, err);
+		if (tmp == NULL)
+			return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+		nk->defaults(tmp);
+		rc = ema_config_parse_object(nk->keys, tmp, v, path, src, err);
 		if (rc == 0)
-			rc = ema_config_check_hw(&tmp, src, path, err);
+			rc = nk->check(tmp, src, path, err);
+		if (rc == 0) {
+			memcpy(base + k->off2, tmp, nk->size);
+			snprintf(name, k->size, "%s", tmp);
+		}
+		free(tmp);
 		if (rc < 0)
 			return rc;
-		memcpy(base + k->off2, &tmp, sizeof tmp);
-		snprintf(name, k->size, "%s", tmp.name);
-	} else {
-		struct ema_model tmp;
-
-		ema_config_model_defaults(&tmp);
-		rc = ema_config_parse_object(ema_config_model_keys, &tmp, v, path, src, err);
-		if (rc == 0)
-			rc = ema_config_check_model(&tmp, src, path, err);
-		if (rc < 0)
-			return rc;
-		memcpy(base + k->off2, &tmp, sizeof tmp);
-		snprintf(name, k->size, "%s", tmp.name);
 	}
 	return EMA_OK;
 }
@@ -755,7 +762,7 @@ int ema_config_apply_set(const struct ema_config_key *tbl, void *base,
 		case EMA_CFG_HW:
 		case EMA_CFG_MODEL:
 			/* no objects inside: nothing to reset below */
-			t = k->type == EMA_CFG_HW ? ema_config_hw_keys : ema_config_model_keys;
+			t = named_of(k)->keys;
 			b += k->off2;
 			d = NULL;
 			continue;
@@ -947,10 +954,8 @@ static void write_value(FILE *out, const struct ema_config_key *k,
 		break;
 	}
 	case EMA_CFG_HW:
-		ema_config_write_object(out, ema_config_hw_keys, base + k->off2, indent);
-		break;
 	case EMA_CFG_MODEL:
-		ema_config_write_object(out, ema_config_model_keys, base + k->off2, indent);
+		ema_config_write_object(out, named_of(k)->keys, base + k->off2, indent);
 		break;
 	}
 }

@@ -283,3 +283,49 @@ int ema_hw_profile_write_json(const struct ema_hw_profile *hw, FILE *out)
 	fputc('\n', out);
 	return ferror(out) ? EMA_ERR_IO : EMA_OK;
 }
+
+/* ---- the two named kinds, for the key engine ---------------------------- */
+
+static void hw_defaults(void *obj)
+{
+	ema_config_hw_defaults(obj);
+}
+
+static void model_defaults(void *obj)
+{
+	ema_config_model_defaults(obj);
+}
+
+static int hw_resolve(void *obj, const char *value, const struct ema_config_src *src,
+		      const char *path, struct ema_error *err)
+{
+	return ema_config_resolve_hw(obj, value, src, path, err);
+}
+
+static int model_resolve(void *obj, const char *value, const struct ema_config_src *src,
+			 const char *path, struct ema_error *err)
+{
+	return ema_config_resolve_model(obj, value, src, path, err);
+}
+
+static int hw_check(const void *obj, const struct ema_config_src *src, const char *path,
+		    struct ema_error *err)
+{
+	return ema_config_check_hw(obj, src, path, err);
+}
+
+static int model_check(const void *obj, const struct ema_config_src *src, const char *path,
+		       struct ema_error *err)
+{
+	return ema_config_check_model(obj, src, path, err);
+}
+
+const struct ema_config_named ema_config_hw_named = {
+	"hardware profile", ema_config_hw_keys, sizeof(struct ema_hw_profile),
+	hw_defaults, hw_resolve, hw_check,
+};
+
+const struct ema_config_named ema_config_model_named = {
+	"model", ema_config_model_keys, sizeof(struct ema_model),
+	model_defaults, model_resolve, model_check,
+};
