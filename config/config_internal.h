@@ -55,6 +55,12 @@ struct ema_config_key {
 	const char *const *names;        /* ENUM, CHOICE: NULL-terminated */
 	const struct ema_config_key *sub; /* OBJ and ARRAY elements */
 	void (*init)(void *elem, int index); /* ARRAY: defaults of a new element */
+	/* For the key reference (doc/keys.md, ema_config_write_reference):
+	 * the unit ("" when none) and one or two sentences on what the key
+	 * does and who reads it. Last, so that a row lists them after the
+	 * mechanics; every row has both (tests/test_keys checks it). */
+	const char *unit;
+	const char *help;
 };
 
 /* Where values come from, for messages: a file (with its raw text, so that
@@ -133,6 +139,10 @@ int ema_config_check_hw(const struct ema_hw_profile *hw,
 int ema_config_check_model(const struct ema_model *m,
 			   const struct ema_config_src *src, const char *path,
 			   struct ema_error *err);
+
+/* The built-in scenario: what every key takes when neither a file nor
+ * --set gives it (not scenarios/default.json), profile and model resolved. */
+int ema_config_builtin(struct ema_config *c, struct ema_error *err);
 
 /* Defaults for inline objects: everything zero but what may be left out. */
 void ema_config_model_defaults(struct ema_model *m);
