@@ -1,5 +1,9 @@
 # tests/local.mk: sources and tests of tests/.
 
+# The documentation's links, folder map and quoted default scenario.
+TESTS += tests/test_docs.sh
+EXTRA_DIST += tests/test_docs.sh
+
 # The worked examples of doc/model.md and doc/policies.md, computed.
 if HAVE_CUNIT
 check_PROGRAMS += tests/test_model
