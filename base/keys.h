@@ -43,14 +43,20 @@ struct ema_config_key {
 	const char *const *names;        /* ENUM, CHOICE: NULL-terminated */
 	const struct ema_config_key *sub; /* OBJ and ARRAY elements */
 	void (*init)(void *elem, int index); /* ARRAY: defaults of a new element */
+	/* For the key reference (doc/keys.md, ema_config_write_reference):
+	 * the unit ("" when none) and one or two sentences on what the key
+	 * does and who reads it. Last, so that a row lists them after the
+	 * mechanics; every row has both (tests/test_keys checks it). */
+	const char *unit;
+	const char *help;
 };
 
 /* Rows of a policy's own knob table (policies/policy.h): an int or a
  * double field of struct S in [lo, hi], and the terminator. */
 #define EMA_KNOB_INT(S, field, lo, hi, text) \
-	{ #field, EMA_CFG_INT, offsetof(S, field), 0, 0, lo, hi, 0, NULL, NULL, NULL }
+	{ #field, EMA_CFG_INT, offsetof(S, field), 0, 0, lo, hi, 0, NULL, NULL, NULL, "", text }
 #define EMA_KNOB_DBL(S, field, lo, hi, text) \
-	{ #field, EMA_CFG_DBL, offsetof(S, field), 0, 0, lo, hi, 0, NULL, NULL, NULL }
-#define EMA_KNOB_END { NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }
+	{ #field, EMA_CFG_DBL, offsetof(S, field), 0, 0, lo, hi, 0, NULL, NULL, NULL, "", text }
+#define EMA_KNOB_END { NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
 
 #endif

@@ -36,50 +36,113 @@ static bool policy_known(const char *name)
 #define SZ(t, f) sizeof(((struct t *)0)->f)
 #define OPEN EMA_CFG_MIN_OPEN
 #define SEED_MAX 9007199254740992.0 /* 2^53: JSON numbers are doubles */
-#define END { NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }
+#define END { NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
 
 /* The workload choices' names are traces/'s (workload.h), in enum order. */
 
 static const struct ema_config_key length_keys[] = {
-	{ "kind", EMA_CFG_ENUM, LN(kind), 0, 0, 0, 0, 0, ema_length_kind_names, NULL, NULL },
-	{ "mean", EMA_CFG_DBL, LN(mean), 0, 0, 0, 1e7, OPEN, NULL, NULL, NULL },
-	{ "cv", EMA_CFG_DBL, LN(cv), 0, 0, 0, 100, 0, NULL, NULL, NULL },
-	{ "min", EMA_CFG_INT, LN(min), 0, 0, 1, 1 << 24, 0, NULL, NULL, NULL },
-	{ "max", EMA_CFG_INT, LN(max), 0, 0, 1, 1 << 24, 0, NULL, NULL, NULL },
+	{ "kind", EMA_CFG_ENUM, LN(kind), 0, 0, 0, 0, 0, ema_length_kind_names, NULL, NULL,
+	  "",
+	  "`fixed`: `mean` tokens; `uniform`: integers in [`min`, `max`]; "
+	  "`lognormal`: `mean` and `cv` of the lognormal itself, not of its log; "
+	  "`empirical`: a random row of the workload's `trace`." },
+	{ "mean", EMA_CFG_DBL, LN(mean), 0, 0, 0, 1e7, OPEN, NULL, NULL, NULL,
+	  "tokens", "Mean length (`fixed`, `lognormal`)." },
+	{ "cv", EMA_CFG_DBL, LN(cv), 0, 0, 0, 100, 0, NULL, NULL, NULL,
+	  "", "Coefficient of variation (`lognormal`)." },
+	{ "min", EMA_CFG_INT, LN(min), 0, 0, 1, 1 << 24, 0, NULL, NULL, NULL,
+	  "tokens",
+	  "Every drawn length is clamped to [max(1, `min`), `max`], rows of "
+	  "`lengths` and `empirical` files included; also the lower end of "
+	  "`uniform`." },
+	{ "max", EMA_CFG_INT, LN(max), 0, 0, 1, 1 << 24, 0, NULL, NULL, NULL,
+	  "tokens", "Upper clamp of every drawn length; also the upper end of `uniform`." },
 	END
 };
 
 static const struct ema_config_key workload_keys[] = {
-	{ "source", EMA_CFG_ENUM, WL(source), 0, 0, 0, 0, 0, ema_workload_source_names, NULL, NULL },
-	{ "trace", EMA_CFG_PATH, WL(trace), SZ(ema_workload_cfg, trace), 0, 0, 0, 0, NULL, NULL, NULL },
-	{ "format", EMA_CFG_ENUM, WL(format), 0, 0, 0, 0, 0, ema_trace_format_names, NULL, NULL },
-	{ "start_s", EMA_CFG_DBL, WL(start_s), 0, 0, 0, 1e9, 0, NULL, NULL, NULL },
-	{ "duration_s", EMA_CFG_DBL, WL(duration_s), 0, 0, 0, 1e9, 0, NULL, NULL, NULL },
-	{ "rate_scale", EMA_CFG_DBL, WL(rate_scale), 0, 0, 0, 1e6, OPEN, NULL, NULL, NULL },
-	{ "arrival", EMA_CFG_ENUM, WL(arrival), 0, 0, 0, 0, 0, ema_arrival_kind_names, NULL, NULL },
-	{ "rate_rps", EMA_CFG_DBL, WL(rate_rps), 0, 0, 0, 1e4, 0, NULL, NULL, NULL },
-	{ "cv", EMA_CFG_DBL, WL(cv), 0, 0, 0, 100, 0, NULL, NULL, NULL },
-	{ "prompt", EMA_CFG_OBJ, WL(prompt), SZ(ema_workload_cfg, prompt), 0, 0, 0, 0, NULL, length_keys, NULL },
-	{ "output", EMA_CFG_OBJ, WL(output), SZ(ema_workload_cfg, output), 0, 0, 0, 0, NULL, length_keys, NULL },
-	{ "max_requests", EMA_CFG_INT, WL(max_requests), 0, 0, 0, INT_MAX, 0, NULL, NULL, NULL },
-	{ "seed", EMA_CFG_U64, WL(seed), 0, 0, 0, SEED_MAX, 0, NULL, NULL, NULL },
+	{ "source", EMA_CFG_ENUM, WL(source), 0, 0, 0, 0, 0, ema_workload_source_names, NULL, NULL,
+	  "",
+	  "`synthetic`: generated arrivals and lengths; `trace`: arrivals and "
+	  "lengths from a file; `lengths`: generated arrivals, lengths from a file "
+	  "(a random row per request, prompt and output kept paired)." },
+	{ "trace", EMA_CFG_PATH, WL(trace), SZ(ema_workload_cfg, trace), 0, 0, 0, 0, NULL, NULL, NULL,
+	  "",
+	  "The file for `trace`, `lengths` or `empirical` lengths; a relative path "
+	  "resolves against the config file's folder (the current folder for "
+	  "`--set`)." },
+	{ "format", EMA_CFG_ENUM, WL(format), 0, 0, 0, 0, 0, ema_trace_format_names, NULL, NULL,
+	  "",
+	  "Trace format; `auto` tells it from the header line "
+	  "(doc/configuration.md, \"Trace formats\")." },
+	{ "start_s", EMA_CFG_DBL, WL(start_s), 0, 0, 0, 1e9, 0, NULL, NULL, NULL,
+	  "s", "trace: window start; the first kept arrival becomes t = 0." },
+	{ "duration_s", EMA_CFG_DBL, WL(duration_s), 0, 0, 0, 1e9, 0, NULL, NULL, NULL,
+	  "s",
+	  "synthetic/lengths: arrivals in [0, duration) (required unless "
+	  "`max_requests` > 0); trace: window length, 0 = to the end." },
+	{ "rate_scale", EMA_CFG_DBL, WL(rate_scale), 0, 0, 0, 1e6, OPEN, NULL, NULL, NULL,
+	  "factor", "trace: inter-arrival times are divided by this (2 = twice as fast)." },
+	{ "arrival", EMA_CFG_ENUM, WL(arrival), 0, 0, 0, 0, 0, ema_arrival_kind_names, NULL, NULL,
+	  "", "synthetic/lengths: the arrival process." },
+	{ "rate_rps", EMA_CFG_DBL, WL(rate_rps), 0, 0, 0, 1e4, 0, NULL, NULL, NULL,
+	  "requests/s", "synthetic/lengths: arrival rate; must be > 0 for generated arrivals." },
+	{ "cv", EMA_CFG_DBL, WL(cv), 0, 0, 0, 100, 0, NULL, NULL, NULL,
+	  "",
+	  "`gamma` arrivals: coefficient of variation of the gaps; must be > 0 for "
+	  "them." },
+	{ "prompt", EMA_CFG_OBJ, WL(prompt), SZ(ema_workload_cfg, prompt), 0, 0, 0, 0, NULL, length_keys, NULL,
+	  "tokens", "Prompt length distribution: the `prompt.*` rows." },
+	{ "output", EMA_CFG_OBJ, WL(output), SZ(ema_workload_cfg, output), 0, 0, 0, 0, NULL, length_keys, NULL,
+	  "tokens", "Output length distribution: the `output.*` rows." },
+	{ "max_requests", EMA_CFG_INT, WL(max_requests), 0, 0, 0, INT_MAX, 0, NULL, NULL, NULL,
+	  "requests",
+	  "At most this many requests (the first ones); 0 = no cap. A generated "
+	  "stream holds at most 10,000,000 (rate_rps x duration_s included)." },
+	{ "seed", EMA_CFG_U64, WL(seed), 0, 0, 0, SEED_MAX, 0, NULL, NULL, NULL,
+	  "",
+	  "0 = derived from the run seed and the tenant index; otherwise this "
+	  "tenant's stream seed." },
 	END
 };
 
 static const struct ema_config_key tenant_keys[] = {
-	{ "name", EMA_CFG_STR, TN(name), SZ(ema_tenant_cfg, name), 0, 0, 0, EMA_CFG_NONEMPTY, NULL, NULL, NULL },
-	{ "gpu", EMA_CFG_INT, TN(gpu), 0, 0, 0, EMA_MAX_GPUS - 1, 0, NULL, NULL, NULL },
-	{ "workload", EMA_CFG_OBJ, TN(workload), SZ(ema_tenant_cfg, workload), 0, 0, 0, 0, NULL, workload_keys, NULL },
+	{ "name", EMA_CFG_STR, TN(name), SZ(ema_tenant_cfg, name), 0, 0, 0, EMA_CFG_NONEMPTY, NULL, NULL, NULL,
+	  "",
+	  "Unique; 1..63 letters, digits, `-`, `_`, `.`, not starting with `.`. "
+	  "Shown in every output and a field of every CSV." },
+	{ "gpu", EMA_CFG_INT, TN(gpu), 0, 0, 0, EMA_MAX_GPUS - 1, 0, NULL, NULL, NULL,
+	  "",
+	  "Home GPU, 0..n_gpus-1, one tenant per GPU. A GPU without a tenant lends "
+	  "all its memory (no floor, no reserve)." },
+	{ "workload", EMA_CFG_OBJ, TN(workload), SZ(ema_tenant_cfg, workload), 0, 0, 0, 0, NULL, workload_keys, NULL,
+	  "", "Where its requests come from: the `workload.*` rows." },
 	END
 };
 
 static const struct ema_config_key serving_keys[] = {
-	{ "block_tokens", EMA_CFG_INT, SV(block_tokens), 0, 0, 1, 4096, 0, NULL, NULL, NULL },
-	{ "max_batch", EMA_CFG_INT, SV(max_batch), 0, 0, 1, 65536, 0, NULL, NULL, NULL },
-	{ "max_batch_tokens", EMA_CFG_INT, SV(max_batch_tokens), 0, 0, 1, 1 << 20, 0, NULL, NULL, NULL },
-	{ "chunked_prefill", EMA_CFG_BOOL, SV(chunked_prefill), 0, 0, 0, 0, 0, NULL, NULL, NULL },
-	{ "watermark", EMA_CFG_DBL, SV(watermark), 0, 0, 0, 0.5, 0, NULL, NULL, NULL },
-	{ "layer_groups", EMA_CFG_INT, SV(layer_groups), 0, 0, 1, 1024, 0, NULL, NULL, NULL },
+	{ "block_tokens", EMA_CFG_INT, SV(block_tokens), 0, 0, 1, 4096, 0, NULL, NULL, NULL,
+	  "tokens",
+	  "KV block size; a request's pages = ceil(blocks x block bytes / page "
+	  "bytes)." },
+	{ "max_batch", EMA_CFG_INT, SV(max_batch), 0, 0, 1, 65536, 0, NULL, NULL, NULL,
+	  "requests", "Running requests per tenant." },
+	{ "max_batch_tokens", EMA_CFG_INT, SV(max_batch_tokens), 0, 0, 1, 1 << 20, 0, NULL, NULL, NULL,
+	  "tokens", "Tokens computed per iteration." },
+	{ "chunked_prefill", EMA_CFG_BOOL, SV(chunked_prefill), 0, 0, 0, 0, 0, NULL, NULL, NULL,
+	  "",
+	  "false: as vLLM, an iteration with only prefills whenever a waiting "
+	  "request can be admitted; true: decodes first, then prefill chunks fill "
+	  "the token budget." },
+	{ "watermark", EMA_CFG_DBL, SV(watermark), 0, 0, 0, 0.5, 0, NULL, NULL, NULL,
+	  "share of KV pages",
+	  "Kept free when admitting or swapping in, so that running requests can "
+	  "grow; waived when the tenant has nothing running or moving. A request "
+	  "whose whole KV can never fit is dropped at arrival." },
+	{ "layer_groups", EMA_CFG_INT, SV(layer_groups), 0, 0, 1, 1024, 0, NULL, NULL, NULL,
+	  "layer groups",
+	  "Granularity of the prefetch pipeline (ema, hw backend); capped at the "
+	  "model's layers." },
 	END
 };
 
@@ -87,17 +150,49 @@ static const struct ema_config_key serving_keys[] = {
  * object per policy with a knob table of its own. */
 #define POLICY_SHARED_KEYS 11
 static struct ema_config_key policy_keys[POLICY_SHARED_KEYS + EMA_MAX_KNOB_TABLES + 1] = {
-	{ "ideal_factor", EMA_CFG_DBL, PO(ideal_factor), 0, 0, 1, 64, 0, NULL, NULL, NULL },
-	{ "lender_floor", EMA_CFG_DBL, PO(lender_floor), 0, 0, 0, 1, 0, NULL, NULL, NULL },
-	{ "lender_reserve", EMA_CFG_DBL, PO(lender_reserve), 0, 0, 0, 1, 0, NULL, NULL, NULL },
-	{ "max_remote_share", EMA_CFG_DBL, PO(max_remote_share), 0, 0, 0, 1, 0, NULL, NULL, NULL },
-	{ "prefetch_depth", EMA_CFG_INT, PO(prefetch_depth), 0, 0, 0, 1024, 0, NULL, NULL, NULL },
-	{ "headroom", EMA_CFG_DBL, PO(headroom), 0, 0, 0, 1, 0, NULL, NULL, NULL },
-	{ "reclaim_mode", EMA_CFG_ENUM, PO(reclaim_mode), 0, 0, 0, 0, 0, ema_reclaim_mode_names, NULL, NULL },
-	{ "host_gib", EMA_CFG_DBL, PO(host_gib), 0, 0, 0, 4096, 0, NULL, NULL, NULL },
-	{ "copy_method", EMA_CFG_ENUM, PO(copy_method), 0, 0, 0, 0, 0, ema_copy_method_names, NULL, NULL },
-	{ "lender_max_slowdown", EMA_CFG_DBL, PO(lender_max_slowdown), 0, 0, 0, 1, 0, NULL, NULL, NULL },
-	{ "borrow_rule", EMA_CFG_ENUM, PO(borrow_rule), 0, 0, 0, 0, 0, ema_borrow_rule_names, NULL, NULL },
+	{ "ideal_factor", EMA_CFG_DBL, PO(ideal_factor), 0, 0, 1, 64, 0, NULL, NULL, NULL,
+	  "factor", "ideal: every GPU's memory (weights included) is multiplied by this." },
+	{ "lender_floor", EMA_CFG_DBL, PO(lender_floor), 0, 0, 0, 1, 0, NULL, NULL, NULL,
+	  "share of the lender's KV pages", "remote_direct, ema: share a lender never lends." },
+	{ "lender_reserve", EMA_CFG_DBL, PO(lender_reserve), 0, 0, 0, 1, 0, NULL, NULL, NULL,
+	  "share of the lender's KV pages", "remote_direct, ema: share a lender keeps free for its own bursts." },
+	{ "max_remote_share", EMA_CFG_DBL, PO(max_remote_share), 0, 0, 0, 1, 0, NULL, NULL, NULL,
+	  "share of the tenant's KV",
+	  "ema: 0 = cap borrowing at what the link can hide (doc/model.md, \"ema's "
+	  "borrowing cap\"); in (0, 1) = cap remote pages at this share of the "
+	  "tenant's KV; 1 = no cap." },
+	{ "prefetch_depth", EMA_CFG_INT, PO(prefetch_depth), 0, 0, 0, 1024, 0, NULL, NULL, NULL,
+	  "layer groups",
+	  "ema: groups staged ahead of the one computing; 0 = read remote KV in "
+	  "place." },
+	{ "headroom", EMA_CFG_DBL, PO(headroom), 0, 0, 0, 1, 0, NULL, NULL, NULL,
+	  "share of the lender's KV pages", "ema: kept free on every lender by reclaiming ahead of need." },
+	{ "reclaim_mode", EMA_CFG_ENUM, PO(reclaim_mode), 0, 0, 0, 0, 0, ema_reclaim_mode_names, NULL, NULL,
+	  "",
+	  "remote_direct, ema: how a borrower's pages are given back. `auto` moves "
+	  "the request home if its GPU has room, else preempts it (recompute); "
+	  "`move` only moves (skips a borrower without room); `host` swaps the "
+	  "borrower to host memory, falling back to recompute; `drop` recomputes." },
+	{ "host_gib", EMA_CFG_DBL, PO(host_gib), 0, 0, 0, 4096, 0, NULL, NULL, NULL,
+	  "GiB per GPU",
+	  "host_swap and `reclaim_mode` `host`: host memory for swapped KV; when "
+	  "full, preemption recomputes." },
+	{ "copy_method", EMA_CFG_ENUM, PO(copy_method), 0, 0, 0, 0, 0, ema_copy_method_names, NULL, NULL,
+	  "",
+	  "Copy API of engine transfers (swap in/out, reclaim moves) and of ema's "
+	  "prefetch: `gather` an SM gather kernel, `batch` cudaMemcpyBatchAsync "
+	  "(copy engines), `per_page` one cudaMemcpyPeerAsync per page." },
+	{ "lender_max_slowdown", EMA_CFG_DBL, PO(lender_max_slowdown), 0, 0, 0, 1, 0, NULL, NULL, NULL,
+	  "share, 0 = no cap",
+	  "ema: caps the pages a lender has out so that borrowers pulling them "
+	  "every step slow its memory-bound work by at most this share: lent <= s x "
+	  "(W + L) x hbm_efficiency / interference_lender." },
+	{ "borrow_rule", EMA_CFG_ENUM, PO(borrow_rule), 0, 0, 0, 0, 0, ema_borrow_rule_names, NULL, NULL,
+	  "",
+	  "ema: `always` borrows whenever the own GPU is full (up to the cap); "
+	  "`throughput` borrows only where it raises tokens per second by the cost "
+	  "model, i.e. weights >= interference_borrower x hbm_efficiency x local "
+	  "KV." },
 	END
 };
 
@@ -120,17 +215,49 @@ static void tenant_init(void *elem, int index)
 }
 
 const struct ema_config_key ema_config_top_keys[] = {
-	{ "name", EMA_CFG_STR, CF(name), SZ(ema_config, name), 0, 0, 0, EMA_CFG_NONEMPTY, NULL, NULL, NULL },
-	{ "seed", EMA_CFG_U64, CF(seed), 0, 0, 0, SEED_MAX, 0, NULL, NULL, NULL },
-	{ "hardware", EMA_CFG_HW, CF(hardware), SZ(ema_config, hardware), CF(hw), 0, 0, 0, NULL, NULL, NULL },
-	{ "model", EMA_CFG_MODEL, CF(model_name), SZ(ema_config, model_name), CF(model), 0, 0, 0, NULL, NULL, NULL },
-	{ "page_mib", EMA_CFG_DBL, CF(page_mib), 0, 0, 0.0625, 1024, EMA_CFG_POW2, NULL, NULL, NULL },
-	{ "gpu_mem_cap_gib", EMA_CFG_DBL, CF(gpu_mem_cap_gib), 0, 0, 0, 1e5, 0, NULL, NULL, NULL },
-	{ "horizon_s", EMA_CFG_DBL, CF(horizon_s), 0, 0, 0, 1e9, 0, NULL, NULL, NULL },
-	{ "policies", EMA_CFG_STRLIST, CF(policies), EMA_NAME_MAX, CF(n_policies), 1, EMA_MAX_POLICIES, 0, NULL, NULL, NULL },
-	{ "serving", EMA_CFG_OBJ, CF(serving), SZ(ema_config, serving), 0, 0, 0, 0, NULL, serving_keys, NULL },
-	{ "policy", EMA_CFG_OBJ, CF(policy), SZ(ema_config, policy), 0, 0, 0, 0, NULL, policy_keys, NULL },
-	{ "tenants", EMA_CFG_ARRAY, CF(tenants), sizeof(struct ema_tenant_cfg), CF(n_tenants), 0, EMA_MAX_TENANTS, 0, NULL, tenant_keys, tenant_init },
+	{ "name", EMA_CFG_STR, CF(name), SZ(ema_config, name), 0, 0, 0, EMA_CFG_NONEMPTY, NULL, NULL, NULL,
+	  "",
+	  "Names the run folder `runs/NAME`; 1..63 letters, digits, `-`, `_`, `.`, "
+	  "not starting with `.`. A config file without it takes its base name "
+	  "(other characters turned into `_`)." },
+	{ "seed", EMA_CFG_U64, CF(seed), 0, 0, 0, SEED_MAX, 0, NULL, NULL, NULL,
+	  "",
+	  "Run seed; every workload stream is derived from (seed, tenant index, "
+	  "stream name)." },
+	{ "hardware", EMA_CFG_HW, CF(hardware), SZ(ema_config, hardware), CF(hw), 0, 0, 0, NULL, NULL, NULL,
+	  "",
+	  "Hardware profile: an embedded name (`ema list hardware`), a path to a "
+	  "profile file (it holds a `/` or ends in `.json`), or an inline object of "
+	  "the hardware profile keys. `hardware.KEY=...` overrides one field of the "
+	  "resolved profile." },
+	{ "model", EMA_CFG_MODEL, CF(model_name), SZ(ema_config, model_name), CF(model), 0, 0, 0, NULL, NULL, NULL,
+	  "",
+	  "Model: an embedded name (`ema list models`), a path to a model file, or "
+	  "an inline object of the model keys. `model.KEY=...` overrides one field." },
+	{ "page_mib", EMA_CFG_DBL, CF(page_mib), 0, 0, 0.0625, 1024, EMA_CFG_POW2, NULL, NULL, NULL,
+	  "MiB", "Page size of the ledger, the GPU pools and transfers." },
+	{ "gpu_mem_cap_gib", EMA_CFG_DBL, CF(gpu_mem_cap_gib), 0, 0, 0, 1e5, 0, NULL, NULL, NULL,
+	  "GiB",
+	  "Memory each GPU offers (weights + KV); 0 = the profile's `gpu_mem_gib`. "
+	  "Must hold the weights." },
+	{ "horizon_s", EMA_CFG_DBL, CF(horizon_s), 0, 0, 0, 1e9, 0, NULL, NULL, NULL,
+	  "s", "Stop time of each policy's run; 0 = until every request finished." },
+	{ "policies", EMA_CFG_STRLIST, CF(policies), EMA_NAME_MAX, CF(n_policies), 1, EMA_MAX_POLICIES, 0, NULL, NULL, NULL,
+	  "",
+	  "Policies to run, in order, on the same requests: names from `ema list "
+	  "policies`, no repeats." },
+	{ "serving", EMA_CFG_OBJ, CF(serving), SZ(ema_config, serving), 0, 0, 0, 0, NULL, serving_keys, NULL,
+	  "",
+	  "Batching knobs of the serving model, for every policy: the `serving.*` "
+	  "rows." },
+	{ "policy", EMA_CFG_OBJ, CF(policy), SZ(ema_config, policy), 0, 0, 0, 0, NULL, policy_keys, NULL,
+	  "",
+	  "Policy knobs: the `policy.*` rows, each naming the policies that read "
+	  "it." },
+	{ "tenants", EMA_CFG_ARRAY, CF(tenants), sizeof(struct ema_tenant_cfg), CF(n_tenants), 0, EMA_MAX_TENANTS, 0, NULL, tenant_keys, tenant_init,
+	  "",
+	  "One LLM instance per GPU: the `tenants[i].*` rows; at least one. `--set "
+	  "tenants.N=...` with N the current count appends one." },
 	END
 };
 
@@ -207,6 +334,11 @@ const void *ema_config_policy_knobs(const struct ema_config *cfg, const char *na
 		if (strcmp(knob_table_owner[k], name) == 0)
 			return cfg->policy.own[k];
 	return NULL;
+}
+
+int ema_config_builtin(struct ema_config *c, struct ema_error *err)
+{
+	return config_defaults(c, err);
 }
 
 /* Where a value came from: the last --set that wrote it (or an ancestor or

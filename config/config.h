@@ -94,5 +94,10 @@ int ema_hw_profile_write_json(const struct ema_hw_profile *hw, FILE *out);
 int ema_hw_profile_names(const char *const **names);
 int ema_model_names(const char *const **names);
 
+/* Writes the reference of every key of scenarios, hardware profiles and
+ * models as markdown (doc/keys.md is this text: tools/gen_keys writes it,
+ * `make keys-doc` refreshes it, tests/test_keys checks it): key path,
+ * type, range, built-in default, unit and help, from the key tables. */
+int ema_config_write_reference(FILE *out, struct ema_error *err);
 
 #endif

@@ -117,6 +117,10 @@ int ema_config_check_model(const struct ema_model *m,
 			   const struct ema_config_src *src, const char *path,
 			   struct ema_error *err);
 
+/* The built-in scenario: what every key takes when neither a file nor
+ * --set gives it (not scenarios/default.json), profile and model resolved. */
+int ema_config_builtin(struct ema_config *c, struct ema_error *err);
+
 /* Defaults for inline objects: everything zero but what may be left out. */
 void ema_config_model_defaults(struct ema_model *m);
 void ema_config_hw_defaults(struct ema_hw_profile *hw);

@@ -2,7 +2,7 @@
 # that carry profiles/ and scenarios/default.json inside the program.
 libema_config_a_CPPFLAGS = $(CONFIG_CPPFLAGS)
 libema_config_a_SOURCES = config/config.c config/config.h config/config_internal.h \
-	config/config_keys.c config/json_pos.c config/profile.c
+	config/config_keys.c config/json_pos.c config/profile.c config/reference.c
 
 EMA_CONFIG_HW_JSON = profiles/hardware/h200x2.json profiles/hardware/h200x2_hw.json \
 	profiles/hardware/h200x8.json \
@@ -49,7 +49,27 @@ config/scenario_data.c: scenarios/default.json tools/embed.sh
 	    -e 's/(const char \*)ema_config_scenario_files_0/ema_config_default_json/' \
 		$@-e > $@-t && rm -f $@-e && mv -f $@-t $@
 
+# The key reference: doc/keys.md is tools/gen_keys's output, committed so
+# that it reads on the web; `make keys-doc` refreshes it after a table
+# changes, and tests/test_keys fails until it is refreshed.
+noinst_PROGRAMS += tools/gen_keys
+tools_gen_keys_SOURCES = tools/gen_keys.c
+tools_gen_keys_CPPFLAGS = $(CONFIG_CPPFLAGS)
+tools_gen_keys_LDADD = libema_config.a libema_traces.a libema_base.a $(CJSON_LIBS) -lm
+EXTRA_DIST += doc/keys.md
+
+keys-doc: tools/gen_keys$(EXEEXT)
+	$(AM_V_GEN)./tools/gen_keys$(EXEEXT) > $(srcdir)/doc/keys.md-t && \
+	mv -f $(srcdir)/doc/keys.md-t $(srcdir)/doc/keys.md
+.PHONY: keys-doc
+
 if HAVE_CUNIT
+check_PROGRAMS += tests/test_keys
+TESTS += tests/test_keys
+tests_test_keys_SOURCES = tests/test_keys.c tests/test_main.h
+tests_test_keys_CFLAGS = $(TEST_CFLAGS)
+tests_test_keys_LDADD = $(TEST_LIBS)
+
 check_PROGRAMS += tests/test_config
 TESTS += tests/test_config
 tests_test_config_SOURCES = tests/test_config.c tests/test_main.h

@@ -1,7 +1,7 @@
 /* calibrate.c: `ema calibrate`, which measures the GPUs of this machine
  * with the backend's own kernels and copy paths (CUDA events, median of N
  * after warm-up), prints them against the H200x2 reference of
- * CALIBRATION.md, and writes a hardware profile (JSON) and the raw
+ * doc/reference-figures.md, and writes a hardware profile (JSON) and the raw
  * measurements (tidy CSV) that the simulator can then use. */
 #include "hw.h"
 #include "hw_cuda.h"
@@ -68,7 +68,7 @@ struct cal {
 	size_t *sizes;
 };
 
-/* The reference figures of CALIBRATION.md (H200x2, 2026-11-30). */
+/* The reference figures of doc/reference-figures.md (H200x2, 2026-11-30). */
 struct cal_row {
 	const char *what;
 	const char *unit;

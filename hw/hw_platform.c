@@ -11,7 +11,7 @@
  * reclaiming are ledger entries and never touch a mapping. The alternative,
  * CUDA VMM with one physical allocation mapped into the borrower per lent
  * page, costs per 2 MiB page ~10 us to create, ~1 us to map, 98 us
- * (CALIBRATION.md) to 290 us (`ema calibrate` here, 2026-11-30) to set
+ * (doc/reference-figures.md) to 290 us (`ema calibrate` here, 2026-11-30) to set
  * access for two GPUs, ~37 us to unmap and ~17 us to release: 110-300 us to
  * lend and ~54 us to give back a page whose data moves over NVLink in
  * ~5.3 us at 395 GB/s. Remapping would cost 20-60 times the data movement, on the

@@ -29,8 +29,9 @@ struct ema_state {
  * with W the weights, L the local KV and hbm, link the effective rates.
  * Worked example, h200x2 capped at 24 GiB, llama-3-8b: W = 16.1 GB,
  * L = 4629 pages = 9.7 GB, hbm = 4357 x 0.7 = 3050 GB/s, link =
- * min(gather 372, link 402) = 372 GB/s: R <= 0.85 x 25.8 GB / 7.2 = 3.0 GB
- * = 1452 pages of 2 MiB, a third of the local KV. On 4 x A100 (direct
+ * min(gather 372, link 402) x pull_share_under_load 0.938 = 349 GB/s:
+ * R <= 0.85 x 25.8 GB / 7.73 = 2.83 GB = 1350 pages of 2 MiB, 29% of the
+ * local KV (tests/test_model.c). On 4 x A100 (direct
  * links to 3 peers) the link term is 3 x min(gather, link). With
  * max_remote_share > 0 the cap is that share of the tenant's KV instead. */
 static int32_t max_borrow_compute(const struct ema_policy_ctx *c, int tenant)

@@ -48,7 +48,7 @@ void ema_flownet_destroy(struct ema_flownet *net);
 
 /* The cost model of one transfer of n_pages pages (bytes in all) with a
  * copy method; see flownet.c for the equations and how they reproduce
- * CALIBRATION.md. n_pages <= 1 is a single cudaMemcpyPeerAsync-like copy
+ * doc/reference-figures.md. n_pages <= 1 is a single cudaMemcpyPeerAsync-like copy
  * (gather excepted). Returns EMA_ERR_INPUT for a bad endpoint. */
 int ema_flownet_params(const struct ema_flownet *net, int src, int dst,
 		       uint64_t bytes, int n_pages, enum ema_copy_method method,

@@ -1,6 +1,6 @@
 /* timing.c: the simulator's iteration time model. A step is bounded by
  * the larger of its compute time and its memory time (roofline), plus a
- * fixed overhead; see README.md "Cost model" for the sources of each
+ * fixed overhead; see doc/model.md "Cost model" for the sources of each
  * figure. */
 #include "timing.h"
 

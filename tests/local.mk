@@ -1,1 +1,14 @@
 # tests/local.mk: sources and tests of tests/.
+
+# The documentation's links, folder map and quoted default scenario.
+TESTS += tests/test_docs.sh
+EXTRA_DIST += tests/test_docs.sh
+
+# The worked examples of doc/model.md and doc/policies.md, computed.
+if HAVE_CUNIT
+check_PROGRAMS += tests/test_model
+TESTS += tests/test_model
+tests_test_model_SOURCES = tests/test_model.c tests/test_main.h
+tests_test_model_CFLAGS = $(TEST_CFLAGS)
+tests_test_model_LDADD = $(TEST_LIBS)
+endif

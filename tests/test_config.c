@@ -812,10 +812,10 @@ static void test_profiles_load(void)
 
 /* The shipped h200x2 profile is what `ema calibrate` measured on the
  * H200s; its figures must land within 5% of the reference measurements of
- * CALIBRATION.md. Known misses are checked against what was measured, so
+ * doc/reference-figures.md. Known misses are checked against what was measured, so
  * that a new calibration that changes them is noticed: batch copies of
  * small pages (the batch API's host cost), the borrower's slowdown during
- * its own pull, and cuMemSetAccess (README "Calibration"). */
+ * its own pull, and cuMemSetAccess (results/h200x2/README.md). */
 static void test_h200x2_figures(void)
 {
 	struct ema_hw_profile hw;

@@ -1,6 +1,6 @@
 /* test_flownet.c: the fluid link model: hand-computed max-min shares on
  * direct and switch topologies, rate caps, latency and copy-engine
- * queueing, exact completion times, the H200x2 figures of CALIBRATION.md
+ * queueing, exact completion times, the H200x2 figures of doc/reference-figures.md
  * within 5%, invariants over random flows, and every error message. */
 #include <math.h>
 #include <stdint.h>
@@ -28,7 +28,7 @@ static void plain_hw(struct ema_hw_profile *hw, int n, const char *topo)
 	hw->copy_engines = 8;
 }
 
-/* profiles/hardware/h200x2.json, by hand (CALIBRATION.md). */
+/* profiles/hardware/h200x2.json, by hand (doc/reference-figures.md). */
 static void h200x2_hw(struct ema_hw_profile *hw)
 {
 	static const struct ema_curve_point curve[] = {

@@ -555,7 +555,7 @@ static void test_transfer_errors(void)
 	free(cfg);
 }
 
-/* Against CALIBRATION.md (362-369 GB/s): only a generous lower bound. */
+/* Against doc/reference-figures.md (362-369 GB/s): only a generous lower bound. */
 /* The serving model and the ema policy on the GPUs, end to end: t0
  * borrows from an idle t1, which then gets busy and reclaims. Every page
  * moved is checked word by word (--verify); the run must finish every

@@ -1,0 +1,406 @@
+/* test_model.c: the worked examples of doc/model.md and doc/policies.md,
+ * each computed here from the shipped profiles and models and checked
+ * against the figure the documentation prints, and, where the program
+ * shows it (a run's borrowed_peak_gib), against what the program does.
+ * A doc example names the test that pins it; when a formula or a profile
+ * changes, the example fails here instead of drifting in the prose. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "engine_priv.h"
+#include "experiment.h"
+#include "sim.h"
+#include "flownet.h"
+#include "lending.h"
+#include "policy.h"
+#include "timing.h"
+#include "work.h"
+#include "test_main.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define MIB (1024.0 * 1024.0)
+
+/* Loads the embedded default scenario (doc/configuration.md) with
+ * overrides; NULL after a CUnit failure. */
+static struct ema_experiment *load(const char *const *sets, int n)
+{
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = { 0 };
+	int rc;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	rc = ema_config_load(&x->cfg, NULL, sets, n, &err);
+	if (rc != EMA_OK)
+		fprintf(stderr, "config: %s\n", err.msg);
+	CU_ASSERT_EQUAL(rc, EMA_OK);
+	if (rc != EMA_OK) {
+		free(x);
+		return NULL;
+	}
+	x->quiet = true;
+	return x;
+}
+
+static struct ema_experiment *run(const char *const *sets, int n)
+{
+	struct ema_experiment *x = load(sets, n);
+	struct ema_error err = { 0 };
+	int rc;
+
+	if (x == NULL)
+		return NULL;
+	rc = ema_experiment_run(x, &err);
+	if (rc != EMA_OK)
+		fprintf(stderr, "run: %s\n", err.msg);
+	CU_ASSERT_EQUAL(rc, EMA_OK);
+	if (rc != EMA_OK) {
+		ema_experiment_free(x);
+		free(x);
+		return NULL;
+	}
+	return x;
+}
+
+static void done(struct ema_experiment *x)
+{
+	ema_experiment_free(x);
+	free(x);
+}
+
+static const struct ema_tenant_result *row(const struct ema_experiment *x, const char *policy,
+					   const char *tenant)
+{
+	for (int i = 0; i < x->n_runs; i++)
+		for (int t = 0; t < x->cfg.n_tenants; t++)
+			if (strcmp(x->runs[i].results[t].policy, policy) == 0 &&
+			    strcmp(x->runs[i].results[t].tenant, tenant) == 0)
+				return &x->runs[i].results[t];
+	return NULL;
+}
+
+static double page_bytes(const struct ema_config *c)
+{
+	return c->page_mib * MIB;
+}
+
+/* KV pages of one GPU: the pages of gpu_mem_cap_gib less the weights'
+ * (whole pages), as doc/configuration.md computes them by hand. */
+static int32_t kv_pages(const struct ema_config *c)
+{
+	double mem = (c->gpu_mem_cap_gib > 0 ? c->gpu_mem_cap_gib : c->hw.gpu_mem_gib) * GIB;
+	double w = (double)ema_model_weight_bytes(&c->model);
+
+	return (int32_t)floor(mem / page_bytes(c)) - (int32_t)ceil(w / page_bytes(c));
+}
+
+/* doc/model.md "ema's borrowing cap", by hand:
+ *     R <= 0.85 x (W + L) / (hbm/link - 1)
+ * hbm = hbm_read_gbps x hbm_efficiency, link = min(gather, link) x
+ * (n_gpus - 1 on a direct topology) x pull_share_under_load. */
+static int32_t cap_by_hand(const struct ema_config *c, double *ratio)
+{
+	const struct ema_hw_profile *hw = &c->hw;
+	double hbm = hw->hbm_read_gbps * hw->hbm_efficiency;
+	double link = fmin(hw->gather_gbps, hw->link_gbps);
+	double local = (double)ema_model_weight_bytes(&c->model) + kv_pages(c) * page_bytes(c);
+
+	if (hw->topology == EMA_TOPO_DIRECT)
+		link *= hw->n_gpus - 1;
+	link *= hw->pull_share_under_load;
+	*ratio = hbm / link;
+	return (int32_t)floor(0.85 * local / (hbm / link - 1) / page_bytes(c));
+}
+
+/* doc/configuration.md: with gpu_mem_cap_gib 24 and 16.1 GB of weights,
+ * each GPU has 4629 KV pages of 2 MiB (9.04 GiB); the engine agrees. */
+static void test_default_kv_pages(void)
+{
+	static const char *sets[] = {
+		"policies=static", "tenants.0.workload.duration_s=1", "tenants.1.workload.duration_s=1",
+	};
+	struct ema_experiment *x = run(sets, 3);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	CU_ASSERT_DOUBLE_EQUAL((double)ema_model_weight_bytes(&x->cfg.model) / 1e9, 16.1, 0.05);
+	CU_ASSERT_EQUAL(kv_pages(&x->cfg), 4629);
+	CU_ASSERT_DOUBLE_EQUAL(4629 * page_bytes(&x->cfg) / GIB, 9.04, 0.005);
+	for (int t = 0; t < 2; t++)
+		CU_ASSERT_EQUAL(ema_engine_kv_capacity(x->runs[0].engine, t), 4629);
+	done(x);
+}
+
+/* doc/configuration.md, "Models": weights = params x bytes_per_param /
+ * TP, KV bytes per token = 2 x layers x kv_heads x head_dim x
+ * bytes_per_param / TP, for every embedded model. */
+static void test_model_sizes(void)
+{
+	static const struct { const char *name; double weights_gb; double kv_kib; } want[] = {
+		{ "llama-2-7b", 13.5, 512 }, { "llama-2-13b", 26.0, 800 },
+		{ "llama-2-70b", 138.0, 320 }, { "llama-3-8b", 16.1, 128 },
+		{ "llama-3-70b", 141.2, 320 }, { "opt-13b", 25.8, 800 },
+		{ "opt-30b", 60.0, 1344 },
+	};
+	const char *const *names;
+	int n = ema_model_names(&names);
+
+	CU_ASSERT_EQUAL(n, (int)(sizeof want / sizeof want[0]));
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		struct ema_model m;
+		struct ema_error err = { 0 };
+		double kv_hand;
+
+		CU_ASSERT_EQUAL_FATAL(ema_model_load(&m, want[i].name, &err), EMA_OK);
+		kv_hand = 2.0 * m.layers * m.kv_heads * m.head_dim * m.bytes_per_param /
+			  m.tensor_parallel;
+		CU_ASSERT_DOUBLE_EQUAL((double)ema_model_kv_bytes_per_token(&m), kv_hand, 0.5);
+		CU_ASSERT_DOUBLE_EQUAL(kv_hand / 1024, want[i].kv_kib, 1e-9);
+		CU_ASSERT_DOUBLE_EQUAL((double)ema_model_weight_bytes(&m) / 1e9, want[i].weights_gb, 0.05);
+		CU_ASSERT_DOUBLE_EQUAL((double)ema_model_weight_bytes(&m),
+				       m.params_b * 1e9 * m.bytes_per_param / m.tensor_parallel, 1);
+	}
+}
+
+/* doc/model.md "Cost model": llama-3-8b on h200x2, a decode batch of 32
+ * requests at context 1024: memory (16.06 GB + 4.29 GB + 0.09 GB) /
+ * (4357 x 0.70 GB/s) = 6.70 ms, compute 0.53 TFLOP / (878 x 0.65) =
+ * 0.93 ms, total 0.03 + 6.70 = 6.73 ms; 1 GiB of KV read in place from the
+ * peer 4.1 ms, locally 0.35 ms. */
+static void test_cost_model_decode_batch(void)
+{
+	struct ema_experiment *x = load(NULL, 0);
+	struct ema_iteration it, one;
+	struct ema_timing c;
+	uint64_t kv = 0, kv_all = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	memset(&it, 0, sizeof it);
+	it.weight_bytes = ema_model_weight_bytes(&x->cfg.model);
+	for (int i = 0; i < 32; i++) {
+		ema_work_add_request(&it, &x->cfg.model, 1024, 0, &kv);
+		kv_all += kv;
+	}
+	it.kv_local_bytes = kv_all;
+	it.layer_groups = 1;
+	CU_ASSERT_DOUBLE_EQUAL(it.weight_bytes / 1e9, 16.06, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(it.kv_local_bytes / 1e9, 4.29, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(it.act_bytes / 1e9, 0.09, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(it.flops / 1e12, 0.53, 0.005);
+	ema_timing_iteration(&x->cfg.hw, &x->cfg.model, &it, &c);
+	CU_ASSERT_DOUBLE_EQUAL(c.memory_ns / 1e6, 6.70, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(c.compute_ns / 1e6, 0.93, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(c.overhead_ns / 1e6, 0.03, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(c.total_ns / 1e6, 6.73, 0.005);
+	CU_ASSERT(c.memory_ns > c.compute_ns);
+
+	/* 1 GiB of KV: in place over the link (prefetch_depth 0), or local */
+	memset(&one, 0, sizeof one);
+	one.layer_groups = 1;
+	one.n_remote = 1;
+	one.remote[0].gpu = 1;
+	one.remote[0].bytes = 1ull << 30;
+	ema_timing_iteration(&x->cfg.hw, &x->cfg.model, &one, &c);
+	CU_ASSERT_DOUBLE_EQUAL(c.remote_inplace_ns / 1e6, 4.1, 0.05);
+	memset(&one, 0, sizeof one);
+	one.layer_groups = 1;
+	one.kv_local_bytes = 1ull << 30;
+	ema_timing_iteration(&x->cfg.hw, &x->cfg.model, &one, &c);
+	CU_ASSERT_DOUBLE_EQUAL(c.memory_ns / 1e6, 0.35, 0.005);
+	done(x);
+}
+
+static void ignore_done(void *arg, uint64_t id, uint64_t tag, int64_t now)
+{
+	(void)arg; (void)id; (void)tag; (void)now;
+}
+
+/* Time for one copy of `bytes` alone on the link, by the link model. */
+static double alone_us(const struct ema_hw_profile *hw, double bytes)
+{
+	struct ema_flownet *net;
+	struct ema_error err = { 0 };
+	int64_t t, end = 0;
+
+	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, hw, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_flownet_start(net, 0, 1, 0, (uint64_t)bytes, 1, EMA_COPY_PER_PAGE,
+					  1, NULL, &err), EMA_OK);
+	while ((t = ema_flownet_next_event_time(net)) != INT64_MAX) {
+		CU_ASSERT_EQUAL_FATAL(ema_flownet_advance(net, t, ignore_done, NULL, &err), EMA_OK);
+		end = t;
+	}
+	ema_flownet_destroy(net);
+	return (double)end / 1e3;
+}
+
+/* doc/model.md "Link model": a single copy alone takes
+ * max(copy_fixed_us, s / c(s)); the shipped h200x2 profile gives 15.6 us
+ * and 156.5, 307.6, 364.8 and 395.0 GB/s at 4 MiB, 16 MiB, 64 MiB and
+ * 1 GiB. */
+static void test_link_model_single_copy(void)
+{
+	static const double mib[] = { 4, 16, 64, 1024 }, gbps[] = { 156.5, 307.6, 364.8, 395.0 };
+	struct ema_hw_profile hw;
+	struct ema_error err = { 0 };
+
+	CU_ASSERT_EQUAL_FATAL(ema_hw_profile_load(&hw, "h200x2", &err), EMA_OK);
+	CU_ASSERT_DOUBLE_EQUAL(hw.copy_fixed_us, 15.6, 0.05);
+	CU_ASSERT_DOUBLE_EQUAL(alone_us(&hw, 4096), 15.6, 0.05);
+	for (int i = 0; i < 4; i++) {
+		double b = mib[i] * MIB;
+
+		CU_ASSERT_DOUBLE_EQUAL(ema_curve_gbps(hw.copy_curve, hw.n_copy_curve, b), gbps[i], 0.05);
+		CU_ASSERT_DOUBLE_EQUAL(b / (alone_us(&hw, b) * 1e3), gbps[i], 0.05);
+	}
+}
+
+/* doc/model.md "ema's borrowing cap": on h200x2 capped at 24 GiB,
+ * llama-3-8b, hbm/link = 3050/349 = 8.73 and R <= 0.85 x 25.8 GB / 7.73 =
+ * 1350 pages = 2.64 GiB, 29% of the 9.04 GiB local KV; `ema run` shows
+ * exactly that as ema's borrowed_peak_gib. */
+static void test_cap_h200x2(void)
+{
+	static const char *sets[] = { "policies=ema" };
+	struct ema_experiment *x = run(sets, 1);
+	const struct ema_tenant_result *r;
+	double ratio;
+	int32_t cap;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	cap = cap_by_hand(&x->cfg, &ratio);
+	CU_ASSERT_DOUBLE_EQUAL(x->cfg.hw.hbm_read_gbps * x->cfg.hw.hbm_efficiency, 3050, 0.5);
+	CU_ASSERT_DOUBLE_EQUAL(x->cfg.hw.hbm_read_gbps * x->cfg.hw.hbm_efficiency / ratio, 349, 0.5);
+	CU_ASSERT_DOUBLE_EQUAL(ratio, 8.73, 0.005);
+	CU_ASSERT_EQUAL(cap, 1350);
+	CU_ASSERT_DOUBLE_EQUAL(cap * page_bytes(&x->cfg) / GIB, 2.64, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL((double)cap / kv_pages(&x->cfg), 0.29, 0.005);
+	r = row(x, "ema", "t0");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_DOUBLE_EQUAL(r->borrowed_peak_gib * GIB / page_bytes(&x->cfg), cap, 1e-6);
+	done(x);
+}
+
+/* doc/model.md: h200x8 (switch), 24 GiB: hbm/link = 3360/344 = 9.78, so
+ * R <= 1189 pages; a100x4_40gb, llama-2-7b: link = 3 x 76 GB/s, hbm/link
+ * = 4.75, so R <= 4640 pages of the 14052 local. */
+static void test_cap_h200x8_a100x4(void)
+{
+	static const char *x8[] = {
+		"hardware=h200x8", "policies=ema",
+		"tenants.0.workload.duration_s=60", "tenants.1.workload.duration_s=60",
+	};
+	static const char *a4[] = {
+		"hardware=a100x4_40gb", "model=llama-2-7b", "gpu_mem_cap_gib=0", "policies=ema",
+		"tenants.0.workload.duration_s=30", "tenants.1.workload.duration_s=30",
+	};
+	struct ema_experiment *x = run(x8, 4);
+	double ratio;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	CU_ASSERT_EQUAL(cap_by_hand(&x->cfg, &ratio), 1189);
+	CU_ASSERT_DOUBLE_EQUAL(ratio, 9.78, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(row(x, "ema", "t0")->borrowed_peak_gib * GIB / page_bytes(&x->cfg),
+			       1189, 1e-6);
+	done(x);
+
+	x = run(a4, 6);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	CU_ASSERT_EQUAL(kv_pages(&x->cfg), 14052);
+	CU_ASSERT_DOUBLE_EQUAL(fmin(x->cfg.hw.gather_gbps, x->cfg.hw.link_gbps), 76, 0.5);
+	CU_ASSERT_EQUAL(cap_by_hand(&x->cfg, &ratio), 4640);
+	CU_ASSERT_DOUBLE_EQUAL(ratio, 4.75, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(row(x, "ema", "t0")->borrowed_peak_gib * GIB / page_bytes(&x->cfg),
+			       4640, 1e-6);
+	done(x);
+}
+
+/* doc/model.md: staging takes ceil((d + 1) x R / G) pages plus one per
+ * slot: for the 1350-page cap, d = 1 and G = 8, ceil(2 x 1350 / 8) + 2 =
+ * 340 pages (7.3% of the KV), kept free from the first borrowed page on;
+ * what an iteration holds never exceeds them. */
+static void test_staging_pages(void)
+{
+	static const char *sets[] = { "policies=ema" };
+	struct ema_experiment *x = run(sets, 1);
+	const struct ema_engine *e;
+	int32_t want, peak = 0;
+	int g0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	e = x->runs[0].engine;
+	g0 = x->cfg.tenants[0].gpu;
+	want = (int32_t)ceil(2.0 * 1350 / 8) + 2;
+	CU_ASSERT_EQUAL(want, 340);
+	CU_ASSERT_DOUBLE_EQUAL((double)want / kv_pages(&x->cfg), 0.073, 0.0005);
+	for (int32_t i = 0; i < e->n_timeline; i++)
+		if (e->timeline[i].gpu == g0 && e->timeline[i].staging > peak)
+			peak = e->timeline[i].staging;
+	CU_ASSERT(peak > 0);
+	CU_ASSERT(peak <= want);
+	done(x);
+}
+
+/* doc/policies.md and doc/model.md "Lending floor, reserve and headroom":
+ * 4629 KV pages, floor 0.25, reserve 0.05: floor ceil(0.25 x 4629) = 1158,
+ * reserve 232; GPU 1 lends min(free - 232, 3471 - lent); with its tenant
+ * holding 1000 pages, min(3397, 3471) = 3397, but ema's cap stops GPU 0
+ * at 1350. In the default scenario remote_direct, with no cap, borrows
+ * 4629 - 1158 = 3471 pages from the nearly idle GPU 1. */
+static void test_lending_example(void)
+{
+	static const char *sets[] = { "policies=remote_direct" };
+	struct ema_experiment *x = load(NULL, 0);
+	struct ema_request_spec r0 = { 0, 1, 1 }, r1 = { 0, 1, 1 };
+	struct ema_workload w[2] = { { &r0, 1, 1 }, { &r1, 1, 1 } };
+	struct ema_platform *p = NULL;
+	struct ema_engine e;
+	struct ema_platform_params params;
+	struct ema_error err = { 0 };
+	const struct ema_policy_ops *ema = ema_policy_find("ema");
+	int failed = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ema);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_platform_params(&params, &x->cfg, ema), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(ema_sim_platform_create(&p, &params, NULL, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &x->cfg, ema, p, w, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_lending_kv_capacity(&e.ctx, 1), 4629);
+	CU_ASSERT_EQUAL((int32_t)ceil(0.25 * 4629), 1158);
+	CU_ASSERT_EQUAL((int32_t)ceil(0.05 * 4629), 232);
+	/* idle: min(4629 - 232, 4629 - 1158 - 0) */
+	CU_ASSERT_EQUAL(ema_lending_lendable(&e.ctx, 1), 3471);
+	for (int i = 0; i < 1000; i++)
+		if (ema_ledger_alloc(&e.ledger, 1, 1, EMA_PAGE_KV) < 0)
+			failed++;
+	CU_ASSERT_EQUAL(failed, 0);
+	CU_ASSERT_EQUAL(ema_ledger_free_pages(&e.ledger, 1), 3629);
+	CU_ASSERT_EQUAL(ema_lending_lendable(&e.ctx, 1), 3397);
+	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 1350);
+	ema_engine_destroy(&e);
+	p->ops->destroy(p);
+	done(x);
+
+	x = run(sets, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	CU_ASSERT_DOUBLE_EQUAL(row(x, "remote_direct", "t0")->borrowed_peak_gib * GIB /
+			       page_bytes(&x->cfg), 4629 - 1158, 1e-6);
+	done(x);
+}
+
+int main(void)
+{
+	static const struct ema_test_case cases[] = {
+		{ "default scenario: 4629 KV pages per GPU", test_default_kv_pages },
+		{ "embedded model sizes", test_model_sizes },
+		{ "cost model: decode batch of 32 at context 1024", test_cost_model_decode_batch },
+		{ "link model: single copies on h200x2", test_link_model_single_copy },
+		{ "ema's cap on h200x2 at 24 GiB: 1350 pages, reached", test_cap_h200x2 },
+		{ "ema's cap on h200x8 and a100x4_40gb", test_cap_h200x8_a100x4 },
+		{ "staging pages of the cap", test_staging_pages },
+		{ "lending floor and reserve by hand", test_lending_example },
+		{ NULL, NULL }
+	};
+
+	return ema_test_run("model", cases);
+}

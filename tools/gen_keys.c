@@ -1,0 +1,19 @@
+/* gen_keys.c: writes the key reference (doc/keys.md) to stdout from the
+ * key tables of config/; `make keys-doc` runs it into the source tree,
+ * and tests/test_keys compares its text with the committed file. */
+#include <stdio.h>
+
+#include "config.h"
+#include "ema_error.h"
+
+int main(void)
+{
+	struct ema_error err = { 0 };
+	int rc = ema_config_write_reference(stdout, &err);
+
+	if (rc != EMA_OK) {
+		fprintf(stderr, "gen_keys: %s\n", err.msg);
+		return ema_status_exit(rc);
+	}
+	return 0;
+}
