@@ -58,7 +58,7 @@ struct ema_remote_read {
 };
 
 /* The GPU work of one batch of one tenant: what a real step would compute
- * and read. The sim turns it into time with serve/costmodel; the hw backend
+ * and read. The sim turns it into time with sim/timing.c; the hw backend
  * launches kernels that read these bytes and do these FLOPs. */
 struct ema_iteration {
 	int tenant;

@@ -3,7 +3,7 @@
  * model, represented in the heap by a single "next flow phase change"
  * event that a generation counter invalidates whenever the flows change.
  *
- * Iterations take the cost model's time (serve/costmodel.c), slowed by the
+ * Iterations take the timing model's time (sim/timing.c), slowed by the
  * HBM traffic of transfers through their GPU as it is when the iteration
  * starts (an approximation: a transfer that starts or ends mid-iteration
  * does not change it):
