@@ -158,8 +158,7 @@ static int cmd_run(int argc, char **argv, struct ema_error *err)
 	ema_experiment_print(x, stdout);
 	rc = ema_experiment_write(x, &od, o.plots, err);
 	if (rc == EMA_OK)
-		printf("results: %s/ (summary.csv, requests.csv, timeline.csv, links.csv, transfers.csv, config.json, run.json%s)\n",
-		       od.path, o.plots ? ", plots/" : "");
+		ema_outdir_print_contents(&od, o.plots, stdout);
 done:
 	ema_experiment_free(x);
 	free(x);
