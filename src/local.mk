@@ -4,6 +4,11 @@ libema_src_a_SOURCES = src/experiment.c src/experiment.h src/bench.c \
 	src/validate.c src/sweep.c src/outdir.c src/outdir.h \
 	src/cli.c src/cli.h src/cmd_run.c src/cmd_config.c src/cmd_list.c src/cmd_calibrate.c
 
+# The manual page is written by `ema help --man` from the command table
+# (src/cli.c) and kept in the source; tests/test_cli.sh fails when the two
+# differ.
+dist_man1_MANS = doc/ema.1
+
 bench: ema$(EXEEXT)
 	./ema$(EXEEXT) bench --trace $(abs_top_srcdir)/../shared/traces/AzureLLMInferenceTrace_conv.csv
 .PHONY: bench

@@ -216,6 +216,29 @@ out_first "bench --csv without --hw" "--csv writes the hardware figures" bench -
 out_first "bench --hw --trace" "--trace is for the simulator's figures" \
 	bench --backend hw --trace "$DATA/trace_ok.csv"
 
+# The man page is the one `ema help --man` writes (regenerate it with
+# `./ema help --man > doc/ema.1` after changing the command table).
+ema help --man
+check "help --man: exit 0" [ "$rc" -eq 0 ]
+if same_file "$T/log/out" "$SRC/doc/ema.1"; then
+	pass
+else
+	fail "doc/ema.1 differs from 'ema help --man' (run: ./ema help --man > doc/ema.1)"
+fi
+if command -v man >/dev/null 2>&1 && command -v groff >/dev/null 2>&1; then
+	MANWIDTH=80 man -l "$SRC/doc/ema.1" >"$T/log/man" 2>"$T/log/man_err"
+	check "man -l doc/ema.1: exit 0" [ $? -eq 0 ]
+	check "man -l doc/ema.1: no warning ($(head -3 "$T/log/man_err"))" [ ! -s "$T/log/man_err" ]
+	for c in $COMMANDS; do
+		check "man page: ema $c" grep -q "^   ema $c\$" "$T/log/man"
+	done
+	check "man page: the options" grep -qE '^ +-c, --config FILE$' "$T/log/man"
+	groff -man -ww -z "$SRC/doc/ema.1" 2>"$T/log/man_err"
+	check "groff -ww: no warning ($(head -3 "$T/log/man_err"))" [ ! -s "$T/log/man_err" ]
+else
+	echo "note: man or groff not found, the man page is not rendered"
+fi
+
 # ---- one run and its folder ------------------------------------------
 
 R=$T/runs
