@@ -6,8 +6,15 @@ libema_src_a_SOURCES = src/experiment.c src/experiment.h src/bench.c \
 
 # The manual page is written by `ema help --man` from the command table
 # (src/cli.c) and kept in the source; tests/test_cli.sh fails when the two
-# differ.
+# differ. The bash completion is installed under the command's name.
 dist_man1_MANS = doc/ema.1
+bashcompletiondir = $(datadir)/bash-completion/completions
+EXTRA_DIST += tools/ema-completion.bash
+install-data-local:
+	$(MKDIR_P) '$(DESTDIR)$(bashcompletiondir)'
+	$(INSTALL_DATA) '$(srcdir)/tools/ema-completion.bash' '$(DESTDIR)$(bashcompletiondir)/ema'
+uninstall-local:
+	rm -f '$(DESTDIR)$(bashcompletiondir)/ema'
 
 bench: ema$(EXEEXT)
 	./ema$(EXEEXT) bench --trace $(abs_top_srcdir)/../shared/traces/AzureLLMInferenceTrace_conv.csv

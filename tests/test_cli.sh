@@ -239,6 +239,54 @@ else
 	echo "note: man or groff not found, the man page is not rendered"
 fi
 
+# Bash completion: the script sourced in bash, the completion function
+# called as bash calls it (COMP_WORDS, COMP_CWORD).
+COMPLETION=$SRC/tools/ema-completion.bash
+# complete WORD...: the candidates for the last word, sorted, one a line.
+complete() {
+	bash -c '. "$1" || exit 99; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _ema
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$COMPLETION" "$EMA" "$@" 2>&1 | sort
+}
+# completes WANT WORD...: exactly these candidates (space-separated).
+completes() {
+	want=$1
+	shift
+	got=$(complete "$@" | tr '\n' ' ' | sed 's/ $//')
+	if [ "$got" = "$want" ]; then pass; else fail "complete ema $*: want \"$want\", got \"$got\""; fi
+}
+if command -v bash >/dev/null 2>&1; then
+	completes "calibrate config" c
+	completes "$(echo $COMMANDS --help --version | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ $//')" ""
+	# each command's options are the ones its help lists
+	for c in $COMMANDS; do
+		"$EMA" help "$c" | sed -n '/^options:/,/^$/p' | grep -oE -- '--[a-z-]+' | sort -u >"$T/log/want"
+		complete "$c" -- | sort -u >"$T/log/got"
+		check "complete ema $c --: the options of 'ema help $c' ($(tr '\n' ' ' <"$T/log/got"))" \
+			same_file "$T/log/want" "$T/log/got"
+	done
+	completes "--config" run --con
+	completes "figures" list f
+	completes "default" config d
+	completes "sim" bench --backend s
+	completes "$("$EMA" list policies | awk '{ print "policies=" $1 }' | sort | tr '\n' ' ' |
+		sed 's/ $//')" run -s policies=
+	completes "policies=static,ema" run --set policies=static,e
+	# as bash splits the word at '=': only what follows it is replaced
+	completes "static,ema" run --set policies = static,e
+	completes "$("$EMA" list hardware | awk '/^h200/ { print "hardware=" $1 }' | sort |
+		tr '\n' ' ' | sed 's/ $//')" run --set hardware=h200
+	completes "llama-3-70b llama-3-8b" sweep --vary model = llama-3
+	mkdir "$T/cdir" "$T/cdir/sub" && touch "$T/cdir/scenario.json"
+	completes "$T/cdir/scenario.json $T/cdir/sub" run --config "$T/cdir/"
+	completes "$T/cdir/sub" run --out "$T/cdir/"
+	completes "$T/cdir/sub" sweep -o "$T/cdir/s"
+	completes "$T/cdir/scenario.json $T/cdir/sub" calibrate --out "$T/cdir/"
+	completes "--out=$T/cdir/sub" run "--out=$T/cdir/s"
+	rm -rf "$T/cdir"
+else
+	echo "note: bash not found, the completion is not checked"
+fi
+
 # ---- one run and its folder ------------------------------------------
 
 R=$T/runs
