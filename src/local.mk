@@ -9,7 +9,7 @@ libema_src_a_SOURCES = src/experiment.c src/experiment.h src/bench.c \
 # differ. The bash completion is installed under the command's name.
 dist_man1_MANS = doc/ema.1
 bashcompletiondir = $(datadir)/bash-completion/completions
-EXTRA_DIST += tools/ema-completion.bash
+EXTRA_DIST += tools/ema-completion.bash doc/cli.md
 install-data-local:
 	$(MKDIR_P) '$(DESTDIR)$(bashcompletiondir)'
 	$(INSTALL_DATA) '$(srcdir)/tools/ema-completion.bash' '$(DESTDIR)$(bashcompletiondir)/ema'
