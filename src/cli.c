@@ -118,6 +118,8 @@ static int bad_option(const struct ema_cli_cmd *cmd, const struct option *longop
 				   ema_cli_optdef((enum ema_cli_opt)opt)->name);
 	if (opt != 0)
 		return usage_error(err, cmd, "unknown option -%c", opt);
+	if (word == NULL)
+		word = "--?";
 	snprintf(name, sizeof name, "%.*s", (int)strcspn(word, "="), word);
 	for (const struct option *o = longopts; o->name != NULL; o++)
 		if (strncmp(o->name, name + 2, strlen(name + 2)) == 0) {
