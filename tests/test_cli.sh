@@ -121,7 +121,7 @@ done
 check "help: the common options, with who takes them" \
 	grep -qE '^  -c, --config FILE +run, config, sweep, validate$' "$T/log/out"
 cp "$T/log/out" "$T/log/want"
-same_output "ema alone" 
+same_output "ema alone"
 same_output "ema --help" --help
 same_output "ema -h" -h
 for c in $COMMANDS; do
