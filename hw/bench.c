@@ -1,4 +1,4 @@
-/* bench.c: `ema bench --hw`, the backend's speed figures through the
+/* bench.c: the figures of `ema bench --hw`, the backend's speed through the
  * platform interface itself, as the serving model sees them: prefetch and
  * reclaim bandwidth by page size and copy method against the 395 GB/s
  * NVLink peak (target: 90% or more for pages of 64 KiB and up with the
@@ -284,50 +284,29 @@ static int bench_loop(bool quick, FILE *csv, struct ema_error *err)
 	return rc;
 }
 
-int ema_hw_bench_main(int argc, char **argv)
+int ema_hw_bench(const struct ema_hw_bench_opts *o, FILE *csv, struct ema_error *err)
 {
-	struct ema_error err = { 0, "" };
-	const char *csv_path = NULL;
-	bool quick = false;
-	FILE *csv = NULL;
+	char why[EMA_ERROR_MSG_MAX];
 	int n, rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--quick") == 0) {
-			quick = true;
-		} else if (strcmp(argv[i], "--hw") == 0) {
-			continue;
-		} else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
-			csv_path = argv[++i];
-		} else {
-			fprintf(stderr, "ema bench --hw: expected --quick or --csv FILE, not %s\n",
-				argv[i]);
-			return 2;
-		}
+	n = ema_hw_gpu_count(err);
+	if (n < 0) {
+		snprintf(why, sizeof why, "%s", err->msg);
+		return ema_error_set(err, EMA_ERR_UNSUPPORTED, "bench --hw: not supported here: %.900s",
+				     why);
 	}
-	n = ema_hw_gpu_count(&err);
-	if (n < 2) {
-		fprintf(stderr, "ema bench --hw: not supported here: %s\n",
-			n < 0 ? err.msg : "needs two GPUs");
-		return 1;
-	}
-	if (csv_path != NULL) {
-		csv = fopen(csv_path, "w");
-		if (csv == NULL) {
-			fprintf(stderr, "ema bench --hw: %s: cannot write\n", csv_path);
-			return 1;
-		}
+	if (n < 2)
+		return ema_error_set(err, EMA_ERR_UNSUPPORTED,
+				     "bench --hw: not supported here: needs two GPUs");
+	if (csv != NULL)
 		/* time_us: per move (transfer) or whole chain (loop); value: GB/s or GPU us */
 		fprintf(csv, "bench,variant,method,page_bytes,count,time_us,value\n");
-	}
-	rc = bench_transfers(quick, csv, &err);
+	rc = bench_transfers(o->quick, csv, err);
 	if (rc == 0)
-		rc = bench_loop(quick, csv, &err);
-	if (csv != NULL && fclose(csv) != 0 && rc == 0)
-		rc = ema_error_set(&err, EMA_ERR_IO, "%s: write failed", csv_path);
+		rc = bench_loop(o->quick, csv, err);
 	if (rc != 0) {
-		fprintf(stderr, "ema bench --hw: %s\n", err.msg);
-		return 1;
+		snprintf(why, sizeof why, "%s", err->msg);
+		return ema_error_set(err, rc, "bench --hw: %.900s", why);
 	}
 	return 0;
 }

@@ -1,8 +1,9 @@
-/* calibrate.c: `ema calibrate`, which measures the GPUs of this machine
- * with the backend's own kernels and copy paths (CUDA events, median of N
- * after warm-up), prints them against the H200x2 reference of
- * doc/reference-figures.md, and writes a hardware profile (JSON) and the raw
- * measurements (tidy CSV) that the simulator can then use. */
+/* calibrate.c: the measurements of `ema calibrate`: the GPUs of this
+ * machine with the backend's own kernels and copy paths (CUDA events,
+ * median of N after warm-up), printed against the H200x2 reference of
+ * doc/reference-figures.md, turned into a hardware profile that the simulator can
+ * then use, and the raw measurements as tidy CSV rows. src/cmd_calibrate.c
+ * parses the command line and writes the files. */
 #include "hw.h"
 #include "hw_cuda.h"
 #include "hw_kernels.h"
@@ -1125,115 +1126,73 @@ static void cal_print(const struct cal_result *r)
 	}
 }
 
-int ema_calibrate_main(int argc, char **argv)
+int ema_hw_calibrate(const struct ema_hw_cal_opts *o, FILE *csv,
+		     struct ema_hw_profile *profile, struct ema_error *err)
 {
-	const char *out = "calibrated.json", *csv = NULL, *name = "calibrated";
 	struct cal c;
 	struct cal_result res;
-	struct ema_hw_profile hw;
-	struct ema_error err = { 0, "" };
-	char tmp[EMA_PATH_MAX + 8];
-	FILE *f;
+	char why[EMA_ERROR_MSG_MAX];
 	int rc, n;
 
 	memset(&c, 0, sizeof c);
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
-			out = argv[++i];
-		} else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
-			csv = argv[++i];
-		} else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) {
-			name = argv[++i];
-		} else if (strcmp(argv[i], "--quick") == 0) {
-			c.quick = true;
-		} else {
-			fprintf(stderr, "ema calibrate: expected --out FILE, --csv FILE, "
-				"--name NAME or --quick, not %s\n", argv[i]);
-			return 2;
-		}
-	}
-	if (strlen(name) >= EMA_NAME_MAX) {
-		fprintf(stderr, "ema calibrate: --name: at most %d characters\n", EMA_NAME_MAX - 1);
-		return 2;
-	}
-	n = ema_hw_gpu_count(&err);
-	if (n < 0 || n == 0) {
-		fprintf(stderr, "ema calibrate: not supported here: %s\n",
-			n < 0 ? err.msg : "no GPU found");
-		return 1;
+	c.quick = o->quick;
+	n = ema_hw_gpu_count(err);
+	if (n <= 0) {
+		snprintf(why, sizeof why, "%s", n < 0 ? err->msg : "no GPU found");
+		return ema_error_set(err, EMA_ERR_UNSUPPORTED, "calibrate: not supported here: %.900s",
+				     why);
 	}
 	c.n_gpus = n;
 	c.reps = c.quick ? 5 : 20;
 	if (n < 2)
 		fprintf(stderr, "ema calibrate: one GPU: peer measurements waived\n");
-	if (csv != NULL) {
-		c.csv = fopen(csv, "w");
-		if (c.csv == NULL) {
-			fprintf(stderr, "ema calibrate: %s: cannot write\n", csv);
-			return 1;
-		}
+	c.csv = csv;
+	if (c.csv != NULL)
 		fprintf(c.csv, "test,variant,src_gpu,dst_gpu,bytes,page_bytes,rep,time_us,gbps\n");
-	}
 	memset(&res, 0, sizeof res);
-	rc = cal_setup(&c, &err);
+	rc = cal_setup(&c, err);
 	fprintf(stderr, "ema calibrate: %d x %s%s\n", n, c.prop.name, c.quick ? " (quick)" : "");
 	if (rc == 0) {
 		fprintf(stderr, "ema calibrate: copies by size\n");
-		rc = cal_copies(&c, &res, &err);
+		rc = cal_copies(&c, &res, err);
 	}
 	if (rc == 0) {
 		fprintf(stderr, "ema calibrate: scattered pages by method\n");
-		rc = cal_page_methods(&c, &res, &err);
+		rc = cal_page_methods(&c, &res, err);
 	}
 	if (rc == 0) {
 		fprintf(stderr, "ema calibrate: HBM and remote reads\n");
-		rc = cal_reads(&c, &res, &err);
+		rc = cal_reads(&c, &res, err);
 	}
 	if (rc == 0) {
 		fprintf(stderr, "ema calibrate: decode and prefill steps\n");
-		rc = cal_steps(&c, &res, &err);
+		rc = cal_steps(&c, &res, err);
 	}
 	if (rc == 0) {
 		fprintf(stderr, "ema calibrate: interference\n");
-		rc = cal_interference(&c, &res, &err);
+		rc = cal_interference(&c, &res, err);
 	}
 	if (rc == 0) {
 		fprintf(stderr, "ema calibrate: allocation and VMM mapping\n");
-		rc = cal_alloc(&c, &res, &err);
+		rc = cal_alloc(&c, &res, err);
 	}
 	if (rc == 0) {
-		rc = cal_vmm(&c, &res, &err);
+		rc = cal_vmm(&c, &res, err);
 		if (rc != 0) {
-			fprintf(stderr, "ema calibrate: VMM waived: %s\n", err.msg);
+			fprintf(stderr, "ema calibrate: VMM waived: %s\n", err->msg);
 			rc = 0;
 		}
 	}
 	cal_teardown(&c);
 	if (rc == 0 && n >= 2) {
 		fprintf(stderr, "ema calibrate: staged decode steps\n");
-		rc = cal_staged_steps(&c, &res, &err);
+		rc = cal_staged_steps(&c, &res, err);
 	}
-	if (c.csv != NULL && fclose(c.csv) != 0 && rc == 0)
-		rc = ema_error_set(&err, EMA_ERR_IO, "%s: write failed", csv);
 	if (rc != 0) {
-		fprintf(stderr, "ema calibrate: %s\n", err.msg);
-		return 1;
+		snprintf(why, sizeof why, "%s", err->msg);
+		return ema_error_set(err, rc, "calibrate: %.900s", why);
 	}
 	cal_print(&res);
-	cal_profile(&c, &res, name, &hw);
-	/* written to a temporary name and renamed, so no half profile remains */
-	snprintf(tmp, sizeof tmp, "%s.tmp", out);
-	f = fopen(tmp, "w");
-	if (f == NULL) {
-		fprintf(stderr, "ema calibrate: %s: cannot write\n", tmp);
-		return 1;
-	}
-	rc = ema_hw_profile_write_json(&hw, f);
-	if (fclose(f) != 0 || rc != 0 || rename(tmp, out) != 0) {
-		fprintf(stderr, "ema calibrate: %s: write failed\n", out);
-		remove(tmp);
-		return 1;
-	}
-	fprintf(stderr, "ema calibrate: wrote %s%s%s\n", out, csv ? " and " : "", csv ? csv : "");
+	cal_profile(&c, &res, o->name, profile);
 	return 0;
 }

@@ -1,7 +1,7 @@
 /* hw.h: what the hardware backend offers beyond base/platform.h: page
  * content tags for data-integrity checks, the integrity counters, a probe
- * for usable GPUs, and the entry points of `ema calibrate` and
- * `ema bench --hw`. Every function exists in every build; without CUDA
+ * for usable GPUs, and the measurements behind `ema calibrate` and
+ * `ema bench --hw` (their command lines and files are src/'s). Every function exists in every build; without CUDA
  * (hw_none.c) they fail with EMA_ERR_UNSUPPORTED, "built without CUDA". */
 #ifndef EMA_HW_H
 #define EMA_HW_H
@@ -9,8 +9,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ema_error.h"
+#include "hardware.h"
 #include "platform.h"
 
 /* Counts the CUDA GPUs this process can use. Returns the count (>= 0), or
@@ -41,15 +43,30 @@ const char *ema_hw_last_error(struct ema_platform *p);
 /* The content word w of a page tagged tag (splitmix64 of both). */
 uint64_t ema_hw_tag_word(uint64_t tag, uint64_t w);
 
-/* `ema calibrate [--out FILE] [--csv FILE] [--name NAME] [--quick]`:
- * argv[0] is "calibrate". Returns the process exit status: 0 done, 2 bad
- * usage, 1 failure (no GPU or no CUDA build included, after saying why). */
-int ema_calibrate_main(int argc, char **argv);
+/* What `ema calibrate` asks for (src/cmd_calibrate.c parses it). */
+struct ema_hw_cal_opts {
+	bool quick;        /* 5 repetitions instead of 20 */
+	const char *name;  /* the profile's name, shorter than EMA_NAME_MAX */
+};
 
-/* `ema bench --hw [--quick] [--csv FILE]`: transfer bandwidth by page size
- * and method through the platform, and the host loop's overhead. Exit
- * status as ema_calibrate_main. */
-int ema_hw_bench_main(int argc, char **argv);
+/* Measures the GPUs of this machine (progress on stderr), prints the
+ * figures against the H200x2 reference, and fills *profile. Raw samples go
+ * to csv (header included) unless it is NULL; the caller owns the files.
+ * EMA_ERR_UNSUPPORTED "calibrate: not supported here: ..." without a GPU
+ * or a CUDA build; a failure of a measurement is "calibrate: ...". */
+int ema_hw_calibrate(const struct ema_hw_cal_opts *o, FILE *csv,
+		     struct ema_hw_profile *profile, struct ema_error *err);
+
+/* What `ema bench --backend hw` asks for. */
+struct ema_hw_bench_opts {
+	bool quick;        /* 256 MiB per page size instead of 1 GiB, fewer repetitions */
+};
+
+/* Transfer bandwidth by page size and method through the platform, and
+ * the host loop's overhead, printed on stdout; the figures also go to csv
+ * (header included) unless it is NULL. Needs two GPUs: else
+ * EMA_ERR_UNSUPPORTED "bench --hw: not supported here: ...". */
+int ema_hw_bench(const struct ema_hw_bench_opts *o, FILE *csv, struct ema_error *err);
 
 /* The hardware backend: real GPUs in real time, one pool of
  * params->pool_pages pages per GPU used, a pinned host pool, peer access

@@ -54,14 +54,13 @@ const char *ema_hw_last_error(struct ema_platform *p)
 	return HW_NONE_WHY;
 }
 
-int ema_calibrate_main(int argc, char **argv)
+int ema_hw_calibrate(const struct ema_hw_cal_opts *o, FILE *csv,
+		     struct ema_hw_profile *profile, struct ema_error *err)
 {
-	fprintf(stderr, "ema calibrate: not supported here: " HW_NONE_WHY "\n");
-	return 1;
+	return ema_error_set(err, EMA_ERR_UNSUPPORTED, "calibrate: not supported here: " HW_NONE_WHY);
 }
 
-int ema_hw_bench_main(int argc, char **argv)
+int ema_hw_bench(const struct ema_hw_bench_opts *o, FILE *csv, struct ema_error *err)
 {
-	fprintf(stderr, "ema bench --hw: not supported here: " HW_NONE_WHY "\n");
-	return 1;
+	return ema_error_set(err, EMA_ERR_UNSUPPORTED, "bench --hw: not supported here: " HW_NONE_WHY);
 }

@@ -516,30 +516,35 @@ static int write_run_json(const struct ema_experiment *x, FILE *f)
 	return ferror(f) ? EMA_ERR_IO : EMA_OK;
 }
 
-typedef int (*writer_fn)(const struct ema_experiment *x, FILE *f);
-
-/* One file of the run folder, written in od->tmp; messages name it as it
- * will be once complete (od->shown), and give the reason of a failure. */
-static int write_file(const struct ema_outdir *od, const char *name,
-		      const struct ema_experiment *x, writer_fn fn, struct ema_error *err)
-{
-	char path[sizeof od->tmp + 64], shown[sizeof od->shown + 64];
-	FILE *f;
-	int rc;
-
-	snprintf(path, sizeof path, "%s/%s", od->tmp, name);
-	snprintf(shown, sizeof shown, "%s/%s", od->shown, name);
-	f = fopen(path, "w");
-	if (f == NULL)
-		return ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s", shown, strerror(errno));
-	errno = 0;
-	rc = fn(x, f);
-	return ema_file_close(f, rc, shown, err);
-}
-
 static int write_config(const struct ema_experiment *x, FILE *f)
 {
 	return ema_config_write_json(&x->cfg, f, NULL);
+}
+
+/* The writer of each file of the run folder (outdir.h owns the list). */
+static int write_run_file(const void *ctx, enum ema_run_file file, FILE *f)
+{
+	const struct ema_experiment *x = ctx;
+
+	switch (file) {
+	case EMA_RUN_SUMMARY:
+		return ema_experiment_write_summary_csv(x, f);
+	case EMA_RUN_REQUESTS:
+		return write_requests_csv(x, f);
+	case EMA_RUN_TIMELINE:
+		return write_timeline_csv(x, f);
+	case EMA_RUN_LINKS:
+		return write_links_csv(x, f);
+	case EMA_RUN_TRANSFERS:
+		return write_transfers_csv(x, f);
+	case EMA_RUN_CONFIG:
+		return write_config(x, f);
+	case EMA_RUN_JSON:
+		return write_run_json(x, f);
+	case EMA_RUN_FILES:
+		break;
+	}
+	return EMA_ERR_INTERNAL;
 }
 
 int ema_experiment_write(struct ema_experiment *x, struct ema_outdir *od, bool plots,
@@ -548,13 +553,7 @@ int ema_experiment_write(struct ema_experiment *x, struct ema_outdir *od, bool p
 	const char *tmp = od->tmp;
 	int rc;
 
-	if ((rc = write_file(od, "config.json", x, write_config, err)) != EMA_OK ||
-	    (rc = write_file(od, "summary.csv", x, ema_experiment_write_summary_csv, err)) != EMA_OK ||
-	    (rc = write_file(od, "requests.csv", x, write_requests_csv, err)) != EMA_OK ||
-	    (rc = write_file(od, "timeline.csv", x, write_timeline_csv, err)) != EMA_OK ||
-	    (rc = write_file(od, "links.csv", x, write_links_csv, err)) != EMA_OK ||
-	    (rc = write_file(od, "transfers.csv", x, write_transfers_csv, err)) != EMA_OK ||
-	    (rc = write_file(od, "run.json", x, write_run_json, err)) != EMA_OK)
+	if ((rc = ema_outdir_write_files(od, write_run_file, x, err)) != EMA_OK)
 		goto fail;
 	if (plots) {
 		int rendered = 0;

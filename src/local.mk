@@ -1,23 +1,38 @@
 # src/local.mk: the command line: experiments, outputs, subcommands.
 libema_src_a_CPPFLAGS = $(SRC_CPPFLAGS)
-libema_src_a_SOURCES = src/experiment.c src/experiment.h src/bench.c src/bench.h \
-	src/validate.c src/validate.h src/sweep.c src/sweep.h \
-	src/outdir.c src/outdir.h src/backends.c src/backends.h
+libema_src_a_SOURCES = src/experiment.c src/experiment.h src/bench.c \
+	src/validate.c src/sweep.c src/outdir.c src/outdir.h \
+	src/cli.c src/cli.h src/cmd_run.c src/cmd_config.c src/cmd_list.c src/cmd_calibrate.c \
+	src/backends.c src/backends.h
 
+# The manual page is written by `ema help --man` from the command table
+# (src/cli.c) and kept in the source; tests/test_cli.sh fails when the two
+# differ. The bash completion is installed under the command's name.
+dist_man1_MANS = doc/ema.1
+bashcompletiondir = $(datadir)/bash-completion/completions
+EXTRA_DIST += tools/ema-completion.bash doc/cli.md
+install-data-local:
+	$(MKDIR_P) '$(DESTDIR)$(bashcompletiondir)'
+	$(INSTALL_DATA) '$(srcdir)/tools/ema-completion.bash' '$(DESTDIR)$(bashcompletiondir)/ema'
+uninstall-local:
+	rm -f '$(DESTDIR)$(bashcompletiondir)/ema'
 
 bench: ema$(EXEEXT)
 	./ema$(EXEEXT) bench --trace $(abs_top_srcdir)/../shared/traces/AzureLLMInferenceTrace_conv.csv
 .PHONY: bench
 
 if HAVE_CUNIT
-check_PROGRAMS += tests/test_experiment tests/test_outdir
-TESTS += tests/test_experiment tests/test_outdir tests/test_cli.sh
+check_PROGRAMS += tests/test_experiment tests/test_outdir tests/test_cli_table
+TESTS += tests/test_experiment tests/test_outdir tests/test_cli_table tests/test_cli.sh
 tests_test_experiment_SOURCES = tests/test_experiment.c tests/test_main.h
 tests_test_experiment_CFLAGS = $(TEST_CFLAGS)
 tests_test_experiment_LDADD = $(TEST_LIBS)
 tests_test_outdir_SOURCES = tests/test_outdir.c tests/test_main.h
 tests_test_outdir_CFLAGS = $(TEST_CFLAGS)
 tests_test_outdir_LDADD = $(TEST_LIBS)
+tests_test_cli_table_SOURCES = tests/test_cli_table.c tests/test_main.h
+tests_test_cli_table_CFLAGS = $(TEST_CFLAGS)
+tests_test_cli_table_LDADD = $(TEST_LIBS)
 endif
 EXTRA_DIST += tests/test_cli.sh tests/data/cli/one_request.json tests/data/cli/trace_ok.csv \
 	tests/data/cli/trace_bad_row.csv tests/data/cli/trace_backwards.csv \

@@ -553,6 +553,118 @@ void ema_outdir_abort(struct ema_outdir *od)
 
 /* ---- files ------------------------------------------------------------------ */
 
+const char *const ema_run_file_names[EMA_RUN_FILES] = {
+	[EMA_RUN_SUMMARY] = "summary.csv",
+	[EMA_RUN_REQUESTS] = "requests.csv",
+	[EMA_RUN_TIMELINE] = "timeline.csv",
+	[EMA_RUN_LINKS] = "links.csv",
+	[EMA_RUN_TRANSFERS] = "transfers.csv",
+	[EMA_RUN_CONFIG] = "config.json",
+	[EMA_RUN_JSON] = "run.json",
+};
+
+/* The folder is reserved and renamed whole, so its files are written
+ * straight into od->tmp; messages name them as they will be once
+ * complete (od->shown) and give the reason of a failure. */
+int ema_outdir_write_files(const struct ema_outdir *od,
+			   int (*write)(const void *ctx, enum ema_run_file file, FILE *f),
+			   const void *ctx, struct ema_error *err)
+{
+	for (int i = 0; i < EMA_RUN_FILES; i++) {
+		char path[sizeof od->tmp + 64], shown[sizeof od->shown + 64];
+		FILE *f;
+		int rc;
+
+		snprintf(path, sizeof path, "%s/%s", od->tmp, ema_run_file_names[i]);
+		snprintf(shown, sizeof shown, "%s/%s", od->shown, ema_run_file_names[i]);
+		f = fopen(path, "w");
+		if (f == NULL)
+			return ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s", shown,
+					     strerror(errno));
+		errno = 0;
+		rc = write(ctx, (enum ema_run_file)i, f);
+		rc = ema_file_close(f, rc, shown, err);
+		if (rc != EMA_OK)
+			return rc;
+	}
+	return EMA_OK;
+}
+
+void ema_outdir_print_contents(const struct ema_outdir *od, bool plots, FILE *out)
+{
+	fprintf(out, "results: %s/ (", od->path);
+	for (int i = 0; i < EMA_RUN_FILES; i++)
+		fprintf(out, "%s%s", i ? ", " : "", ema_run_file_names[i]);
+	fprintf(out, "%s)\n", plots ? ", plots/" : "");
+}
+
+int ema_outfile_reserve(struct ema_outfile *of, const char *opt, const char *path,
+			struct ema_error *err)
+{
+	struct stat st;
+	int rc;
+
+	memset(of, 0, sizeof *of);
+	of->slot = -1;
+	of->opt = opt;
+	rc = ema_out_check_parent(opt, path, err);
+	if (rc != EMA_OK)
+		return rc;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return ema_error_set(err, EMA_ERR_INPUT, "%s %s: is a folder, expected a file", opt,
+				     path);
+	if (snprintf(of->path, sizeof of->path, "%s", path) >= (int)sizeof of->path ||
+	    snprintf(of->tmp, sizeof of->tmp, "%s.tmp-%ld", path, (long)getpid()) >=
+	    (int)sizeof of->tmp)
+		return ema_error_set(err, EMA_ERR_INPUT, "%s %s: name too long", opt, path);
+	return ema_out_clean_leftovers(path, NULL, err);
+}
+
+FILE *ema_outfile_open(struct ema_outfile *of, struct ema_error *err)
+{
+	of->slot = ema_cleanup_add(of->tmp);
+	of->f = fopen(of->tmp, "w");
+	if (of->f == NULL) {
+		ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s", of->path, strerror(errno));
+		ema_cleanup_drop(of->slot);
+		of->slot = -1;
+		return NULL;
+	}
+	errno = 0;
+	return of->f;
+}
+
+int ema_outfile_commit(struct ema_outfile *of, struct ema_error *err)
+{
+	int rc;
+
+	if (of->f == NULL)
+		return ema_error_set(err, EMA_ERR_INTERNAL, "%s: committed unopened", of->path);
+	/* a writer's failure shows as ferror, which ema_file_close reports
+	 * with its reason (errno of the failed write, e.g. a full disk) */
+	rc = ema_file_close(of->f, EMA_OK, of->path, err);
+	of->f = NULL;
+	if (rc == EMA_OK && rename(of->tmp, of->path) != 0)
+		rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot rename %s to it: %s", of->path,
+				   of->tmp, strerror(errno));
+	if (rc != EMA_OK)
+		unlink(of->tmp);
+	ema_cleanup_drop(of->slot);
+	of->slot = -1;
+	return rc;
+}
+
+void ema_outfile_abort(struct ema_outfile *of)
+{
+	if (of->f != NULL) {
+		fclose(of->f);
+		of->f = NULL;
+		unlink(of->tmp);
+	}
+	ema_cleanup_drop(of->slot);
+	of->slot = -1;
+}
+
 int ema_file_close(FILE *f, int rc, const char *shown, struct ema_error *err)
 {
 	int e = errno;

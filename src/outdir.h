@@ -1,8 +1,10 @@
 /* outdir.h: output folders and files of the commands (run folders, sweep
- * folders, validate.csv): checked and reserved before anything is
- * simulated, written under a temporary name NAME.tmp-PID, renamed when
- * complete, removed when the process is interrupted, and leftovers of
- * killed runs cleaned by the next run aimed at the same name. */
+ * folders, validate.csv, calibrated profiles): checked and reserved before
+ * anything is simulated or measured, written under a temporary name
+ * NAME.tmp-PID, renamed when complete, removed when the process is
+ * interrupted, and leftovers of killed runs cleaned by the next run aimed
+ * at the same name. The one owner of the default names (runs/NAME-k) and
+ * of the list of files a run folder holds. */
 #ifndef EMA_OUTDIR_H
 #define EMA_OUTDIR_H
 
@@ -45,6 +47,64 @@ int ema_outdir_commit(struct ema_outdir *od, struct ema_error *err);
 /* Removes the temporary folder (a failed or refused run) and runs/ if it
  * was created for it and is empty. */
 void ema_outdir_abort(struct ema_outdir *od);
+
+/* The files of a run folder, in the order `ema run` lists them; the
+ * writer of each is the experiment's (ema_experiment_write). A run with
+ * figures also holds plots/. */
+enum ema_run_file {
+	EMA_RUN_SUMMARY,
+	EMA_RUN_REQUESTS,
+	EMA_RUN_TIMELINE,
+	EMA_RUN_LINKS,
+	EMA_RUN_TRANSFERS,
+	EMA_RUN_CONFIG,
+	EMA_RUN_JSON,
+	EMA_RUN_FILES
+};
+extern const char *const ema_run_file_names[EMA_RUN_FILES];
+
+/* Writes write(ctx, FILE, f) for every file of the list into od->tmp, in
+ * the list's order, stopping at the first failure. A failure to create,
+ * to write or to close a file is "SHOWN/NAME: ...", EMA_ERR_IO (a writer
+ * returns EMA_ERR_IO when it saw ferror). */
+int ema_outdir_write_files(const struct ema_outdir *od,
+			   int (*write)(const void *ctx, enum ema_run_file file, FILE *f),
+			   const void *ctx, struct ema_error *err);
+
+/* The line that says where a committed run folder is and what it holds:
+ * "results: DIR/ (summary.csv, ..., run.json, plots/)". */
+void ema_outdir_print_contents(const struct ema_outdir *od, bool plots, FILE *out);
+
+/* One output file written whole or not at all (validate --csv, calibrate
+ * --out and --csv, bench --hw --csv): written as PATH.tmp-PID and renamed
+ * over PATH when complete, so an old file stays whole until the new one
+ * is; removed on a failure or a signal. */
+struct ema_outfile {
+	char path[EMA_PATH_MAX];
+	char tmp[EMA_PATH_MAX + 32];
+	const char *opt;  /* the option that named it, for messages */
+	int slot;
+	FILE *f;
+};
+
+/* Checks, before the work starts, that path can be written: its parent
+ * folder exists and is writable, path is not a folder; removes leftovers
+ * PATH.tmp-PID of killed processes. Creates nothing. EMA_ERR_INPUT
+ * "OPT PATH: ..." when it cannot. */
+int ema_outfile_reserve(struct ema_outfile *of, const char *opt, const char *path,
+			struct ema_error *err);
+/* Creates the temporary file and registers it for removal on a signal;
+ * NULL with err set when it cannot. */
+FILE *ema_outfile_open(struct ema_outfile *of, struct ema_error *err);
+/* Finishes the file once written: flushes and closes it (a failure of
+ * the writer shows as ferror: "PATH: write failed: REASON", as
+ * ema_file_close) and renames it over of->path; on any failure the
+ * temporary file is removed. Set errno to 0 before the writer runs
+ * (ema_outfile_open does). */
+int ema_outfile_commit(struct ema_outfile *of, struct ema_error *err);
+/* Closes and removes the temporary file: the work failed, err already
+ * says why. Harmless when nothing was opened. */
+void ema_outfile_abort(struct ema_outfile *of);
 
 /* Checks that a file or folder can be created at path: its parent exists,
  * is a folder and is writable. "OPT PATH: parent folder P does not exist",

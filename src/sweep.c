@@ -8,8 +8,6 @@
  * other keys and per (policy, tenant), the mean, standard deviation and
  * 95% confidence interval of the main metrics over the seeds. Like a run,
  * the folder appears complete or not at all. */
-#include "sweep.h"
-
 #include <errno.h>
 #include <gsl/gsl_cdf.h>
 #include <math.h>
@@ -20,13 +18,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "ema_build.h"
 #include "experiment.h"
 #include "plots.h"
 
-#define SWEEP_MAX_KEYS 8
+#define SWEEP_MAX_KEYS EMA_CLI_MAX_VARY
 #define SWEEP_MAX_VALUES 64
-#define SWEEP_MAX_SETS 256
+#define SWEEP_MAX_SETS EMA_CLI_MAX_SETS
 #define SWEEP_MAX_POINTS 4096
 
 struct sweep_key {
@@ -247,14 +246,14 @@ static int append_summary(FILE *out, const struct ema_experiment *x, bool header
 	return ferror(out) ? EMA_ERR_IO : EMA_OK;
 }
 
-int ema_sweep_main(int argc, char **argv, struct ema_error *err)
+static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 {
 	static struct sweep_key keys[SWEEP_MAX_KEYS];
-	const char *config = NULL, *out = NULL;
+	const char *config = a->config, *out = a->out;
 	const char *sets[SWEEP_MAX_SETS + SWEEP_MAX_KEYS];
 	static char point_sets[SWEEP_MAX_KEYS][512];
 	int n_keys = 0, n_sets = 0, idx[SWEEP_MAX_KEYS] = {0};
-	bool plots = true, quiet = false;
+	bool plots = a->plots, quiet = a->quiet;
 	long points = 1;
 	char path[EMA_PATH_MAX + 128], shown[EMA_PATH_MAX + 128];
 	FILE *csv = NULL;
@@ -262,38 +261,13 @@ int ema_sweep_main(int argc, char **argv, struct ema_error *err)
 	struct sweep_rows rows = { NULL, 0, 0 };
 	int rc = EMA_OK, seed_key = -1;
 
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (strcmp(a, "--vary") == 0 && v != NULL) {
-			if (n_keys == SWEEP_MAX_KEYS)
-				return ema_error_set(err, EMA_ERR_INPUT, "--vary: at most %d keys",
-						     SWEEP_MAX_KEYS);
-			rc = parse_vary(v, &keys[n_keys++], err);
-			if (rc != EMA_OK)
-				return rc;
-			i++;
-		} else if (strcmp(a, "--set") == 0 && v != NULL && strchr(v, '=') != NULL) {
-			if (n_sets == SWEEP_MAX_SETS)
-				return ema_error_set(err, EMA_ERR_INPUT, "--set: at most %d", SWEEP_MAX_SETS);
-			sets[n_sets++] = v;
-			i++;
-		} else if (strcmp(a, "--config") == 0 && v != NULL) {
-			config = v;
-			i++;
-		} else if (strcmp(a, "--out") == 0 && v != NULL) {
-			out = v;
-			i++;
-		} else if (strcmp(a, "--no-plots") == 0) {
-			plots = false;
-		} else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
-			quiet = true;
-		} else {
-			return ema_error_set(err, EMA_ERR_INPUT,
-					     "sweep: %s: expected --vary KEY=V1,V2,..., --config FILE, "
-					     "--set KEY=VALUE, --out DIR, --no-plots or --quiet", a);
-		}
+	for (int i = 0; i < a->n_vary; i++) {
+		rc = parse_vary(a->vary[i], &keys[n_keys++], err);
+		if (rc != EMA_OK)
+			return rc;
 	}
+	for (int i = 0; i < a->n_sets; i++)
+		sets[n_sets++] = a->sets[i];
 	if (n_keys == 0)
 		return ema_error_set(err, EMA_ERR_INPUT, "sweep: expected at least one --vary KEY=V1,V2,...");
 	for (int k = 0; k < n_keys; k++)
@@ -451,3 +425,45 @@ fail:
 	ema_outdir_abort(&od);
 	return rc;
 }
+
+static const struct ema_cli_optuse sweep_options[] = {
+	{ EMA_OPT_VARY, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_CONFIG, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_SET, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_SEED, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_OUT, "the sweep folder to create, as for ema run (one run folder per point "
+	  "inside); default runs/sweep, runs/sweep-2, ...", NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_NO_PLOTS, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_QUIET, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_HELP, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_NONE, NULL, NULL, EMA_VALUE_NONE },
+};
+
+static const char *const sweep_examples[] = {
+	"ema sweep --vary tenants.0.workload.rate_rps=8,10,12,14 "
+	"--vary policy.borrow_rule=always,throughput --set policies=static,ideal,ema",
+	"ema sweep --vary seed=1,2,3,4,5 --vary tenants.0.workload.rate_rps=10,14 "
+	"--set policies=static,ema",
+	NULL,
+};
+
+const struct ema_cli_cmd ema_cmd_sweep = {
+	.name = "sweep",
+	.summary = "run a scenario over every combination of --vary KEY=V1,V2,...",
+	.usage = "--vary KEY=V1,V2,... [--vary ...] [-c FILE] [-s KEY=VALUE]... [--seed N] "
+		 "[-o DIR] [--no-plots] [-q]",
+	.options = sweep_options,
+	.description =
+		"Every point of the cartesian product of the --vary lists runs like 'ema run' with "
+		"those values as extra --set overrides (after the others), into DIR/point-NNN/, a "
+		"full run folder each; DIR/sweep.csv holds every point's summary rows with one "
+		"leading column per swept key and a point column. Seeds swept with --vary "
+		"seed=1,2,... are repetitions: DIR/sweep_stats.csv then gives, per combination of "
+		"the other keys and per policy and tenant, the mean, standard deviation and 95% "
+		"confidence interval of throughput and TTFT/TPOT p50/p99. With one numeric key "
+		"besides the seed, and plots on, it draws the load curves "
+		"DIR/sweep_METRIC.pdf and .png.\nEvery point's configuration is checked before "
+		"anything runs; the folder appears complete or not at all.",
+	.examples = sweep_examples,
+	.fn = sweep_exec,
+};

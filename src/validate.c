@@ -2,20 +2,14 @@
  * GPUs, the relative error of throughput and latency percentiles per
  * tenant and policy, printed and written as CSV. Targets (issue 4):
  * within 5% on throughput and p50s, 15% on p99s. */
-#include "validate.h"
-
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "cli.h"
 #include "experiment.h"
 #include "outdir.h"
-
-#define MAX_SETS 256
 
 static double rel(double hw, double sim)
 {
@@ -24,39 +18,17 @@ static double rel(double hw, double sim)
 	return (sim - hw) / hw;
 }
 
-int ema_validate_main(int argc, char **argv, struct ema_error *err)
+static int validate_exec(const struct ema_cli_args *a, struct ema_error *err)
 {
-	const char *config = NULL, *csv = "validate.csv";
-	const char *sets[MAX_SETS];
-	int n_sets = 0;
+	const char *csv = a->csv != NULL ? a->csv : "validate.csv";
 	struct ema_experiment *sim = NULL, *hw = NULL;
-	char tmp[EMA_PATH_MAX + 32];
-	struct stat st;
+	struct ema_outfile of;
 	FILE *f;
-	int rc, slot;
+	int rc;
 
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
-			config = argv[++i];
-		else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc && n_sets < MAX_SETS)
-			sets[n_sets++] = argv[++i];
-		else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc)
-			csv = argv[++i];
-		else
-			return ema_error_set(err, EMA_ERR_INPUT,
-					     "validate: expected --config FILE, --set key=value or --csv FILE, not %s",
-					     argv[i]);
-	}
 	/* before the GPUs are busy for minutes: the file must be writable
 	 * (it is replaced when it exists, as a file) */
-	rc = ema_out_check_parent("--csv", csv, err);
-	if (rc != EMA_OK)
-		return rc;
-	if (stat(csv, &st) == 0 && S_ISDIR(st.st_mode))
-		return ema_error_set(err, EMA_ERR_INPUT, "--csv %s: is a folder, expected a file", csv);
-	if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld", csv, (long)getpid()) >= (int)sizeof tmp)
-		return ema_error_set(err, EMA_ERR_INPUT, "--csv %s: name too long", csv);
-	rc = ema_out_clean_leftovers(csv, NULL, err);
+	rc = ema_outfile_reserve(&of, "--csv", csv, err);
 	if (rc != EMA_OK)
 		return rc;
 	sim = calloc(1, sizeof *sim);
@@ -65,11 +37,13 @@ int ema_validate_main(int argc, char **argv, struct ema_error *err)
 		rc = ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
 		goto done;
 	}
-	rc = ema_config_load(&sim->cfg, config, sets, n_sets, err);
+	rc = ema_config_load(&sim->cfg, a->config, a->sets, a->n_sets, err);
 	if (rc != EMA_OK)
 		goto done;
+	sim->quiet = a->quiet;
 	hw->cfg = sim->cfg;
 	hw->backend = EMA_BACKEND_HW;
+	hw->quiet = a->quiet;
 	/* hardware first: if there is no GPU, say so before simulating */
 	rc = ema_experiment_run(hw, err);
 	if (rc != EMA_OK)
@@ -79,44 +53,35 @@ int ema_validate_main(int argc, char **argv, struct ema_error *err)
 		goto done;
 	/* written beside it and renamed: an old validate.csv stays whole
 	 * until the new one is */
-	slot = ema_cleanup_add(tmp);
-	f = fopen(tmp, "w");
+	f = ema_outfile_open(&of, err);
 	if (f == NULL) {
-		rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s", csv, strerror(errno));
-		ema_cleanup_drop(slot);
+		rc = err->code;
 		goto done;
 	}
-	errno = 0;
 	fputs("policy,tenant,metric,hw,sim,rel_error\n", f);
 	printf("%-14s %-8s %-18s %12s %12s %9s\n", "policy", "tenant", "metric", "hw", "sim", "error");
 	for (int i = 0; i < sim->n_runs; i++)
 		for (int t = 0; t < sim->cfg.n_tenants; t++) {
-			const struct ema_tenant_result *a = &hw->runs[i].results[t];
-			const struct ema_tenant_result *b = &sim->runs[i].results[t];
+			const struct ema_tenant_result *r_hw = &hw->runs[i].results[t];
+			const struct ema_tenant_result *r_sim = &sim->runs[i].results[t];
 			const struct { const char *name; double hw, sim; } m[] = {
-				{"throughput_tok_s", a->throughput_tok_s, b->throughput_tok_s},
-				{"ttft_p50_ms", a->ttft_ms[0], b->ttft_ms[0]},
-				{"ttft_p99_ms", a->ttft_ms[2], b->ttft_ms[2]},
-				{"tpot_p50_ms", a->tpot_ms[0], b->tpot_ms[0]},
-				{"tpot_p99_ms", a->tpot_ms[2], b->tpot_ms[2]},
+				{"throughput_tok_s", r_hw->throughput_tok_s, r_sim->throughput_tok_s},
+				{"ttft_p50_ms", r_hw->ttft_ms[0], r_sim->ttft_ms[0]},
+				{"ttft_p99_ms", r_hw->ttft_ms[2], r_sim->ttft_ms[2]},
+				{"tpot_p50_ms", r_hw->tpot_ms[0], r_sim->tpot_ms[0]},
+				{"tpot_p99_ms", r_hw->tpot_ms[2], r_sim->tpot_ms[2]},
 			};
 
 			for (size_t k = 0; k < sizeof m / sizeof m[0]; k++) {
 				double r = rel(m[k].hw, m[k].sim);
 
-				fprintf(f, "%s,%s,%s,%.6g,%.6g,%.6g\n", a->policy, a->tenant, m[k].name,
-					m[k].hw, m[k].sim, r);
-				printf("%-14s %-8s %-18s %12.4g %12.4g %+8.1f%%\n", a->policy, a->tenant,
-				       m[k].name, m[k].hw, m[k].sim, 100.0 * r);
+				fprintf(f, "%s,%s,%s,%.6g,%.6g,%.6g\n", r_hw->policy, r_hw->tenant,
+					m[k].name, m[k].hw, m[k].sim, r);
+				printf("%-14s %-8s %-18s %12.4g %12.4g %+8.1f%%\n", r_hw->policy,
+				       r_hw->tenant, m[k].name, m[k].hw, m[k].sim, 100.0 * r);
 			}
 		}
-	rc = ema_file_close(f, ferror(f) ? EMA_ERR_IO : EMA_OK, csv, err);
-	if (rc == EMA_OK && rename(tmp, csv) != 0)
-		rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot rename %s to it: %s", csv, tmp,
-				   strerror(errno));
-	if (rc != EMA_OK)
-		unlink(tmp);
-	ema_cleanup_drop(slot);
+	rc = ema_outfile_commit(&of, err);
 	if (rc == EMA_OK)
 		printf("written: %s\n", csv);
 done:
@@ -130,3 +95,35 @@ done:
 	}
 	return rc;
 }
+
+static const struct ema_cli_optuse validate_options[] = {
+	{ EMA_OPT_CONFIG, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_SET, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_SEED, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_CSV, "the comparison to write (policy,tenant,metric,hw,sim,rel_error); checked "
+	  "before anything runs, replaced when complete; default validate.csv", NULL,
+	  EMA_VALUE_NONE },
+	{ EMA_OPT_QUIET, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_HELP, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_NONE, NULL, NULL, EMA_VALUE_NONE },
+};
+
+static const char *const validate_examples[] = {
+	"ema validate -c scenarios/published/h200x2_llama2_7b_28gib.json --csv h200.csv",
+	NULL,
+};
+
+const struct ema_cli_cmd ema_cmd_validate = {
+	.name = "validate",
+	.summary = "run a scenario on the GPUs and on the simulator and compare",
+	.usage = "[-c FILE] [-s KEY=VALUE]... [--seed N] [--csv FILE] [-q]",
+	.options = validate_options,
+	.description =
+		"Runs the scenario on the GPUs of this machine, then on the simulator, and prints "
+		"and writes, per policy and tenant, throughput and TTFT/TPOT p50 and p99 on both "
+		"with rel_error = (sim - hw) / hw. Targets: within 5% on throughput and the p50s, "
+		"15% on the p99s. Without a GPU (or a CUDA build) it says so and exits with status "
+		"1 before simulating.",
+	.examples = validate_examples,
+	.fn = validate_exec,
+};

@@ -98,6 +98,195 @@ list figures throughput latency_cdf memory
 ema list nothing_like_this
 check "list nothing_like_this: exit 2" [ "$rc" -eq 2 ]
 
+# ---- the command line: help, options, man page, completion --------------
+
+COMMANDS="run config list sweep bench calibrate validate version help"
+# same_output NAME ARGS...: `ema ARGS` exits 0 with the stdout of the
+# last `ema` call ($T/log/out saved as $T/log/want), nothing on stderr.
+same_output() {
+	name=$1
+	shift
+	ema "$@"
+	check "$name: exit 0 (got $rc)" [ "$rc" -eq 0 ]
+	check "$name: nothing on stderr" [ ! -s "$T/log/err" ]
+	check "$name: same text as the first" same_file "$T/log/out" "$T/log/want"
+}
+ema help
+check "help: exit 0" [ "$rc" -eq 0 ]
+check "help: nothing on stderr" [ ! -s "$T/log/err" ]
+for c in $COMMANDS; do
+	check "help: lists $c" awk -v c="$c" '/^commands:/ { on = 1; next } /^$/ { on = 0 }
+		on && $1 == c { f = 1 } END { exit !f }' "$T/log/out"
+done
+check "help: the common options, with who takes them" \
+	grep -qE '^  -c, --config FILE +run, config, sweep, validate$' "$T/log/out"
+cp "$T/log/out" "$T/log/want"
+same_output "ema alone"
+same_output "ema --help" --help
+same_output "ema -h" -h
+for c in $COMMANDS; do
+	ema help "$c"
+	check "help $c: exit 0 (got $rc)" [ "$rc" -eq 0 ]
+	check "help $c: usage first" [ "$(head -1 "$T/log/out" | cut -d' ' -f1-3)" = "usage: ema $c" ]
+	check "help $c: an options section" grep -qx 'options:' "$T/log/out"
+	cp "$T/log/out" "$T/log/want"
+	same_output "$c --help" "$c" --help
+	same_output "$c -h" "$c" -h
+	# the parser takes every option the help shows: each given alone
+	# (with a value of its kind) before --help, which then prints the help
+	for opt in $(sed -n '/^options:/,/^$/p' "$T/log/want" | grep -oE '^ +(-[a-z], )?--[a-z-]+' |
+		grep -oE -- '--[a-z-]+$'); do
+		case $opt in
+		--set | --vary) val=seed=2 ;;
+		--backend) val=sim ;;
+		--config | --out | --csv | --trace | --name | --seed) val=2 ;;
+		*) val= ;;
+		esac
+		same_output "$c $opt $val --help" "$c" $opt $val --help
+	done
+	# an unknown option: exit 2, the message, nothing on stdout
+	ema "$c" --no-such-option
+	check "$c --no-such-option: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+	check "$c --no-such-option: says so ($(cat "$T/log/err"))" [ "$(cat "$T/log/err")" = \
+		"ema $c: unknown option --no-such-option (see 'ema help $c')" ]
+	check "$c --no-such-option: nothing on stdout" [ ! -s "$T/log/out" ]
+done
+ema help validate
+cp "$T/log/out" "$T/log/want"
+same_output "validate --seed 3 --help" validate --seed 3 --help
+ema run -Z
+check "run -Z: exit 2" [ "$rc" -eq 2 ]
+check "run -Z: says so" [ "$(cat "$T/log/err")" = "ema run: unknown option -Z (see 'ema help run')" ]
+ema run --out
+check "run --out without a value: exit 2" [ "$rc" -eq 2 ]
+check "run --out without a value: says so" [ "$(cat "$T/log/err")" = \
+	"ema run: --out expects DIR (see 'ema help run')" ]
+ema run extra_word
+check "run extra_word: exit 2" [ "$rc" -eq 2 ]
+check "run extra_word: says so" grep -qF "ema run: unexpected argument extra_word" "$T/log/err"
+ema no_such_command
+check "unknown command: exit 2" [ "$rc" -eq 2 ]
+check "unknown command: says so" grep -qF 'ema: unknown command "no_such_command"' "$T/log/err"
+ema help no_such_command
+check "help of an unknown command: exit 2" [ "$rc" -eq 2 ]
+ema --version
+check "--version: exit 0" [ "$rc" -eq 0 ]
+check "--version: ema and the version" grep -qE '^ema [0-9]+\.[0-9]+' "$T/log/out"
+cp "$T/log/out" "$T/log/want"
+same_output "version" version
+check "nothing written by the commands above ($(ls -A | tr '\n' ' '))" [ -z "$(ls -A)" ]
+
+# The common options mean the same in every command that takes a scenario:
+# --seed N is --set seed=N, -c is --config, -s is --set.
+ema config --seed 5
+check "config --seed 5: exit 0" [ "$rc" -eq 0 ]
+check "config --seed 5: seed 5" grep -q '"seed": 5,' "$T/log/out"
+cp "$T/log/out" "$T/log/want"
+same_output "config -s seed=5" config -s seed=5
+"$EMA" config >"$T/seed1.json"
+check "config: seed 1 by default" grep -q '"seed": 1,' "$T/seed1.json"
+same_output "config -c FILE --seed 5" config -c "$T/seed1.json" --seed 5
+ema config default
+check "config default: the embedded scenario as written" \
+	same_file "$T/log/out" "$SRC/scenarios/default.json"
+ema config default --seed 3
+check "config default --seed 3: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+# sweep and validate take the same short spellings and --seed (checked by
+# the output path refused before anything runs)
+out_first() {
+	name=$1
+	want=$2
+	shift 2
+	ema "$@"
+	check "$name: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+	check "$name: refuses the output first ($(cat "$T/log/err"))" grep -qF -- "$want" "$T/log/err"
+	check "$name: nothing written ($(ls -A | tr '\n' ' '))" [ -z "$(ls -A)" ]
+}
+out_first "sweep -c -s --seed -o" "--out nosuch/sw: parent folder nosuch does not exist" \
+	sweep -c "$T/seed1.json" -s policies=static --seed 4 --vary seed=1,2 -o nosuch/sw -q
+out_first "validate -c -s --seed -q" "--csv nosuch/v.csv: parent folder nosuch does not exist" \
+	validate -c "$T/seed1.json" -s policies=static --seed 4 -q --csv nosuch/v.csv
+out_first "calibrate --out, missing parent" "--out nosuch/cal.json: parent folder nosuch does not exist" \
+	calibrate --quick --out nosuch/cal.json
+out_first "calibrate --csv, missing parent" "--csv nosuch/cal.csv: parent folder nosuch does not exist" \
+	calibrate --csv nosuch/cal.csv
+out_first "bench --hw --csv, missing parent" "--csv nosuch/b.csv: parent folder nosuch does not exist" \
+	bench --hw --quick --csv nosuch/b.csv
+out_first "bench --csv without --hw" "--csv writes the hardware figures" bench --csv b.csv
+out_first "bench --hw --trace" "--trace is for the simulator's figures" \
+	bench --backend hw --trace "$DATA/trace_ok.csv"
+
+# The man page is the one `ema help --man` writes (regenerate it with
+# `./ema help --man > doc/ema.1` after changing the command table).
+ema help --man
+check "help --man: exit 0" [ "$rc" -eq 0 ]
+if same_file "$T/log/out" "$SRC/doc/ema.1"; then
+	pass
+else
+	fail "doc/ema.1 differs from 'ema help --man' (run: ./ema help --man > doc/ema.1)"
+fi
+if command -v man >/dev/null 2>&1 && command -v groff >/dev/null 2>&1; then
+	# (man's own stderr may hold notes about the locale: only groff's is checked)
+	MANWIDTH=80 man -l "$SRC/doc/ema.1" >"$T/log/man" 2>/dev/null
+	check "man -l doc/ema.1: exit 0" [ $? -eq 0 ]
+	for c in $COMMANDS; do
+		check "man page: ema $c" grep -q "^   ema $c\$" "$T/log/man"
+	done
+	check "man page: the options" grep -qE '^ +-c, --config FILE$' "$T/log/man"
+	groff -man -ww -z "$SRC/doc/ema.1" 2>"$T/log/man_err"
+	check "groff -ww: no warning ($(head -3 "$T/log/man_err"))" [ ! -s "$T/log/man_err" ]
+else
+	echo "note: man or groff not found, the man page is not rendered"
+fi
+
+# Bash completion: the script sourced in bash, the completion function
+# called as bash calls it (COMP_WORDS, COMP_CWORD).
+COMPLETION=$SRC/tools/ema-completion.bash
+# complete WORD...: the candidates for the last word, sorted, one a line.
+complete() {
+	bash -c '. "$1" || exit 99; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _ema
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$COMPLETION" "$EMA" "$@" 2>&1 | sort
+}
+# completes WANT WORD...: exactly these candidates (space-separated).
+completes() {
+	want=$1
+	shift
+	got=$(complete "$@" | tr '\n' ' ' | sed 's/ $//')
+	if [ "$got" = "$want" ]; then pass; else fail "complete ema $*: want \"$want\", got \"$got\""; fi
+}
+if command -v bash >/dev/null 2>&1; then
+	completes "calibrate config" c
+	completes "$(echo $COMMANDS --help --version | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ $//')" ""
+	# each command's options are the ones its help lists
+	for c in $COMMANDS; do
+		"$EMA" help "$c" | sed -n '/^options:/,/^$/p' | grep -oE -- '--[a-z-]+' | sort -u >"$T/log/want"
+		complete "$c" -- | sort -u >"$T/log/got"
+		check "complete ema $c --: the options of 'ema help $c' ($(tr '\n' ' ' <"$T/log/got"))" \
+			same_file "$T/log/want" "$T/log/got"
+	done
+	completes "--config" run --con
+	completes "figures" list f
+	completes "default" config d
+	completes "sim" bench --backend s
+	completes "$("$EMA" list policies | awk '{ print "policies=" $1 }' | sort | tr '\n' ' ' |
+		sed 's/ $//')" run -s policies=
+	completes "policies=static,ema" run --set policies=static,e
+	# as bash splits the word at '=': only what follows it is replaced
+	completes "static,ema" run --set policies = static,e
+	completes "$("$EMA" list hardware | awk '/^h200/ { print "hardware=" $1 }' | sort |
+		tr '\n' ' ' | sed 's/ $//')" run --set hardware=h200
+	completes "llama-3-70b llama-3-8b" sweep --vary model = llama-3
+	mkdir "$T/cdir" "$T/cdir/sub" && touch "$T/cdir/scenario.json"
+	completes "$T/cdir/scenario.json $T/cdir/sub" run --config "$T/cdir/"
+	completes "$T/cdir/sub" run --out "$T/cdir/"
+	completes "$T/cdir/sub" sweep -o "$T/cdir/s"
+	completes "$T/cdir/scenario.json $T/cdir/sub" calibrate --out "$T/cdir/"
+	completes "--out=$T/cdir/sub" run "--out=$T/cdir/s"
+	rm -rf "$T/cdir"
+else
+	echo "note: bash not found, the completion is not checked"
+fi
+
 # ---- one run and its folder ------------------------------------------
 
 R=$T/runs
@@ -109,6 +298,10 @@ for f in config.json run.json summary.csv requests.csv timeline.csv links.csv tr
 done
 check "run: no temporary folder left" [ "$(ls -A "$R")" = r1 ]
 check "run: stdout names the folder" grep -qF "$R/r1" "$T/log/out"
+# the results line lists what the folder holds, no more, no less
+listed=$(sed -n "s|^results: $R/r1/ (\(.*\))\$|\1|p" "$T/log/out" | tr -d ' ' | tr ',' '\n' | sort | tr '\n' ' ')
+held=$(cd "$R/r1" && ls -p | sort | tr '\n' ' ')
+check "run: the results line lists the folder's files ($listed) = ($held)" [ "${listed:-none}" = "$held" ]
 check "run: summary.csv header" \
 	grep -q '^policy,tenant,gpu,requests,completed,dropped,throughput_tok_s,req_s,ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,tpot_p50_ms,tpot_p90_ms,tpot_p99_ms,e2e_p50_ms,e2e_p99_ms,preemptions,kv_peak_gib' \
 	"$R/r1/summary.csv"
@@ -531,6 +724,16 @@ else
 	check "--backend hw without GPU: exit 1 (got $rc)" [ "$rc" -eq 1 ]
 	check "--backend hw without GPU: says why" grep -qiE 'gpu|cuda|driver' "$T/log/err"
 	check "--backend hw without GPU: nothing written ($(ls -A | tr '\n' ' '))" [ -z "$(ls -A)" ]
+	# the other commands on GPUs: status 1, why, and no file left behind
+	# (the outputs were reserved before finding no GPU)
+	for args in "calibrate --quick --csv cal.csv" "bench --hw --quick --csv b.csv" \
+		"validate -q $SHORT"; do
+		ema $args
+		check "$args without GPU: exit 1 (got $rc)" [ "$rc" -eq 1 ]
+		check "$args without GPU: says why ($(cat "$T/log/err"))" \
+			grep -qiE 'not supported here|gpu|cuda|driver' "$T/log/err"
+		check "$args without GPU: nothing written ($(ls -A | tr '\n' ' '))" [ -z "$(ls -A)" ]
+	done
 fi
 
 echo "$passed passed, $failed failed"

@@ -3,8 +3,9 @@
  * name being written by a live process), the reservation and its rename,
  * leftovers of dead processes removed with a note, removal on SIGINT,
  * SIGTERM and SIGHUP (in a child process that dies of the signal), and
- * the reason of a failed write (/dev/full). Every test works in its own
- * temporary folder. */
+ * the reason of a failed write (/dev/full), the files of a run folder and
+ * the line that lists them, and single output files replaced whole.
+ * Every test works in its own temporary folder. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -398,6 +399,137 @@ static void test_full_disk(void)
 	CU_ASSERT_EQUAL(ema_file_close(f, EMA_OK, "t", &err), EMA_OK);
 }
 
+/* A writer that writes the file's name, and fails (a full disk) at
+ * fail_at. */
+static int fail_at = -1;
+
+static int name_writer(const void *ctx, enum ema_run_file file, FILE *f)
+{
+	CU_ASSERT_STRING_EQUAL((const char *)ctx, "ctx");
+	fputs(ema_run_file_names[file], f);
+	if ((int)file == fail_at) {
+		errno = ENOSPC;
+		return EMA_ERR_IO;
+	}
+	return EMA_OK;
+}
+
+static char *read_text(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	size_t got;
+
+	buf[0] = '\0';
+	if (f == NULL)
+		return buf;
+	got = fread(buf, 1, n - 1, f);
+	buf[got] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* Every file of the list written by its writer into the reserved folder,
+ * named in the results line in the list's order; a failing writer stops
+ * the folder at that file and says which. */
+static void test_run_files(void)
+{
+	struct ema_error err = {0};
+	struct ema_outdir od;
+	char path[8192], text[256], *line = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	enter_tmp();
+	fail_at = -1;
+	CU_ASSERT_EQUAL_FATAL(ema_outdir_reserve(&od, "--out", "r", NULL, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_outdir_write_files(&od, name_writer, "ctx", &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_outdir_commit(&od, &err), EMA_OK);
+	CU_ASSERT_EQUAL(entries("r"), EMA_RUN_FILES);
+	for (int i = 0; i < EMA_RUN_FILES; i++) {
+		snprintf(path, sizeof path, "r/%s", ema_run_file_names[i]);
+		CU_ASSERT_STRING_EQUAL(read_text(path, text, sizeof text), ema_run_file_names[i]);
+	}
+	m = open_memstream(&line, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	ema_outdir_print_contents(&od, true, m);
+	ema_outdir_print_contents(&od, false, m);
+	fclose(m);
+	CU_ASSERT_STRING_EQUAL(line,
+		"results: r/ (summary.csv, requests.csv, timeline.csv, links.csv, transfers.csv, "
+		"config.json, run.json, plots/)\n"
+		"results: r/ (summary.csv, requests.csv, timeline.csv, links.csv, transfers.csv, "
+		"config.json, run.json)\n");
+	free(line);
+
+	fail_at = EMA_RUN_TIMELINE;
+	CU_ASSERT_EQUAL_FATAL(ema_outdir_reserve(&od, "--out", "bad", NULL, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_outdir_write_files(&od, name_writer, "ctx", &err), EMA_ERR_IO);
+	CU_ASSERT_STRING_EQUAL(err.msg, "bad/timeline.csv: write failed: No space left on device");
+	snprintf(path, sizeof path, "%s/links.csv", od.tmp);
+	CU_ASSERT(!exists(path));
+	ema_outdir_abort(&od);
+	CU_ASSERT_EQUAL(entries("."), 1);
+	fail_at = -1;
+	leave_tmp();
+}
+
+/* One file: checked before the work, replaced whole when complete, the
+ * old one untouched when the work fails or the write does. */
+static void test_outfile(void)
+{
+	struct ema_error err = {0};
+	struct ema_outfile of;
+	char text[64], left[64];
+	long dead = dead_pid();
+	FILE *f;
+
+	enter_tmp();
+	CU_ASSERT_EQUAL(ema_outfile_reserve(&of, "--csv", "nosuch/v.csv", &err), EMA_ERR_INPUT);
+	CU_ASSERT_STRING_EQUAL(err.msg, "--csv nosuch/v.csv: parent folder nosuch does not exist");
+	CU_ASSERT_EQUAL(mkdir("dir", 0777), 0);
+	CU_ASSERT_EQUAL(ema_outfile_reserve(&of, "--csv", "dir", &err), EMA_ERR_INPUT);
+	CU_ASSERT_STRING_EQUAL(err.msg, "--csv dir: is a folder, expected a file");
+	CU_ASSERT_EQUAL(rmdir("dir"), 0);
+
+	/* a leftover of a killed process goes; the old file is replaced */
+	touch("v.csv");
+	snprintf(left, sizeof left, "v.csv.tmp-%ld", dead);
+	touch(left);
+	CU_ASSERT_EQUAL_FATAL(ema_outfile_reserve(&of, "--csv", "v.csv", &err), EMA_OK);
+	CU_ASSERT(!exists(left));
+	f = ema_outfile_open(&of, &err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT(exists(of.tmp));
+	fputs("new\n", f);
+	CU_ASSERT_STRING_EQUAL(read_text("v.csv", text, sizeof text), "x\n");
+	CU_ASSERT_EQUAL(ema_outfile_commit(&of, &err), EMA_OK);
+	CU_ASSERT_STRING_EQUAL(read_text("v.csv", text, sizeof text), "new\n");
+	CU_ASSERT_EQUAL(entries("."), 1);
+
+	/* the work failed: nothing changes */
+	CU_ASSERT_EQUAL_FATAL(ema_outfile_reserve(&of, "--csv", "v.csv", &err), EMA_OK);
+	f = ema_outfile_open(&of, &err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("half", f);
+	ema_outfile_abort(&of);
+	CU_ASSERT_STRING_EQUAL(read_text("v.csv", text, sizeof text), "new\n");
+	CU_ASSERT_EQUAL(entries("."), 1);
+
+	/* the write failed (the temporary file on a full disk): says why */
+	if (access("/dev/full", W_OK) == 0) {
+		CU_ASSERT_EQUAL_FATAL(ema_outfile_reserve(&of, "--csv", "v.csv", &err), EMA_OK);
+		CU_ASSERT_EQUAL_FATAL(symlink("/dev/full", of.tmp), 0);
+		f = ema_outfile_open(&of, &err);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		fputs("lost\n", f);
+		CU_ASSERT_EQUAL(ema_outfile_commit(&of, &err), EMA_ERR_IO);
+		CU_ASSERT_STRING_EQUAL(err.msg, "v.csv: write failed: No space left on device");
+		CU_ASSERT_STRING_EQUAL(read_text("v.csv", text, sizeof text), "new\n");
+		CU_ASSERT_EQUAL(entries("."), 1);
+	}
+	leave_tmp();
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -408,6 +540,8 @@ int main(void)
 		{"leftovers of dead processes removed with a note", test_leftovers},
 		{"SIGINT, SIGTERM, SIGHUP remove the folder and kill", test_signals},
 		{"a full disk says why", test_full_disk},
+		{"the files of a run folder and the line that lists them", test_run_files},
+		{"one file replaced whole, or not at all", test_outfile},
 		{NULL, NULL},
 	};
 
