@@ -115,6 +115,19 @@ static int ema_init(struct ema_engine *e, void *state, struct ema_error *err)
 	return EMA_OK;
 }
 
+/* The staging arrays grow in ema_plan() and live as long as the engine;
+ * their pages are the ledger's, which the engine tears down itself. */
+static void ema_fini(struct ema_engine *e, void *state)
+{
+	struct ema_state *st = state;
+
+	for (int t = 0; t < EMA_MAX_TENANTS; t++) {
+		free(st->staging[t]);
+		st->staging[t] = NULL;
+		st->n_staging[t] = st->cap_staging[t] = 0;
+	}
+}
+
 /* What GPU g may still lend under the lending rules and the slowdown cap. */
 static int32_t lendable(struct ema_engine *e, const struct ema_state *st, int g)
 {
@@ -297,6 +310,7 @@ const struct ema_policy_ops ema_policy_ema = {
 	.summary = "borrow peer memory, prefetch remote KV by layer group, reclaim ahead with headroom",
 	.state_size = sizeof(struct ema_state),
 	.init = ema_init,
+	.fini = ema_fini,
 	.borrowable = ema_borrowable,
 	.choose_lender = ema_choose_lender,
 	.reclaim = ema_reclaim,

@@ -50,6 +50,14 @@ struct ema_policy_ops {
 	 * Called once after the engine is built. NULL: nothing. */
 	int (*init)(struct ema_engine *e, void *state, struct ema_error *err);
 
+	/* void fini(struct ema_engine *e, void *state)
+	 * Frees what the hooks allocated in the state (the state itself is
+	 * the engine's). Called once by ema_engine_destroy, before the state
+	 * is freed, for every engine whose init was called, even one whose
+	 * init failed: the state may be partly set (it starts zeroed). Not
+	 * called for policies without state (state_size 0). NULL: nothing. */
+	void (*fini)(struct ema_engine *e, void *state);
+
 	/* int32_t borrowable(struct ema_engine *e, void *state, int tenant)
 	 * Pages `tenant` could still borrow right now; the engine uses it to
 	 * decide whether a waiting request can be admitted. NULL: 0. */

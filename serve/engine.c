@@ -1256,6 +1256,10 @@ int ema_engine_run(struct ema_engine *e, struct ema_error *err)
 
 void ema_engine_destroy(struct ema_engine *e)
 {
+	/* First, while the engine is whole. The state is allocated just
+	 * before init is called, so it exists exactly where init ran. */
+	if (e->policy_state != NULL && e->policy != NULL && e->policy->fini != NULL)
+		e->policy->fini(e, e->policy_state);
 	for (int i = 0; i < EMA_MAX_TENANTS; i++) {
 		struct ema_tenant *t = &e->tenants[i];
 
