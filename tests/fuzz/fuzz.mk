@@ -114,7 +114,8 @@ seeds:
 	@rm -rf $(SEEDS)
 	@mkdir -p $(addprefix $(SEEDS)/,$(ALL_TARGETS))
 	@cp $(SRCDIR)/tests/data/config/*.json $(SRCDIR)/tests/data/cli/*.json \
-		$(SRCDIR)/scenarios/default.json $(SEEDS)/config/
+		$(SRCDIR)/scenarios/default.json $(SRCDIR)/scenarios/published/*.json \
+		$(SEEDS)/config/
 	@cp $(SRCDIR)/profiles/hardware/*.json $(SRCDIR)/profiles/models/*.json \
 		$(SRCDIR)/tests/data/config/hw_*.json $(SEEDS)/profile/
 	@cp $(SRCDIR)/tests/data/traces/azure_*.csv $(SRCDIR)/tests/data/cli/trace_*.csv \

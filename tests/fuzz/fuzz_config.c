@@ -90,7 +90,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(buf, data, size);
 	buf[size] = '\0';
 	head = strlen(buf);
-	for (size_t i = head; i < size && n_sets < MAX_SETS; i += strlen(buf + i) + 1)
+	/* buf[i] is the NUL before each override */
+	for (size_t i = head; i < size && n_sets < MAX_SETS; i += 1 + strlen(buf + i + 1))
 		sets[n_sets++] = buf + i + 1;
 	if (head > 0)
 		ema_fuzz_write(path, sizeof path, "scenario.json", buf, head);
