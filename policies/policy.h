@@ -172,8 +172,11 @@ struct ema_policy_ops {
 	int (*init)(const struct ema_policy_ctx *c, void *state, struct ema_error *err);
 
 	/* void fini(const struct ema_policy_ctx *c, void *state)
-	 * Called once before the engine goes, if init succeeded (or is NULL):
-	 * frees what the policy allocated in its state. NULL: nothing. */
+	 * Frees what the hooks allocated in the state (the state itself is
+	 * the engine's). Called once when the engine goes, for every engine
+	 * whose init was called (or that has no init), even one whose init
+	 * failed: the state may be partly set (it starts zeroed). NULL:
+	 * nothing. */
 	void (*fini)(const struct ema_policy_ctx *c, void *state);
 
 	/* int32_t borrowable(const struct ema_policy_ctx *c, void *state, int tenant)

@@ -1467,12 +1467,13 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 	if (e->own_knobs == NULL)
 		e->own_knobs = policy->knob_defaults;
 	ctx_init(e);
+	/* from here on fini is due, even if init fails half way */
+	e->policy_ready = true;
 	if (policy->init != NULL) {
 		rc = policy->init(&e->ctx, e->policy_state, err);
 		if (rc != EMA_OK)
 			goto fail;
 	}
-	e->policy_ready = true;
 	for (int i = 0; i < cfg->n_tenants; i++)
 		e->tenants[i].max_request_pages = policy->max_request_pages != NULL ?
 			policy->max_request_pages(&e->ctx, e->policy_state, i) :

@@ -84,7 +84,7 @@ struct ema_engine {
 	void *policy_state;
 	const void *own_knobs;        /* the policy's own knobs, or NULL */
 	struct ema_policy_ctx ctx;    /* what its hooks see */
-	bool policy_ready;            /* init succeeded: fini is due */
+	bool policy_ready;            /* init was called: fini is due */
 	struct ema_request **victims; int cap_victims; /* borrowers_on's array */
 	struct ema_ledger ledger;
 	uint64_t page_bytes;

@@ -520,6 +520,66 @@ static void test_trace_beyond_capacity(void)
 	free(x);
 }
 
+/* ---- fini: once per init, on the state init saw ------------------------ */
+
+struct hook_counts {
+	int inits, finis;
+	void *init_state, *fini_state;
+	int fail_init;
+};
+static struct hook_counts hooks;
+
+static int counting_init(const struct ema_policy_ctx *c, void *state, struct ema_error *err)
+{
+	hooks.inits++;
+	hooks.init_state = state;
+	return hooks.fail_init ? ema_error_set(err, EMA_ERR_INPUT, "init refused") : EMA_OK;
+}
+
+static void counting_fini(const struct ema_policy_ctx *c, void *state)
+{
+	hooks.finis++;
+	hooks.fini_state = state;
+}
+
+static void test_fini_hook(void)
+{
+	static const struct ema_policy_ops counting = {
+		.name = "counting", .summary = "counts its init and fini",
+		.state_size = 16, .init = counting_init, .fini = counting_fini,
+	};
+	struct ema_request_spec r[1] = {spec(0, 16, 2)};
+	struct ema_workload w = {r, 1, 1};
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_error err = {0};
+	struct mock *m;
+
+	tiny_config(&cfg, 1, (489 + 20) * 4.0 / 1024);
+	m = mock_new(&cfg);
+	memset(&hooks, 0, sizeof hooks);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, &counting, &m->base, &w, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_engine_run(&e, &err), EMA_OK);
+	CU_ASSERT_EQUAL(hooks.finis, 0);
+	ema_engine_destroy(&e);
+	CU_ASSERT_EQUAL(hooks.inits, 1);
+	CU_ASSERT_EQUAL(hooks.finis, 1);
+	CU_ASSERT_PTR_NOT_NULL(hooks.fini_state);
+	CU_ASSERT_PTR_EQUAL(hooks.fini_state, hooks.init_state);
+	/* destroying twice frees nothing twice */
+	ema_engine_destroy(&e);
+	CU_ASSERT_EQUAL(hooks.finis, 1);
+
+	/* an init that fails still gets its fini (from create's cleanup) */
+	memset(&hooks, 0, sizeof hooks);
+	hooks.fail_init = 1;
+	CU_ASSERT_EQUAL(ema_engine_create(&e, &cfg, &counting, &m->base, &w, &err), EMA_ERR_INPUT);
+	CU_ASSERT_EQUAL(hooks.inits, 1);
+	CU_ASSERT_EQUAL(hooks.finis, 1);
+	e.platform = NULL;
+	mock_destroy(&m->base);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -532,6 +592,7 @@ int main(void)
 		{"lender_max_slowdown caps what a lender has out", test_lender_max_slowdown},
 		{"admission at the edges of what fits, every policy", test_admission_edges},
 		{"a trace beyond the GPU's capacity replays to the end", test_trace_beyond_capacity},
+		{"fini runs once per init, on the same state", test_fini_hook},
 		{NULL, NULL},
 	};
 	int rc;
