@@ -150,7 +150,7 @@ static const struct ema_config_key serving_keys[] = {
 
 /* The shipped policies' knobs, then (from ema_config_set_policies) one
  * object per policy with a knob table of its own. */
-#define POLICY_SHARED_KEYS 11
+#define POLICY_SHARED_KEYS 12
 static struct ema_config_key policy_keys[POLICY_SHARED_KEYS + EMA_MAX_KNOB_TABLES + 1] = {
 	{ "ideal_factor", EMA_CFG_DBL, PO(ideal_factor), 0, 0, 1, 64, 0, NULL, NULL, NULL,
 	  "factor", "ideal: every GPU's memory (weights included) is multiplied by this." },
@@ -194,7 +194,15 @@ static struct ema_config_key policy_keys[POLICY_SHARED_KEYS + EMA_MAX_KNOB_TABLE
 	  "ema: `always` borrows whenever the own GPU is full (up to the cap); "
 	  "`throughput` borrows only where it raises tokens per second by the cost "
 	  "model, i.e. weights >= interference_borrower x hbm_efficiency x local "
-	  "KV." },
+	  "KV (staged), or where in-place reads within the link budget grow the "
+	  "batch more than they slow the step (`inplace`, `auto`)." },
+	{ "remote_path", EMA_CFG_ENUM, PO(remote_path), 0, 0, 0, 0, 0, ema_remote_path_names, NULL, NULL,
+	  "",
+	  "ema: how an iteration reads remote KV. `inplace`: a share of the SMs "
+	  "reads it over each link beside the local reads, within a per-link "
+	  "budget; `staged`: copied into a local staging area `prefetch_depth` "
+	  "layer groups ahead; `auto`: per iteration, the path the cost model "
+	  "predicts faster (doc/model.md, \"Remote reads\")." },
 	END
 };
 
@@ -314,6 +322,7 @@ static int config_defaults(struct ema_config *c, struct ema_error *err)
 		.max_remote_share = 0, .prefetch_depth = 1, .headroom = 0.05,
 		.reclaim_mode = EMA_RECLAIM_AUTO, .host_gib = 64, .copy_method = EMA_COPY_GATHER,
 		.borrow_rule = EMA_BORROW_ALWAYS, .lender_max_slowdown = 0,
+		.remote_path = EMA_PATH_AUTO,
 	};
 	c->metrics = (struct ema_metrics_cfg){ .warmup_s = -1, .window_end_s = 0 };
 	c->slo = (struct ema_slo_cfg){ .ttft_ms = 0, .tpot_ms = 0 };

@@ -16,6 +16,7 @@
 #include "flownet.h"
 #include "lending.h"
 #include "policy.h"
+#include "step_cost.h"
 #include "timing.h"
 #include "work.h"
 #include "test_main.h"
@@ -167,7 +168,7 @@ static void test_model_sizes(void)
  * requests at context 1024: memory (16.06 GB + 4.29 GB + 0.09 GB) /
  * (4357 x 0.70 GB/s) = 6.70 ms, compute 0.53 TFLOP / (878 x 0.65) =
  * 0.93 ms, total 0.03 + 6.70 = 6.73 ms; 1 GiB of KV read in place from the
- * peer 4.1 ms, locally 0.35 ms. */
+ * peer 2.87 ms (1.074 GB / 373.9 GB/s), locally 0.35 ms. */
 static void test_cost_model_decode_batch(void)
 {
 	struct ema_experiment *x = load(NULL, 0);
@@ -202,13 +203,79 @@ static void test_cost_model_decode_batch(void)
 	one.remote[0].gpu = 1;
 	one.remote[0].bytes = 1ull << 30;
 	ema_timing_iteration(&x->cfg.hw, &x->cfg.model, &one, &c);
-	CU_ASSERT_DOUBLE_EQUAL(c.remote_inplace_ns / 1e6, 4.1, 0.05);
+	CU_ASSERT_DOUBLE_EQUAL(c.remote_inplace_ns / 1e6, 2.87, 0.005);
 	memset(&one, 0, sizeof one);
 	one.layer_groups = 1;
 	one.kv_local_bytes = 1ull << 30;
 	ema_timing_iteration(&x->cfg.hw, &x->cfg.model, &one, &c);
 	CU_ASSERT_DOUBLE_EQUAL(c.memory_ns / 1e6, 0.35, 0.005);
 	done(x);
+}
+
+/* doc/model.md "Remote reads": the batch above with 1 GiB of its KV on
+ * the peer. Local: 20.44 - 1.07 = 19.37 GB = 6.35 ms; link 2.87 ms. In
+ * place: max(6.35, 2.87) / 0.981 = 6.47 ms, less than the 6.70 ms of all
+ * local (the link adds bandwidth beside HBM). Staged: all 20.44 GB from
+ * HBM, 6.70 ms, slowed by its own writes: 1.07 GB / 6.70 ms = 160 GB/s,
+ * x (1 + 2.79 x 160 / 4357) = 7.39 ms. Plus 0.03 ms of overhead each. */
+static void test_cost_model_remote_paths(void)
+{
+	struct ema_experiment *x = load(NULL, 0);
+	struct ema_iteration it;
+	struct ema_step_cost in, st;
+	uint64_t kv = 0, kv_all = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	memset(&it, 0, sizeof it);
+	it.weight_bytes = ema_model_weight_bytes(&x->cfg.model);
+	for (int i = 0; i < 32; i++) {
+		ema_work_add_request(&it, &x->cfg.model, 1024, 0, &kv);
+		kv_all += kv;
+	}
+	it.kv_local_bytes = kv_all - (1ull << 30);
+	it.n_remote = 1;
+	it.remote[0].gpu = 1;
+	it.remote[0].bytes = 1ull << 30;
+	it.method = EMA_COPY_GATHER;
+	ema_step_cost(&x->cfg.hw, &it, false, &in);
+	ema_step_cost(&x->cfg.hw, &it, true, &st);
+	CU_ASSERT_DOUBLE_EQUAL(in.local_ns / 1e6, 6.35, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(in.link_ns / 1e6, 2.87, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(in.memory_ns / 1e6, 6.47, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(in.total_ns / 1e6, 6.50, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(st.local_ns / 1e6, 6.70, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(st.memory_ns / 1e6, 7.39, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(st.total_ns / 1e6, 7.42, 0.005);
+	done(x);
+}
+
+/* doc/reference-figures.md "Remote reads beside local reads" (H200 x2,
+ * 2026-12-01), reproduced by the cost model with h200x2_hw (ema's own
+ * kernels: hbm_efficiency 1, 7.8 us overhead), within 5%: a step
+ * streaming 4 GiB of local HBM, 0.952 ms measured; with 280 MiB more read
+ * in place from the peer, 0.970 ms (hidden behind the local reads);
+ * with 560 MiB, 1.600 ms (link-bound). */
+static void test_inplace_measurements(void)
+{
+	static const struct { double remote_mib, ms; } m[] = {
+		{ 0, 0.952 }, { 280, 0.970 }, { 560, 1.600 },
+	};
+	struct ema_hw_profile hw;
+	struct ema_error err = { 0 };
+
+	CU_ASSERT_EQUAL_FATAL(ema_hw_profile_load(&hw, "h200x2_hw", &err), EMA_OK);
+	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+		struct ema_iteration it;
+		struct ema_timing c;
+
+		memset(&it, 0, sizeof it);
+		it.kv_local_bytes = 4ull << 30;
+		it.n_remote = m[i].remote_mib > 0;
+		it.remote[0].gpu = 1;
+		it.remote[0].bytes = (uint64_t)(m[i].remote_mib * MIB);
+		ema_timing_iteration(&hw, NULL, &it, &c);
+		CU_ASSERT_DOUBLE_EQUAL(c.total_ns / 1e6 / m[i].ms, 1.0, 0.05);
+	}
 }
 
 static void ignore_done(void *arg, uint64_t id, uint64_t tag, int64_t now)
@@ -345,11 +412,12 @@ static void test_staging_pages(void)
  * 4629 KV pages, floor 0.25, reserve 0.05: floor ceil(0.25 x 4629) = 1158,
  * reserve 232; GPU 1 lends min(free - 232, 3471 - lent); with its tenant
  * holding 1000 pages, min(3397, 3471) = 3397, but ema's cap stops GPU 0
- * at 1350. In the default scenario remote_direct, with no cap, borrows
- * 4629 - 1158 = 3471 pages from the nearly idle GPU 1. */
+ * at 1350. In the default scenario with t0 at 20 req/s, remote_direct,
+ * with no cap, borrows 4629 - 1158 = 3471 pages from the nearly idle
+ * GPU 1 (at 14 req/s its in-place reads keep up and it needs less). */
 static void test_lending_example(void)
 {
-	static const char *sets[] = { "policies=remote_direct" };
+	static const char *sets[] = { "policies=remote_direct", "tenants.0.workload.rate_rps=20" };
 	struct ema_experiment *x = load(NULL, 0);
 	struct ema_request_spec r0 = { 0, 1, 1 }, r1 = { 0, 1, 1 };
 	struct ema_workload w[2] = { { &r0, 1, 1 }, { &r1, 1, 1 } };
@@ -381,7 +449,7 @@ static void test_lending_example(void)
 	p->ops->destroy(p);
 	done(x);
 
-	x = run(sets, 1);
+	x = run(sets, 2);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
 	CU_ASSERT_DOUBLE_EQUAL(row(x, "remote_direct", "t0")->borrowed_peak_gib * GIB /
 			       page_bytes(&x->cfg), 4629 - 1158, 1e-6);
@@ -393,6 +461,8 @@ int main(void)
 	static const struct ema_test_case cases[] = {
 		{ "default scenario: 4629 KV pages per GPU", test_default_kv_pages },
 		{ "embedded model sizes", test_model_sizes },
+		{ "cost model: remote KV in place or staged", test_cost_model_remote_paths },
+		{ "in place beside local: the H200 measurements within 5%", test_inplace_measurements },
 		{ "cost model: decode batch of 32 at context 1024", test_cost_model_decode_batch },
 		{ "link model: single copies on h200x2", test_link_model_single_copy },
 		{ "ema's cap on h200x2 at 24 GiB: 1350 pages, reached", test_cap_h200x2 },
