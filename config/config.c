@@ -188,7 +188,7 @@ static struct ema_config_key policy_keys[POLICY_SHARED_KEYS + EMA_MAX_KNOB_TABLE
 	  "share, 0 = no cap",
 	  "ema: caps the pages a lender has out so that borrowers pulling them "
 	  "every step slow its memory-bound work by at most this share: lent <= s x "
-	  "(W + L) x hbm_efficiency / interference_lender." },
+	  "(W + L) / (hbm_efficiency x interference_lender)." },
 	{ "borrow_rule", EMA_CFG_ENUM, PO(borrow_rule), 0, 0, 0, 0, 0, ema_borrow_rule_names, NULL, NULL,
 	  "",
 	  "ema: `always` borrows whenever the own GPU is full (up to the cap); "

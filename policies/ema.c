@@ -90,9 +90,12 @@ static int32_t budget_now(const struct ema_policy_ctx *c, int tenant, int g)
 
 /* Pages a lender may have out so that borrowers pulling them every step
  * slow its memory-bound work by at most s: the pull rate is about the
- * lent bytes per borrower step, (W + L) / (hbm x efficiency), and costs
- * the lender interference_lender x rate / hbm, so
- *     lent <= s x (W + L) x efficiency / interference_lender.
+ * lent bytes per borrower step, (W + L) / (hbm x efficiency), i.e.
+ * lent x hbm x efficiency / (W + L), and costs the lender
+ * interference_lender x rate / hbm, so
+ *     lent <= s x (W + L) / (efficiency x interference_lender).
+ * (Until issue 11 the efficiency multiplied instead of dividing: a cap
+ * efficiency^2 = 0.49 times too tight.)
  * (The borrower's W + L stands in for its step; tenants share a model.) */
 static int32_t max_lent_compute(const struct ema_policy_ctx *c, int gpu)
 {
@@ -104,7 +107,7 @@ static int32_t max_lent_compute(const struct ema_policy_ctx *c, int gpu)
 		return INT32_MAX / 2;
 	local = (double)ema_model_weight_bytes(c->model) +
 		(double)ema_lending_kv_capacity(c, gpu) * (double)c->page_bytes;
-	cap = s * local * hw->hbm_efficiency / hw->interference_lender;
+	cap = s * local / (hw->hbm_efficiency * hw->interference_lender);
 	return (int32_t)floor(cap / (double)c->page_bytes);
 }
 

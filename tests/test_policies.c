@@ -543,9 +543,9 @@ static void test_borrow_rule_throughput(void)
 }
 
 /* policy.lender_max_slowdown s caps what a lender has out at
- * s x (W + L) x hbm_efficiency / interference_lender: on the default
- * setup with s = 0.01, 0.01 x (16.06e9 + 4629 x 2 MiB) x 0.7 / k_l bytes.
- * The borrower never holds more than that of GPU 1. */
+ * s x (W + L) / (hbm_efficiency x interference_lender): on the default
+ * setup with s = 0.01, 0.01 x (16.06e9 + 4629 x 2 MiB) / (0.7 x 0.952)
+ * bytes = 184 pages. The borrower never holds more than that of GPU 1. */
 static void test_lender_max_slowdown(void)
 {
 	static const char *sets[] = {
@@ -560,8 +560,9 @@ static void test_lender_max_slowdown(void)
 	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 4, &err), EMA_OK);
 	x->quiet = true;
 	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
-	cap_pages = floor(0.01 * (16.06e9 + 4629.0 * 2097152.0) * x->cfg.hw.hbm_efficiency /
-			  x->cfg.hw.interference_lender / 2097152.0);
+	cap_pages = floor(0.01 * (16.06e9 + 4629.0 * 2097152.0) /
+			  (x->cfg.hw.hbm_efficiency * x->cfg.hw.interference_lender) / 2097152.0);
+	CU_ASSERT_EQUAL(cap_pages, 184);
 	cap_gib = cap_pages * 2.0 / 1024.0;
 	em = row(x, "ema", "t0");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(em);
