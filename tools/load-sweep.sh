@@ -170,6 +170,8 @@ table "$@"
 
 tmp="$write.tmp-$$"
 trap 'rm -f "$tmp"' EXIT
+# the backquotes below are markdown, not commands
+# shellcheck disable=SC2016
 {
 	printf '# Published scenarios over load and seeds, simulated%s\n\n' "${EMA_FLAGS:+ (\`$EMA_FLAGS\`)}"
 	echo '<!-- Written by tools/load-sweep.sh --write; do not edit: rerun the command below. -->'
