@@ -48,7 +48,12 @@ struct ema_hw_profile {
 	double gather_gbps;           /* SM gather kernel, scattered pages */
 	int n_copy_curve;             /* cudaMemcpyPeerAsync GB/s by size */
 	struct ema_curve_point copy_curve[EMA_CURVE_MAX];
-	double remote_read_gbps;      /* kernel reading peer memory in place */
+	double remote_read_gbps;      /* kernel reading peer memory in place, per link */
+	/* Share of the separate rates that local HBM reads and in-place
+	 * remote reads keep when one step does both at once (a share of the
+	 * SMs on each): the step takes max(local, remote) / this. 1 when not
+	 * measured. */
+	double inplace_overlap_efficiency;
 	/* Slowdown of memory-bound work on a GPU = factor x (transfer bytes/s
 	 * through its HBM) / hbm_read_gbps. Lender: a peer pulls from it;
 	 * borrower: it pulls into itself. Compute-bound work loses

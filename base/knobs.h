@@ -36,6 +36,14 @@ enum ema_borrow_rule {
 };
 extern const char *const ema_borrow_rule_names[];
 
+/* How ema's iterations read remote KV (policies/ema.c). */
+enum ema_remote_path {
+	EMA_PATH_INPLACE = 0,  /* "inplace": a share of the SMs reads it over the link, beside the local reads */
+	EMA_PATH_STAGED,       /* "staged": copied into local staging pages by layer group, then read */
+	EMA_PATH_AUTO          /* "auto": per iteration, the path the cost model predicts faster */
+};
+extern const char *const ema_remote_path_names[];
+
 /* vLLM-like continuous batching knobs (serve/). */
 struct ema_serving_cfg {
 	int block_tokens;
@@ -60,6 +68,7 @@ struct ema_policy_cfg {
 	enum ema_copy_method copy_method;
 	enum ema_borrow_rule borrow_rule;
 	double lender_max_slowdown;   /* ema: cap on a lender's HBM slowdown from pulls (0 = none) */
+	enum ema_remote_path remote_path; /* ema: in place, staged, or chosen per iteration */
 	/* The own knobs of policies that declare a table of them
 	 * (policies/policy.h), one block each, keys policy.NAME.KEY. */
 	unsigned char own[EMA_MAX_KNOB_TABLES][EMA_KNOB_TABLE_BYTES];

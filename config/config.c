@@ -33,6 +33,8 @@ static bool policy_known(const char *name)
 #define TN(f) offsetof(struct ema_tenant_cfg, f)
 #define WL(f) offsetof(struct ema_workload_cfg, f)
 #define LN(f) offsetof(struct ema_length_cfg, f)
+#define MT(f) offsetof(struct ema_metrics_cfg, f)
+#define SL(f) offsetof(struct ema_slo_cfg, f)
 #define SZ(t, f) sizeof(((struct t *)0)->f)
 #define OPEN EMA_CFG_MIN_OPEN
 #define SEED_MAX 9007199254740992.0 /* 2^53: JSON numbers are doubles */
@@ -148,7 +150,7 @@ static const struct ema_config_key serving_keys[] = {
 
 /* The shipped policies' knobs, then (from ema_config_set_policies) one
  * object per policy with a knob table of its own. */
-#define POLICY_SHARED_KEYS 11
+#define POLICY_SHARED_KEYS 12
 static struct ema_config_key policy_keys[POLICY_SHARED_KEYS + EMA_MAX_KNOB_TABLES + 1] = {
 	{ "ideal_factor", EMA_CFG_DBL, PO(ideal_factor), 0, 0, 1, 64, 0, NULL, NULL, NULL,
 	  "factor", "ideal: every GPU's memory (weights included) is multiplied by this." },
@@ -186,13 +188,46 @@ static struct ema_config_key policy_keys[POLICY_SHARED_KEYS + EMA_MAX_KNOB_TABLE
 	  "share, 0 = no cap",
 	  "ema: caps the pages a lender has out so that borrowers pulling them "
 	  "every step slow its memory-bound work by at most this share: lent <= s x "
-	  "(W + L) x hbm_efficiency / interference_lender." },
+	  "(W + L) / (hbm_efficiency x interference_lender)." },
 	{ "borrow_rule", EMA_CFG_ENUM, PO(borrow_rule), 0, 0, 0, 0, 0, ema_borrow_rule_names, NULL, NULL,
 	  "",
 	  "ema: `always` borrows whenever the own GPU is full (up to the cap); "
 	  "`throughput` borrows only where it raises tokens per second by the cost "
 	  "model, i.e. weights >= interference_borrower x hbm_efficiency x local "
-	  "KV." },
+	  "KV (staged), or where in-place reads within the link budget grow the "
+	  "batch more than they slow the step (`inplace`, `auto`)." },
+	{ "remote_path", EMA_CFG_ENUM, PO(remote_path), 0, 0, 0, 0, 0, ema_remote_path_names, NULL, NULL,
+	  "",
+	  "ema: how an iteration reads remote KV. `inplace`: a share of the SMs "
+	  "reads it over each link beside the local reads, within a per-link "
+	  "budget; `staged`: copied into a local staging area `prefetch_depth` "
+	  "layer groups ahead; `auto`: per iteration, the path the cost model "
+	  "predicts faster (doc/model.md, \"Remote reads\")." },
+	END
+};
+
+static const struct ema_config_key metrics_keys[] = {
+	{ "warmup_s", EMA_CFG_DBL, MT(warmup_s), 0, 0, -1, 1e9, 0, NULL, NULL, NULL,
+	  "s",
+	  "Start of the steady-state window of summary.csv's `steady_tok_s` and "
+	  "`goodput_req_s`, in run time; -1 = 10% of the window's end (the first "
+	  "tenth, while queues and batches fill from empty, is left out)." },
+	{ "window_end_s", EMA_CFG_DBL, MT(window_end_s), 0, 0, 0, 1e9, 0, NULL, NULL, NULL,
+	  "s",
+	  "End of the steady-state window, in run time; 0 = each tenant's last "
+	  "arrival (the drain after it is left out)." },
+	END
+};
+
+static const struct ema_config_key slo_keys[] = {
+	{ "ttft_ms", EMA_CFG_DBL, SL(ttft_ms), 0, 0, 0, 1e9, 0, NULL, NULL, NULL,
+	  "ms",
+	  "Time-to-first-token target of each request, for summary.csv's "
+	  "`slo_attainment` and `goodput_req_s`; 0 = no target." },
+	{ "tpot_ms", EMA_CFG_DBL, SL(tpot_ms), 0, 0, 0, 1e9, 0, NULL, NULL, NULL,
+	  "ms",
+	  "Time-per-output-token target of each request (requests with one output "
+	  "token meet it); 0 = no target." },
 	END
 };
 
@@ -258,6 +293,10 @@ const struct ema_config_key ema_config_top_keys[] = {
 	  "",
 	  "One LLM instance per GPU: the `tenants[i].*` rows; at least one. `--set "
 	  "tenants.N=...` with N the current count appends one." },
+	{ "metrics", EMA_CFG_OBJ, CF(metrics), SZ(ema_config, metrics), 0, 0, 0, 0, NULL, metrics_keys, NULL,
+	  "", "How summary.csv measures steady state: the `metrics.*` rows." },
+	{ "slo", EMA_CFG_OBJ, CF(slo), SZ(ema_config, slo), 0, 0, 0, 0, NULL, slo_keys, NULL,
+	  "", "Per-request latency targets of summary.csv: the `slo.*` rows." },
 	END
 };
 
@@ -283,7 +322,10 @@ static int config_defaults(struct ema_config *c, struct ema_error *err)
 		.max_remote_share = 0, .prefetch_depth = 1, .headroom = 0.05,
 		.reclaim_mode = EMA_RECLAIM_AUTO, .host_gib = 64, .copy_method = EMA_COPY_GATHER,
 		.borrow_rule = EMA_BORROW_ALWAYS, .lender_max_slowdown = 0,
+		.remote_path = EMA_PATH_AUTO,
 	};
+	c->metrics = (struct ema_metrics_cfg){ .warmup_s = -1, .window_end_s = 0 };
+	c->slo = (struct ema_slo_cfg){ .ttft_ms = 0, .tpot_ms = 0 };
 	for (int k = 0; k < EMA_MAX_KNOB_TABLES && knob_table_owner[k] != NULL; k++)
 		for (int i = 0; i < n_known_policies; i++)
 			if (known_policies[i].name == knob_table_owner[k])
@@ -686,6 +728,20 @@ static int validate(struct ema_config *c, const struct origin *o,
 		rc = check_tenant(o, c, i, err);
 		if (rc < 0)
 			return rc;
+	}
+	/* -1 is the one negative value with a meaning */
+	if (c->metrics.warmup_s < 0 && c->metrics.warmup_s != -1)
+		return vfail(o, "metrics.warmup_s", true, err,
+			     "expected -1 (10%% of the window's end) or >= 0 s, got %g",
+			     c->metrics.warmup_s);
+	if (c->metrics.window_end_s > 0 && c->metrics.warmup_s >= c->metrics.window_end_s) {
+		static const char *const win_keys[] = {
+			"metrics.warmup_s", "metrics.window_end_s", NULL
+		};
+
+		return vfail(o, locate(o, win_keys), false, err,
+			     "metrics.warmup_s (%g s) must be below metrics.window_end_s (%g s)",
+			     c->metrics.warmup_s, c->metrics.window_end_s);
 	}
 	usable_gib = c->gpu_mem_cap_gib > 0 ? c->gpu_mem_cap_gib : c->hw.gpu_mem_gib;
 	weights = ema_model_weight_bytes(&c->model);

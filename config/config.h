@@ -23,6 +23,17 @@ struct ema_tenant_cfg {
 	struct ema_workload_cfg workload;
 };
 
+/* How summary.csv measures a tenant (src/experiment.c): the window of its
+ * steady state, and per-request latency targets (SLO). */
+struct ema_metrics_cfg {
+	double warmup_s;              /* window start, s of run time; -1 = 10% of the window's end */
+	double window_end_s;          /* window end, s of run time; 0 = the tenant's last arrival */
+};
+struct ema_slo_cfg {
+	double ttft_ms;               /* per-request TTFT target; 0 = none */
+	double tpot_ms;               /* per-request TPOT target; 0 = none */
+};
+
 struct ema_config {
 	char source_file[EMA_PATH_MAX]; /* "(default)" for the embedded scenario */
 	/* where tenants.N.workload is in source_file (or the nearest key
@@ -42,6 +53,8 @@ struct ema_config {
 	struct ema_policy_cfg policy;
 	int n_tenants;
 	struct ema_tenant_cfg tenants[EMA_MAX_TENANTS];
+	struct ema_metrics_cfg metrics;
+	struct ema_slo_cfg slo;
 	/* resolved from the names above by ema_config_load */
 	struct ema_hw_profile hw;
 	struct ema_model model;

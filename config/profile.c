@@ -68,7 +68,14 @@ const struct ema_config_key ema_config_hw_keys[] = {
 	  "cudaMemcpyPeerAsync rate by size, log-linear between points, increasing "
 	  "bytes (link model)." },
 	{ "remote_read_gbps", EMA_CFG_DBL, HW(remote_read_gbps), 0, 0, 0, 1e6, POS, NULL, NULL, NULL,
-	  "GB/s", "A kernel reading peer memory in place (cost model, `remote_direct`)." },
+	  "GB/s",
+	  "A kernel reading peer memory in place, per link (cost model of in-place "
+	  "reads: `remote_direct`, ema's `inplace` path and its per-link budget)." },
+	{ "inplace_overlap_efficiency", EMA_CFG_DBL, HW(inplace_overlap_efficiency), 0, 0, 0, 1, EMA_CFG_MIN_OPEN, NULL, NULL, NULL,
+	  "share",
+	  "A step reading local HBM and peer memory in place at once (split SMs) "
+	  "takes max(local time, slowest link's time) / this (cost model). "
+	  "Optional: 1 when absent." },
 	{ "interference_lender", EMA_CFG_DBL, HW(interference_lender), 0, 0, 0, 100, REQ, NULL, NULL, NULL,
 	  "factor",
 	  "Slowdown of memory-bound work per (GB/s leaving through the GPU's HBM / "
@@ -147,6 +154,7 @@ void ema_config_hw_defaults(struct ema_hw_profile *hw)
 {
 	memset(hw, 0, sizeof *hw);
 	hw->pull_share_under_load = 1.0; /* optional: older profiles lack it */
+	hw->inplace_overlap_efficiency = 1.0; /* optional, as above */
 }
 
 void ema_config_model_defaults(struct ema_model *m)

@@ -1052,6 +1052,9 @@ static void cal_profile(const struct cal *c, const struct cal_result *r, const c
 	hw->interference_compute = fmax(0.0, r->gemm_slow);
 	/* the default prefetch method is the gather kernel */
 	hw->pull_share_under_load = 1.0 / (1.0 + fmax(0.0, r->pull_slow_sm));
+	/* not measured by calibrate yet (tools/h200-inplace.sh measures it
+	 * beside it): 1 = local and in-place reads overlap fully */
+	hw->inplace_overlap_efficiency = 1.0;
 	hw->map_us_per_page = r->vmm_us[1] + r->vmm_us[2];
 	hw->unmap_us_per_page = r->vmm_us[3];
 	hw->malloc_2mib_us = r->malloc_us[0];

@@ -1,13 +1,17 @@
 /* ema.c: the EMA design. A tenant whose GPU is full borrows pages from
- * peers, up to what the link can hide (or policy.max_remote_share of its
- * KV); before attention reads remote KV, a sliding window of
- * policy.prefetch_depth layer groups is copied into a local staging area
- * (charged to the borrower's memory: (depth + 1) x remote bytes / layer
- * groups, for the duration of each iteration), so that
- * remote memory performs like local memory while the link keeps up.
- * Lenders stay whole: after every iteration each lender with lent pages
- * keeps policy.headroom of its KV free by reclaiming ahead of need
- * ("pre-preemption"), and a lender that still runs out reclaims at once. */
+ * peers, per lender up to what that lender's link can carry during one
+ * of its steps (or policy.max_remote_share of its KV), from the lender
+ * whose link has the most budget left, so that borrowed bytes spread over
+ * the links. Its iterations read remote KV by policy.remote_path: in
+ * place, a share of the SMs reading each link beside the local reads
+ * (NVLink adds bandwidth beside HBM: the step costs about what the local
+ * reads cost while each link keeps up), or staged, a sliding window of
+ * policy.prefetch_depth layer groups copied into a local staging area
+ * sized to what is borrowed now, or per iteration whichever the cost
+ * model (base/step_cost.h) predicts faster. Lenders stay whole: after
+ * every iteration each lender with lent pages keeps policy.headroom of
+ * its KV free by reclaiming ahead of need ("pre-preemption"), and a
+ * lender that still runs out reclaims at once. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,77 +19,83 @@
 #include "lending.h"
 
 struct ema_state {
-	int32_t max_borrow[EMA_MAX_TENANTS]; /* computed once: capacities do not change */
+	/* policy.max_remote_share's cap per tenant (INT32_MAX / 2: none, the
+	 * link budgets rule); computed once: capacities do not change */
+	int32_t max_borrow[EMA_MAX_TENANTS];
 	int32_t max_lent[EMA_MAX_GPUS];      /* per lender, from lender_max_slowdown */
+	int32_t max_request[EMA_MAX_TENANTS]; /* what one request could ever hold */
+	bool never[EMA_MAX_TENANTS];         /* borrow_rule=throughput: borrowing does not pay */
+	bool staged_last[EMA_MAX_TENANTS];   /* the tenant's last iteration was staged */
 };
 
-/* Share of the link the auto cap plans to use: prefetches must finish
- * within an iteration with some slack for reclaim traffic and jitter. */
+/* Share of a link's step the budget plans to use: slack for reclaim
+ * traffic, steps that read less than a full GPU, and jitter. */
 #define EMA_LINK_SAFETY 0.85
 
-/* Remote KV is re-read at every decode step, so it is hidden only while
- * copying it takes no longer than the step that reads it:
- *     R / link <= (W + L + R) / hbm   =>   R <= (W + L) / (hbm/link - 1)
- * with W the weights, L the local KV and hbm, link the effective rates.
- * Worked example, h200x2 capped at 24 GiB, llama-3-8b: W = 16.1 GB,
- * L = 4629 pages = 9.7 GB, hbm = 4357 x 0.7 = 3050 GB/s, link =
- * min(gather 372, link 402) x pull_share_under_load 0.938 = 349 GB/s:
- * R <= 0.85 x 25.8 GB / 7.73 = 2.83 GB = 1350 pages of 2 MiB, 29% of the
- * local KV (tests/test_model.c). On 4 x A100 (direct
- * links to 3 peers) the link term is 3 x min(gather, link). With
- * max_remote_share > 0 the cap is that share of the tenant's KV instead. */
-static int32_t max_borrow_compute(const struct ema_policy_ctx *c, int tenant)
+static bool link_budgets(const struct ema_policy_ctx *c)
 {
-	const struct ema_hw_profile *hw = c->hw;
-	double s = c->knobs->max_remote_share;
-	double hbm, link, local, cap;
-
-	if (c->knobs->borrow_rule == EMA_BORROW_THROUGHPUT) {
-		/* A memory-bound step takes about (W + L + R (1 + k)) / hbm and
-		 * serves a batch in proportion to L + R (k: the borrower's own
-		 * interference per staged byte, relative to the effective HBM
-		 * rate), so tokens per second grow with R only when W >= k L. */
-		double w = (double)ema_model_weight_bytes(c->model);
-		double l = (double)c->kv_capacity_pages[tenant] * (double)c->page_bytes;
-		double k = hw->interference_borrower * hw->hbm_efficiency;
-
-		if (w < k * l)
-			return 0;
-	}
-
-	if (s >= 1.0)
-		return INT32_MAX / 2;
-	if (s > 0)
-		/* remote <= s x (local + remote)  <=>  remote <= s/(1-s) x local */
-		return (int32_t)floor(s / (1.0 - s) * c->kv_capacity_pages[tenant]);
-	hbm = hw->hbm_read_gbps * hw->hbm_efficiency;
-	/* one copy stream per link, at most at the gather kernel's rate; a
-	 * direct topology has a link to each peer, a switch one port */
-	link = hw->gather_gbps > 0 && hw->gather_gbps < hw->link_gbps ? hw->gather_gbps
-								       : hw->link_gbps;
-	if (hw->topology != EMA_TOPO_SWITCH)
-		link *= hw->n_gpus - 1;
-	/* what a pull keeps while the borrower computes (calibrated) */
-	if (hw->pull_share_under_load > 0 && hw->pull_share_under_load < 1)
-		link *= hw->pull_share_under_load;
-	if (link <= 0 || hbm <= link)
-		return INT32_MAX / 2;
-	local = (double)ema_model_weight_bytes(c->model) +
-		(double)c->kv_capacity_pages[tenant] * (double)c->page_bytes;
-	cap = EMA_LINK_SAFETY * local / (hbm / link - 1.0);
-	return (int32_t)floor(cap / (double)c->page_bytes);
+	return !(c->knobs->max_remote_share > 0);
 }
 
-static int32_t max_borrow(const struct ema_state *st, int tenant)
+static bool path_staged(const struct ema_policy_ctx *c)
 {
-	return st->max_borrow[tenant];
+	return c->knobs->remote_path == EMA_PATH_STAGED && c->knobs->prefetch_depth > 0;
+}
+
+/* Remote bytes one link may carry for `tenant` during one of its steps:
+ *     R_g <= EMA_LINK_SAFETY x link rate x step time
+ * The step is that of a full GPU (weights W + its KV capacity L: a tenant
+ * borrows only when its GPU is full), from the cost model. In place the
+ * remote reads overlap the local ones, so the step is the local time and
+ * the rate remote_read_gbps; staged, the step also reads the staged bytes
+ * (all `total` pages borrowed) from HBM, and the rate is the copy's.
+ * Worked example, h200x2 capped at 24 GiB, llama-3-8b, in place:
+ * W + L = 16.06 + 9.71 GB = 25.77 GB at 4357 x 0.70 GB/s = 8.45 ms,
+ * x 373.9 GB/s x 0.85 = 2.69 GB = 1280 pages of 2 MiB (tests/test_model.c). */
+static double link_bytes(const struct ema_policy_ctx *c, int tenant, int32_t total)
+{
+	const struct ema_hw_profile *hw = c->hw;
+	bool staged = path_staged(c);
+	double local = (double)ema_model_weight_bytes(c->model) +
+		       (double)c->kv_capacity_pages[tenant] * (double)c->page_bytes;
+
+	if (staged)
+		local += (double)total * (double)c->page_bytes;
+	return EMA_LINK_SAFETY * ema_cost_link_gbps(hw, staged, c->knobs->copy_method) *
+	       ema_cost_hbm_ns(hw, local);
+}
+
+/* Pages `tenant` may still borrow from GPU g under its link budget, given
+ * what it holds on each GPU (from[], total in all) and what g has lent to
+ * every borrower (lent_g): a `direct` link carries only this tenant's
+ * pages of g; behind a switch, the tenant's ingress port carries all it
+ * borrowed, and g's egress port all g lent. May be negative. */
+static int32_t budget_left(const struct ema_policy_ctx *c, int tenant, int g,
+			   const int32_t *from, int32_t total, int32_t lent_g)
+{
+	double pages = floor(link_bytes(c, tenant, total) / (double)c->page_bytes);
+	int32_t b = pages < INT32_MAX / 2 ? (int32_t)pages : INT32_MAX / 2;
+
+	if (c->hw->topology != EMA_TOPO_SWITCH)
+		return b - from[g];
+	return b - total < b - lent_g ? b - total : b - lent_g;
+}
+
+static int32_t budget_now(const struct ema_policy_ctx *c, int tenant, int g)
+{
+	return budget_left(c, tenant, g, c->ledger->borrowed[tenant],
+			   ema_ledger_borrowed_pages(c->ledger, tenant),
+			   ema_ledger_lent_pages(c->ledger, g));
 }
 
 /* Pages a lender may have out so that borrowers pulling them every step
  * slow its memory-bound work by at most s: the pull rate is about the
- * lent bytes per borrower step, (W + L) / (hbm x efficiency), and costs
- * the lender interference_lender x rate / hbm, so
- *     lent <= s x (W + L) x efficiency / interference_lender.
+ * lent bytes per borrower step, (W + L) / (hbm x efficiency), i.e.
+ * lent x hbm x efficiency / (W + L), and costs the lender
+ * interference_lender x rate / hbm, so
+ *     lent <= s x (W + L) / (efficiency x interference_lender).
+ * (Until issue 11 the efficiency multiplied instead of dividing: a cap
+ * efficiency^2 = 0.49 times too tight.)
  * (The borrower's W + L stands in for its step; tenants share a model.) */
 static int32_t max_lent_compute(const struct ema_policy_ctx *c, int gpu)
 {
@@ -97,19 +107,47 @@ static int32_t max_lent_compute(const struct ema_policy_ctx *c, int gpu)
 		return INT32_MAX / 2;
 	local = (double)ema_model_weight_bytes(c->model) +
 		(double)ema_lending_kv_capacity(c, gpu) * (double)c->page_bytes;
-	cap = s * local * hw->hbm_efficiency / hw->interference_lender;
+	cap = s * local / (hw->hbm_efficiency * hw->interference_lender);
 	return (int32_t)floor(cap / (double)c->page_bytes);
 }
 
-static int ema_init(const struct ema_policy_ctx *c, void *state, struct ema_error *err)
+/* With max_remote_share s in (0, 1): remote <= s x (local + remote), i.e.
+ * remote <= s/(1-s) x local; s = 1: no cap; 0: the link budgets. */
+static int32_t share_cap(const struct ema_policy_ctx *c, int tenant)
 {
-	struct ema_state *st = state;
+	double s = c->knobs->max_remote_share;
 
-	for (int t = 0; t < c->n_tenants; t++)
-		st->max_borrow[t] = max_borrow_compute(c, t);
-	for (int g = 0; g < c->n_gpus; g++)
-		st->max_lent[g] = max_lent_compute(c, g);
-	return EMA_OK;
+	if (s <= 0 || s >= 1.0)
+		return INT32_MAX / 2;
+	return (int32_t)floor(s / (1.0 - s) * c->kv_capacity_pages[tenant]);
+}
+
+/* The lender to take `tenant`'s next page from, given what it holds
+ * (from[], total), what each GPU may still lend (avail[]) and has lent
+ * (lent[]): among GPUs with a page to lend and, under link budgets, a
+ * page of budget left, the one whose link has the most budget left (ties:
+ * the most lendable, then the lowest index). -1: none. */
+static int pick_lender(const struct ema_policy_ctx *c, int tenant, const int32_t *from,
+		       int32_t total, const int32_t *avail, const int32_t *lent)
+{
+	int best = -1;
+	int32_t best_b = 0, best_n = 0;
+
+	for (int g = 0; g < c->n_gpus; g++) {
+		int32_t b;
+
+		if (g == c->tenant_gpu[tenant] || avail[g] <= 0)
+			continue;
+		b = budget_left(c, tenant, g, from, total, lent[g]);
+		if (link_budgets(c) && b < 1)
+			continue;
+		if (best < 0 || b > best_b || (b == best_b && avail[g] > best_n)) {
+			best = g;
+			best_b = b;
+			best_n = avail[g];
+		}
+	}
+	return best;
 }
 
 /* What GPU g may still lend under the lending rules and the slowdown cap. */
@@ -121,6 +159,89 @@ static int32_t lendable(const struct ema_policy_ctx *c, const struct ema_state *
 	if (left < n)
 		n = left;
 	return n > 0 ? n : 0;
+}
+
+/* The most `tenant` could borrow were every peer idle: lenders handing
+ * out what they may ever lend, one page at a time to the lender
+ * pick_lender chooses, as at run time, until no link has budget left. */
+static int32_t max_borrow_total(const struct ema_policy_ctx *c, const struct ema_state *st,
+				int tenant)
+{
+	int32_t from[EMA_MAX_GPUS] = {0}, avail[EMA_MAX_GPUS] = {0}, lent[EMA_MAX_GPUS] = {0};
+	int32_t total = 0, cap = st->max_borrow[tenant];
+
+	for (int g = 0; g < c->n_gpus; g++) {
+		int32_t n = ema_lending_max_lendable(c, g);
+
+		if (g != c->tenant_gpu[tenant])
+			avail[g] = n < st->max_lent[g] ? n : st->max_lent[g];
+	}
+	if (!link_budgets(c)) {
+		int64_t sum = 0;
+
+		for (int g = 0; g < c->n_gpus; g++)
+			sum += avail[g];
+		return sum < cap ? (int32_t)sum : cap;
+	}
+	while (total < cap) {
+		int g = pick_lender(c, tenant, from, total, avail, lent);
+
+		if (g < 0)
+			break;
+		/* the whole budget of that link at once: pages are taken one
+		 * by one at run time, but a link's budget only shrinks with
+		 * its own pages (staged, it grows with every page: retried) */
+		{
+			int32_t b = budget_left(c, tenant, g, from, total, lent[g]);
+			int32_t n = b < avail[g] ? b : avail[g];
+
+			if (c->hw->topology == EMA_TOPO_SWITCH || path_staged(c))
+				n = 1;
+			if (n > cap - total)
+				n = cap - total;
+			from[g] += n;
+			lent[g] += n;
+			avail[g] -= n;
+			total += n;
+		}
+	}
+	return total;
+}
+
+/* borrow_rule=throughput: does borrowing raise tokens per second? A
+ * memory-bound step serves a batch in proportion to its KV. Staged, it
+ * takes about (W + L + R (1 + k)) / hbm (k: the borrower's own
+ * interference per staged byte, relative to the effective HBM rate), so
+ * borrowing pays only when W >= k L. In place within the link budget it
+ * takes (W + L) / inplace_overlap_efficiency and serves L + R: it pays
+ * when efficiency x (L + R) > L, R the most it can borrow. */
+static bool borrowing_pays(const struct ema_policy_ctx *c, const struct ema_state *st, int tenant)
+{
+	const struct ema_hw_profile *hw = c->hw;
+	double w = (double)ema_model_weight_bytes(c->model);
+	double l = (double)c->kv_capacity_pages[tenant] * (double)c->page_bytes;
+	double eta = hw->inplace_overlap_efficiency > 0 && hw->inplace_overlap_efficiency < 1 ?
+		     hw->inplace_overlap_efficiency : 1.0;
+
+	if (path_staged(c))
+		return w >= hw->interference_borrower * hw->hbm_efficiency * l;
+	return eta * (l + (double)max_borrow_total(c, st, tenant) * (double)c->page_bytes) > l;
+}
+
+static int ema_init(const struct ema_policy_ctx *c, void *state, struct ema_error *err)
+{
+	struct ema_state *st = state;
+
+	(void)err;
+	for (int g = 0; g < c->n_gpus; g++)
+		st->max_lent[g] = max_lent_compute(c, g);
+	for (int t = 0; t < c->n_tenants; t++) {
+		st->max_borrow[t] = share_cap(c, t);
+		st->never[t] = c->knobs->borrow_rule == EMA_BORROW_THROUGHPUT &&
+			       !borrowing_pays(c, st, t);
+		st->max_request[t] = st->never[t] ? 0 : max_borrow_total(c, st, t);
+	}
+	return EMA_OK;
 }
 
 /* Staging pages that `borrowed` remote pages need for the window: the
@@ -138,73 +259,94 @@ static int32_t staging_for(const struct ema_policy_ctx *c, int32_t borrowed)
 	return (int32_t)(((int64_t)borrowed * slots + groups - 1) / groups) + slots;
 }
 
-/* Own free pages to keep for the staging area: what all we may borrow
- * needs, less the staging pages already held. */
-static void update_reserve(const struct ema_policy_ctx *c, struct ema_state *st, int tenant)
+/* Whether the tenant's next iterations will stage: always on the staged
+ * path, and on auto when its last one did. */
+static bool will_stage(const struct ema_policy_ctx *c, const struct ema_state *st, int tenant)
 {
-	int32_t r = staging_for(c, max_borrow(st, tenant)) - ema_policy_staging_held(c, tenant);
+	if (c->knobs->prefetch_depth <= 0)
+		return false;
+	return c->knobs->remote_path == EMA_PATH_STAGED ||
+	       (c->knobs->remote_path == EMA_PATH_AUTO && st->staged_last[tenant]);
+}
 
+/* Own free pages to keep for the staging area: what is borrowed now,
+ * plus `more` pages about to be, needs, less the staging pages already
+ * held; none while remote KV is read in place. (Before issue 11 the
+ * reserve was that of the whole cap from the first borrowed page,
+ * costing local KV before anything was gained.) */
+static void update_reserve(const struct ema_policy_ctx *c, struct ema_state *st, int tenant,
+			   int32_t more)
+{
+	int32_t r = 0;
+
+	if (will_stage(c, st, tenant))
+		r = staging_for(c, ema_ledger_borrowed_pages(c->ledger, tenant) + more) -
+		    ema_policy_staging_held(c, tenant);
 	ema_policy_staging_reserve(c, tenant, r > 0 ? r : 0);
 }
 
 static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int tenant)
 {
-	int32_t left = max_borrow(state, tenant) - ema_ledger_borrowed_pages(c->ledger, tenant);
-	int32_t avail = 0;
-
-	for (int g = 0; g < c->n_gpus; g++)
-		if (g != c->tenant_gpu[tenant])
-			avail += lendable(c, state, g);
-
-	if (left < 0)
-		left = 0;
-	return left < avail ? left : avail;
-}
-
-/* Its own KV capacity plus what it may borrow from idle peers, within
- * the borrowing cap and each lender's slowdown cap. */
-static int32_t ema_max_request_pages(const struct ema_policy_ctx *c, void *state, int tenant)
-{
 	const struct ema_state *st = state;
-	int64_t lendable = 0;
+	int32_t left = st->max_borrow[tenant] - ema_ledger_borrowed_pages(c->ledger, tenant);
+	int64_t avail = 0;
 
+	if (st->never[tenant])
+		return 0;
 	for (int g = 0; g < c->n_gpus; g++) {
-		int32_t n = ema_lending_max_lendable(c, g);
+		int32_t n;
 
 		if (g == c->tenant_gpu[tenant])
 			continue;
-		lendable += n < st->max_lent[g] ? n : st->max_lent[g];
+		n = lendable(c, st, g);
+		if (link_budgets(c)) {
+			int32_t b = budget_now(c, tenant, g);
+
+			n = n < b ? n : b;
+		}
+		if (n > 0)
+			avail += n;
 	}
-	if (lendable > max_borrow(st, tenant))
-		lendable = max_borrow(st, tenant);
-	return (int32_t)(c->kv_capacity_pages[tenant] + lendable);
+	if (link_budgets(c) && c->hw->topology == EMA_TOPO_SWITCH) {
+		/* the ingress port is shared by every lender: a GPU that lent
+		 * nothing is bound by it alone */
+		int32_t in = budget_left(c, tenant, c->tenant_gpu[tenant], c->ledger->borrowed[tenant],
+					 ema_ledger_borrowed_pages(c->ledger, tenant), 0);
+
+		avail = avail < in ? avail : in;
+	}
+	if (left < 0)
+		left = 0;
+	return avail < left ? (int32_t)(avail > 0 ? avail : 0) : left;
+}
+
+/* Its own KV capacity plus what it may borrow from idle peers, within
+ * the link budgets (or the share cap) and each lender's slowdown cap. */
+static int32_t ema_max_request_pages(const struct ema_policy_ctx *c, void *state, int tenant)
+{
+	const struct ema_state *st = state;
+
+	return c->kv_capacity_pages[tenant] + st->max_request[tenant];
 }
 
 static int ema_choose_lender(const struct ema_policy_ctx *c, void *state, int tenant)
 {
+	struct ema_state *st = state;
+	int32_t avail[EMA_MAX_GPUS] = {0}, lent[EMA_MAX_GPUS] = {0};
 	int32_t borrowed = ema_ledger_borrowed_pages(c->ledger, tenant);
+	int best;
 
-	if (borrowed + 1 > max_borrow(state, tenant))
+	if (st->never[tenant] || borrowed + 1 > st->max_borrow[tenant])
 		return -1;
-	/* Keep our own pages free for the staging area of all we may
-	 * borrow, from the first borrowed page on: a reserve that grew with
-	 * each page was always a few pages short, and a ring short of
-	 * depth + 1 slots overlaps nothing. */
-	update_reserve(c, state, tenant);
-	{
-		int best = -1;
-		int32_t best_n = 0;
-
-		for (int g = 0; g < c->n_gpus; g++) {
-			int32_t n = g == c->tenant_gpu[tenant] ? 0 : lendable(c, state, g);
-
-			if (n > best_n) {
-				best = g;
-				best_n = n;
-			}
-		}
-		return best;
+	for (int g = 0; g < c->n_gpus; g++) {
+		avail[g] = g == c->tenant_gpu[tenant] ? 0 : lendable(c, st, g);
+		lent[g] = ema_ledger_lent_pages(c->ledger, g);
 	}
+	best = pick_lender(c, tenant, c->ledger->borrowed[tenant], borrowed, avail, lent);
+	/* staging for what is borrowed now and this page, when staging */
+	if (best >= 0)
+		update_reserve(c, st, tenant, 1);
+	return best;
 }
 
 static int32_t ema_reclaim(const struct ema_policy_ctx *c, void *state, int gpu, int32_t need)
@@ -212,6 +354,22 @@ static int32_t ema_reclaim(const struct ema_policy_ctx *c, void *state, int gpu,
 	int32_t headroom = (int32_t)ceil(c->knobs->headroom * ema_lending_kv_capacity(c, gpu));
 
 	return ema_lending_reclaim(c, gpu, need + headroom, c->knobs->reclaim_mode);
+}
+
+/* In place or staged for this iteration: the knob, or on auto the path
+ * whose step the cost model predicts shorter (ties: in place, which
+ * needs no staging pages). */
+static bool plan_staged(const struct ema_policy_ctx *c, const struct ema_iteration *it)
+{
+	struct ema_step_cost in, st;
+
+	if (c->knobs->prefetch_depth <= 0 || c->knobs->remote_path == EMA_PATH_INPLACE)
+		return false;
+	if (c->knobs->remote_path == EMA_PATH_STAGED)
+		return true;
+	ema_step_cost(c->hw, it, false, &in);
+	ema_step_cost(c->hw, it, true, &st);
+	return st.total_ns < in.total_ns;
 }
 
 static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_iteration *it)
@@ -235,6 +393,16 @@ static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_ite
 		it->prefetch_depth = remote == 0 ? depth : 0;
 		return;
 	}
+	st->staged_last[tn] = plan_staged(c, it);
+	if (!st->staged_last[tn]) {
+		/* in place: a share of the SMs reads each lender's pages over
+		 * its link beside the local reads; no staging pages */
+		it->prefetch_depth = 0;
+		if (ema_policy_staging_held(c, tn) > 0)
+			ema_policy_staging_release(c, tn);
+		ema_policy_staging_reserve(c, tn, 0);
+		return;
+	}
 	/* depth + 1 slots of one group each, see staging_for() */
 	/* plus one page per slot: a group's share of each page is rounded,
 	 * and a ring a few bytes short of depth + 1 slots holds only depth
@@ -246,7 +414,7 @@ static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_ite
 	 * next while it borrows (allocating and freeing hundreds of pages
 	 * per iteration cost a tenth of the simulation's time). */
 	got = ema_policy_staging_fill(c, tn, want);
-	update_reserve(c, st, tn);
+	update_reserve(c, st, tn, 0);
 	/* A staging area short of depth + 1 slots (the tenant used its
 	 * reserve for KV) still stages, with less lookahead: the platforms
 	 * size the window from the pages given (a single slot means each
@@ -286,7 +454,7 @@ static void ema_after_iteration(const struct ema_policy_ctx *c, void *state, int
 
 const struct ema_policy_ops ema_policy_ema = {
 	.name = "ema",
-	.summary = "borrow peer memory, prefetch remote KV by layer group, reclaim ahead with headroom",
+	.summary = "borrow peer memory within per-link budgets, read remote KV in place or staged, reclaim ahead with headroom",
 	.state_size = sizeof(struct ema_state),
 	.init = ema_init,
 	.borrowable = ema_borrowable,

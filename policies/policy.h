@@ -84,6 +84,7 @@
 #include "knobs.h"
 #include "ledger.h"
 #include "platform.h"
+#include "step_cost.h"
 
 enum ema_preempt_mode { EMA_PREEMPT_RECOMPUTE = 0, EMA_PREEMPT_SWAP };
 

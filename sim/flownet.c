@@ -56,6 +56,7 @@ struct flow {
 	double remaining;     /* bytes */
 	double cap;           /* bytes/ns, INFINITY for none */
 	double rate;          /* bytes/ns */
+	bool to_sm;           /* lands in the destination's SMs, not its HBM */
 	bool frozen;          /* scratch for the water-filling */
 	bool fresh;           /* frozen in the current round */
 };
@@ -427,7 +428,7 @@ static void recompute_rates(struct ema_flownet *net)
 			continue;
 		if (f->src >= 0)
 			net->hbm_out[f->src] += f->rate;
-		if (f->dst >= 0)
+		if (f->dst >= 0 && !f->to_sm)
 			net->hbm_in[f->dst] += f->rate;
 	}
 }
@@ -480,6 +481,7 @@ int ema_flownet_start_params(struct ema_flownet *net, int64_t now_ns,
 	f->dst = d;
 	f->remaining = (double)p->bytes;
 	f->cap = p->cap_gbps > 0 ? p->cap_gbps : INFINITY;
+	f->to_sm = p->to_sm;
 	f->latency_ns = p->latency_ns;
 	f->engine_gpu = -1;
 	if (s == EMA_HOST) {

@@ -34,6 +34,10 @@ struct ema_flow_params {
 	int64_t latency_ns;   /* phase before data moves; uses no bandwidth */
 	double cap_gbps;      /* the flow's own rate cap; <= 0: none */
 	bool copy_engine;     /* takes one of the driving GPU's copy engines */
+	/* The bytes go to the destination's SMs, not its HBM (a kernel
+	 * reading peer memory in place): they count in the source's HBM
+	 * traffic, not in the destination's. */
+	bool to_sm;
 };
 
 /* Called once per completed flow, in (time, start order). The callback
@@ -76,7 +80,8 @@ int ema_flownet_advance(struct ema_flownet *net, int64_t now_ns,
  * -1 when the id is unknown or finished. */
 double ema_flownet_rate_gbps(const struct ema_flownet *net, uint64_t id);
 /* Bytes per ns leaving (out) and entering (in) a GPU's HBM right now,
- * for interference. */
+ * for interference; in-place reads (to_sm) leave their source's HBM and
+ * enter no HBM. */
 double ema_flownet_hbm_out_gbps(const struct ema_flownet *net, int gpu);
 double ema_flownet_hbm_in_gbps(const struct ema_flownet *net, int gpu);
 /* Flows not yet finished, queued ones included. */

@@ -11,8 +11,10 @@
  *                          + interference_borrower x in / hbm_read_gbps)
  *   compute-bound time x (1 + interference_compute x (in + out) / link_gbps)
  * where out and in are the GB/s leaving and entering the GPU's HBM (in
- * includes the iteration's own prefetch, spread over its busy time); the
- * busy time is the larger of the two (remote in-place time is not slowed).
+ * includes the iteration's own prefetch, spread over its busy time, each
+ * lender at most at its own link's rate; in-place reads enter no HBM); the
+ * busy time is the larger of the two. In place, only the local reads slow
+ * down: max(memory x f, link) / inplace_overlap_efficiency (timing.h).
  * Iterations do not slow transfers.
  *
  * Remote KV with prefetch_depth d > 0 is pipelined over G = layer_groups
@@ -27,11 +29,13 @@
  * came at 15), group 1's KV starts at 20 and lands at 35, so group 1 runs
  * 35-45, group 2 50-60, group 3 65-75: end 75 us, stall 15 us.
  *
- * With prefetch_depth == 0 (remote_direct) the cost model charges the
- * in-place read, and each lender's bytes also occupy the link as an SM
- * flow (no copy engine) capped to spread them over the iteration, so they
- * take their share from other transfers; the iteration ends at its own
- * time even if that flow is slowed down.
+ * With prefetch_depth == 0 (remote_direct, ema in place) the cost model
+ * charges the in-place read overlapped with the local reads, and each
+ * lender's bytes also occupy the link as an SM flow (no copy engine, into
+ * the SMs rather than HBM) capped to spread them over the iteration, so
+ * they take their share from other transfers; the iteration ends at its
+ * own time even if that flow is slowed down (the link time is charged at
+ * the idle rate: an approximation under contention).
  *
  * Link statistics count a transfer's bytes when it starts; remote KV of
  * iterations counts as EMA_XFER_PREFETCH. */
@@ -41,6 +45,7 @@
 
 #include "timing.h"
 #include "eventq.h"
+#include "step_cost.h"
 #include "flownet.h"
 #include "platform.h"
 #include "sim.h"
@@ -427,7 +432,8 @@ static void overhead_done_event(void *arg, int64_t now)
 /* Remote KV that the iteration does not wait for (read in place, or
  * prefetched on the fast path) still takes its share of the links: one
  * flow per lender, capped so that its bytes spread over span_ns. */
-static int start_spread_flows(struct sim *p, const struct ema_iteration *it, int64_t span_ns)
+static int start_spread_flows(struct sim *p, const struct ema_iteration *it, int64_t span_ns,
+			      bool in_place)
 {
 	for (int i = 0; i < it->n_remote && span_ns > 0; i++) {
 		struct ema_flow_params fp = {
@@ -435,6 +441,8 @@ static int start_spread_flows(struct sim *p, const struct ema_iteration *it, int
 			.bytes = it->remote[i].bytes, .latency_ns = 0,
 			.cap_gbps = (double)it->remote[i].bytes / (double)span_ns,
 			.copy_engine = false,
+			/* read in place: into the SMs, not written to HBM */
+			.to_sm = in_place,
 		};
 		int rc;
 
@@ -548,13 +556,15 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 	if (it->prefetch_depth > 0 && remote > 0) {
 		/* The iteration's own prefetch writes into its HBM while it
 		 * computes (measured: a borrower's memory-bound kernel is 17-26%
-		 * slower during its own pull): spread over the busy time, at
-		 * most at the copy rate. */
-		double span = fmax(c.compute_ns, c.memory_ns);
-		double rate = span > 0 ? (double)remote / span : 0;
-		double cap = hw->gather_gbps > 0 ? hw->gather_gbps : hw->link_gbps;
+		 * slower during its own pull): spread over the busy time, each
+		 * lender at most at its own link's copy rate (several lenders
+		 * of a direct topology deliver at once). */
+		double bytes[EMA_MAX_GPUS] = {0};
 
-		in += rate < cap ? rate : cap;
+		for (int i = 0; i < it->n_remote; i++)
+			bytes[it->remote[i].gpu] += (double)it->remote[i].bytes;
+		in += ema_cost_stage_in_gbps(hw, it->method, bytes, hw->n_gpus,
+					     fmax(c.compute_ns, c.memory_ns));
 	}
 	f_mem = 1 + (hw->interference_lender * out + hw->interference_borrower * in) /
 		hw->hbm_read_gbps;
@@ -562,7 +572,9 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 	if (f_mem == 1 && f_comp == 1) {
 		total = c.total_ns; /* exactly the cost model's time */
 	} else {
-		busy = fmax(c.compute_ns * f_comp, c.memory_ns * f_mem + c.remote_inplace_ns);
+		/* in place, only the local reads slow down: the remote ones
+		 * ride the links beside them */
+		busy = fmax(c.compute_ns * f_comp, ema_timing_memory_ns(hw, &c, f_mem));
 		total = c.overhead_ns + busy;
 	}
 	total_ns = (int64_t)llround(total);
@@ -582,7 +594,7 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 		s->spec_groups = 0;
 		s->spec_adopted = false;
 		s->spec_gen++;
-		rc = start_spread_flows(p, it, total_ns);
+		rc = start_spread_flows(p, it, total_ns, true);
 		if (rc != EMA_OK)
 			goto fail;
 		if (ema_eventq_push(&p->q, p->now + total_ns, iter_done_event, s) != EMA_OK) {
@@ -619,7 +631,7 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 			}
 			stall = (int64_t)llround(fmax(0, first - (double)over_ns));
 		}
-		rc = start_spread_flows(p, it, total_ns - over_ns + stall);
+		rc = start_spread_flows(p, it, total_ns - over_ns + stall, false);
 		if (rc != EMA_OK)
 			goto fail;
 		s->res.stall_ns = stall;

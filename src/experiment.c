@@ -46,6 +46,80 @@ double ema_quantile(double *v, size_t n, double q)
 	return gsl_stats_quantile_from_sorted_data(v, 1, n, q);
 }
 
+int ema_metrics_compute(const struct ema_request_record *r, size_t n,
+			const struct ema_metrics_cfg *mc, const struct ema_slo_cfg *slo,
+			struct ema_metrics *m)
+{
+	double *user = malloc((n + 1) * sizeof *user);
+	bool slo_set = slo->ttft_ms > 0 || slo->tpot_ms > 0;
+	int64_t last_arrival = -1, start_ns, end_ns;
+	double steady_tokens = 0, good_in_window = 0, met = 0, span;
+	size_t nu = 0;
+
+	m->window_start_s = m->window_end_s = m->steady_tok_s = NAN;
+	m->user_tok_s_mean = m->user_tok_s_p50 = NAN;
+	m->slo_attainment = m->goodput_req_s = NAN;
+	if (user == NULL)
+		return EMA_ERR_NOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (r[i].arrival_ns > last_arrival)
+			last_arrival = r[i].arrival_ns;
+	/* ns, as the records are: the bounds in s are rounded once here */
+	end_ns = mc->window_end_s > 0 ? (int64_t)llround(mc->window_end_s * 1e9) : last_arrival;
+	start_ns = mc->warmup_s >= 0 ? (int64_t)llround(mc->warmup_s * 1e9)
+				     : (int64_t)llround(0.1 * (double)end_ns);
+	for (size_t i = 0; i < n; i++) {
+		const struct ema_request_record *q = &r[i];
+		bool ok = true, in_window;
+
+		if (q->finish_ns < 0)
+			continue;
+		if (q->finish_ns > q->arrival_ns)
+			user[nu++] = (double)q->output_tokens /
+				     ((double)(q->finish_ns - q->arrival_ns) * 1e-9);
+		if (slo->ttft_ms > 0 &&
+		    (double)(q->first_token_ns - q->arrival_ns) * 1e-6 > slo->ttft_ms)
+			ok = false;
+		/* one output token has no TPOT: nothing to miss */
+		if (slo->tpot_ms > 0 && q->output_tokens > 1 &&
+		    (double)(q->finish_ns - q->first_token_ns) * 1e-6 /
+		    (double)(q->output_tokens - 1) > slo->tpot_ms)
+			ok = false;
+		met += ok;
+		in_window = q->finish_ns >= start_ns && q->finish_ns <= end_ns;
+		if (in_window) {
+			steady_tokens += q->output_tokens;
+			good_in_window += ok;
+		}
+	}
+	if (end_ns > start_ns && last_arrival >= 0) {
+		span = (double)(end_ns - start_ns) * 1e-9;
+		m->window_start_s = (double)start_ns * 1e-9;
+		m->window_end_s = (double)end_ns * 1e-9;
+		m->steady_tok_s = steady_tokens / span;
+		if (slo_set)
+			m->goodput_req_s = good_in_window / span;
+	}
+	if (nu > 0) {
+		double sum = 0;
+
+		for (size_t i = 0; i < nu; i++)
+			sum += user[i];
+		m->user_tok_s_mean = sum / (double)nu;
+		m->user_tok_s_p50 = ema_quantile(user, nu, 0.5);
+	}
+	{
+		size_t done = 0;
+
+		for (size_t i = 0; i < n; i++)
+			done += r[i].finish_ns >= 0;
+		if (slo_set && done > 0)
+			m->slo_attainment = met / (double)done;
+	}
+	free(user);
+	return EMA_OK;
+}
+
 static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_config *cfg)
 {
 	const struct ema_engine *e = run->engine;
@@ -59,6 +133,7 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 	double *tpot = malloc((n + 1) * sizeof *tpot);
 	double *e2e = malloc((n + 1) * sizeof *e2e);
 	double *rec = malloc(((size_t)n_reclaims + 1) * sizeof *rec);
+	struct ema_request_record *recs = malloc((n + 1) * sizeof *recs);
 	size_t nt = 0, np = 0, ne = 0, nr = 0;
 	int64_t tokens = 0, first_arrival = -1, last_finish = -1;
 	double page_gib = (double)ema_engine_page_bytes(e) / GIB;
@@ -77,15 +152,16 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 	res->dropped = st->dropped;
 	res->dropped_max_pages = st->dropped_max_pages;
 	res->max_request_pages = ema_engine_max_request_pages(e, ti);
-	if (!ttft || !tpot || !e2e || !rec) {
-		free(ttft); free(tpot); free(e2e); free(rec);
+	res->vs_static_steady = res->vs_ideal_steady = NAN;
+	if (!ttft || !tpot || !e2e || !rec || !recs) {
+		free(ttft); free(tpot); free(e2e); free(rec); free(recs);
+		ema_metrics_compute(NULL, 0, &cfg->metrics, &cfg->slo, &res->metrics);
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct ema_request_record rr;
-		const struct ema_request_record *r = &rr;
+		const struct ema_request_record *r = &recs[i];
 
-		ema_engine_request(e, ti, (int32_t)i, &rr);
+		ema_engine_request(e, ti, (int32_t)i, &recs[i]);
 		if (first_arrival < 0 || r->arrival_ns < first_arrival)
 			first_arrival = r->arrival_ns;
 		if (r->finish_ns < 0)
@@ -134,7 +210,8 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 	res->vs_static_throughput = res->vs_static_ttft_p50 = res->vs_static_tpot_p50 = NAN;
 	res->vs_static_ttft_p99 = res->vs_static_tpot_p99 = res->vs_ideal_throughput = NAN;
 	res->guarantee = "-";
-	free(ttft); free(tpot); free(e2e); free(rec);
+	ema_metrics_compute(recs, n, &cfg->metrics, &cfg->slo, &res->metrics);
+	free(ttft); free(tpot); free(e2e); free(rec); free(recs);
 }
 
 /* Comparisons against static and ideal on the same tenant. A lender
@@ -163,6 +240,8 @@ static void compare(struct ema_experiment *x)
 				r->vs_static_tpot_p50 = r->tpot_ms[0] / s->tpot_ms[0];
 				r->vs_static_ttft_p99 = r->ttft_ms[2] / s->ttft_ms[2];
 				r->vs_static_tpot_p99 = r->tpot_ms[2] / s->tpot_ms[2];
+				r->vs_static_steady = r->metrics.steady_tok_s /
+						      s->metrics.steady_tok_s;
 				/* Judged only for pure lenders: a tenant that also
 				 * borrowed is measured against static with its own
 				 * borrowing mixed in ("both"). */
@@ -177,9 +256,12 @@ static void compare(struct ema_experiment *x)
 					r->guarantee = bad ? "violated" : "ok";
 				}
 			}
-			if (id != NULL)
+			if (id != NULL) {
 				r->vs_ideal_throughput = r->throughput_tok_s /
 							 id->results[ti].throughput_tok_s;
+				r->vs_ideal_steady = r->metrics.steady_tok_s /
+						     id->results[ti].metrics.steady_tok_s;
+			}
 		}
 }
 
@@ -341,7 +423,9 @@ int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f)
 	      "swaps,recomputed_tokens,borrowed_peak_gib,remote_share,remote_read_gib,stall_ms,"
 	      "lent_peak_gib,reclaim_wait_ms,reclaims,reclaim_p50_ms,reclaim_p99_ms,reclaim_max_ms,"
 	      "vs_static_throughput,vs_static_ttft_p50,vs_static_tpot_p50,"
-	      "vs_static_ttft_p99,vs_static_tpot_p99,vs_ideal_throughput,lender_guarantee\n", f);
+	      "vs_static_ttft_p99,vs_static_tpot_p99,vs_ideal_throughput,lender_guarantee,"
+	      "steady_tok_s,window_start_s,window_end_s,user_tok_s_mean,user_tok_s_p50,"
+	      "slo_attainment,goodput_req_s,vs_static_steady_tok_s,vs_ideal_steady_tok_s\n", f);
 	for (int i = 0; i < x->n_runs; i++)
 		for (int ti = 0; ti < x->cfg.n_tenants; ti++) {
 			const struct ema_tenant_result *r = &x->runs[i].results[ti];
@@ -382,7 +466,20 @@ int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f)
 					put_num(f, cmp[k]);
 				}
 			}
-			fprintf(f, ",%s\n", r->guarantee);
+			fprintf(f, ",%s", r->guarantee);
+			{
+				const struct ema_metrics *m = &r->metrics;
+				const double reg[] = {
+					m->steady_tok_s, m->window_start_s, m->window_end_s,
+					m->user_tok_s_mean, m->user_tok_s_p50, m->slo_attainment,
+					m->goodput_req_s, r->vs_static_steady, r->vs_ideal_steady,
+				};
+				for (size_t k = 0; k < sizeof reg / sizeof reg[0]; k++) {
+					fputc(',', f);
+					put_num(f, reg[k]);
+				}
+			}
+			fputc('\n', f);
 		}
 	return ferror(f) ? EMA_ERR_IO : EMA_OK;
 }

@@ -14,6 +14,35 @@
 
 enum ema_backend { EMA_BACKEND_SIM = 0, EMA_BACKEND_HW };
 
+/* Figures that tell an unsaturated policy (throughput = offered load)
+ * from a saturated one (throughput = capacity), from one tenant's request
+ * records (doc/outputs.md, summary.csv). NAN where they cannot be
+ * computed. */
+struct ema_metrics {
+	double window_start_s, window_end_s; /* the steady-state window, run time */
+	/* output tokens of the requests finishing inside the window, over
+	 * its length */
+	double steady_tok_s;
+	/* per request: output tokens / (finish - arrival), over completed
+	 * requests */
+	double user_tok_s_mean, user_tok_s_p50;
+	/* share of completed requests meeting every SLO target set */
+	double slo_attainment;
+	/* requests finishing inside the window that meet every target, per
+	 * second of the window */
+	double goodput_req_s;
+};
+
+/* Computes m from n request records of one tenant (dropped and
+ * unfinished ones included: they count for the window's end, not in the
+ * figures). The window is [warmup_s, window_end_s] of run time, with
+ * window_end_s 0 = the last arrival and warmup_s -1 = 10% of the end.
+ * With no SLO target set, slo_attainment and goodput_req_s are NAN.
+ * Returns EMA_ERR_NOMEM when scratch memory is short (m then all NAN). */
+int ema_metrics_compute(const struct ema_request_record *r, size_t n,
+			const struct ema_metrics_cfg *mc, const struct ema_slo_cfg *slo,
+			struct ema_metrics *m);
+
 /* Per (policy, tenant) figures: the rows of summary.csv. */
 struct ema_tenant_result {
 	char policy[EMA_NAME_MAX];
@@ -40,6 +69,10 @@ struct ema_tenant_result {
 	double vs_static_ttft_p99, vs_static_tpot_p99;
 	double vs_ideal_throughput;
 	const char *guarantee;  /* "ok", "violated", "both" (lent and borrowed), "-" */
+	/* Regime-separating figures (ema_metrics_compute); appended to
+	 * summary.csv after the columns above. */
+	struct ema_metrics metrics;
+	double vs_static_steady, vs_ideal_steady; /* steady_tok_s ratios */
 };
 
 struct ema_policy_run {

@@ -148,6 +148,11 @@ static void test_default_scenario(void)
 	CU_ASSERT_EQUAL(cfg_a.serving.layer_groups, 8);
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.policy.ideal_factor, 2, 0);
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.policy.lender_floor, 0.25, 0);
+	/* the metrics' window is automatic and no SLO is set */
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.metrics.warmup_s, -1, 0);
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.metrics.window_end_s, 0, 0);
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.slo.ttft_ms, 0, 0);
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.slo.tpot_ms, 0, 0);
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.policy.lender_reserve, 0.05, 0);
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.policy.max_remote_share, 0, 0);
 	CU_ASSERT_EQUAL(cfg_a.policy.prefetch_depth, 1);
@@ -473,6 +478,22 @@ static void test_set_errors(void)
 	expect_set_error("model.kv_heads=5", "--set model.kv_heads=5: expected a divisor of heads (32), got 5");
 	expect_error(NULL, two, 3,
 		     "--set model=llama-2-70b: model llama-2-70b needs 138.0 GB of weights per GPU, more than the 40.0 GiB a GPU has");
+	/* the steady-state window and the SLO targets */
+	expect_set_error("metrics.warmup_s=-0.5",
+			 "--set metrics.warmup_s=-0.5: expected -1 (10% of the window's end) or >= 0 s, got -0.5");
+	expect_set_error("metrics.warmup_s=-2",
+			 "--set metrics.warmup_s=-2: expected a number in [-1, 1000000000], got -2");
+	expect_set_error("slo.ttft_ms=-1", "--set slo.ttft_ms=-1: expected a number in [0, 1000000000], got -1");
+	{
+		const char *win[] = { "metrics.window_end_s=50", "metrics.warmup_s=60" };
+		const char *ok[] = { "metrics.window_end_s=50", "metrics.warmup_s=0" };
+
+		expect_error(NULL, win, 2,
+			     "--set metrics.warmup_s=60: metrics.warmup_s (60 s) must be below metrics.window_end_s (50 s)");
+		load_ok(&cfg_a, NULL, ok, 2);
+		CU_ASSERT_EQUAL(cfg_a.metrics.warmup_s, 0);
+		CU_ASSERT_EQUAL(cfg_a.metrics.window_end_s, 50);
+	}
 }
 
 /* Names go into paths and CSV fields: only a safe set of characters. */

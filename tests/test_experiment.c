@@ -117,6 +117,24 @@ static const char *field(const char *line, int k, char *buf, size_t n)
 	return buf;
 }
 
+/* 0-based number of the column named `name` in the header line of csv,
+ * or -1. */
+static int column_of(const char *csv, const char *name)
+{
+	size_t n = strlen(name);
+	int k = 0;
+
+	for (const char *c = csv; *c && *c != '\n'; k++) {
+		if (strncmp(c, name, n) == 0 && (c[n] == ',' || c[n] == '\n' || c[n] == '\0'))
+			return k;
+		while (*c && *c != ',' && *c != '\n')
+			c++;
+		if (*c == ',')
+			c++;
+	}
+	return -1;
+}
+
 static int count_fields(const char *line)
 {
 	int n = 1;
@@ -271,12 +289,15 @@ static void test_comparisons(void)
 	{
 		char *s = summary_text(x), *rows = rows_of(s, "static");
 		char buf[64];
+		int c_thr = column_of(s, "vs_static_throughput");
+		int c_steady = column_of(s, "vs_static_steady_tok_s");
+		int c_g = column_of(s, "lender_guarantee");
 
+		CU_ASSERT_FATAL(c_thr >= 0 && c_steady >= 0 && c_g >= 0);
 		for (const char *line = rows; *line; line = strchr(line, '\n') + 1) {
-			int last = count_fields(line) - 1;
-
-			CU_ASSERT_STRING_EQUAL(field(line, last - 6, buf, sizeof buf), "1");
-			CU_ASSERT_STRING_EQUAL(field(line, last, buf, sizeof buf), "-");
+			CU_ASSERT_STRING_EQUAL(field(line, c_thr, buf, sizeof buf), "1");
+			CU_ASSERT_STRING_EQUAL(field(line, c_steady, buf, sizeof buf), "1");
+			CU_ASSERT_STRING_EQUAL(field(line, c_g, buf, sizeof buf), "-");
 		}
 		free(rows);
 		free(s);
@@ -320,6 +341,79 @@ static void test_quantile(void)
 
 		CU_ASSERT_DOUBLE_EQUAL(ema_quantile(t, 4, 0.5), 2, 1e-12);
 	}
+}
+
+/* ---- steady state, per-user throughput and SLOs by hand ---- */
+
+#define S_NS 1000000000LL
+
+/* Five requests of one tenant (times in s): A arrives at 0, first token
+ * at 1, done at 3 with 11 tokens (TTFT 1000 ms, TPOT 200 ms, 11/3 tok/s);
+ * B 2 / 2.5 / 6, 8 tokens (500 ms, 500 ms, 2 tok/s); C 5 / 5.1 / 9, one
+ * token (100 ms, no TPOT, 0.25 tok/s); D 8 / 9 / 12, 31 tokens (1000 ms,
+ * 100 ms, 7.75 tok/s); E arrives at 10 and is dropped. */
+static const struct ema_request_record five[] = {
+	{ 0, 0, 1 * S_NS, 3 * S_NS, 10, 11, 0, false },
+	{ 1, 2 * S_NS, 2500000000LL, 6 * S_NS, 10, 8, 0, false },
+	{ 2, 5 * S_NS, 5100000000LL, 9 * S_NS, 10, 1, 0, false },
+	{ 3, 8 * S_NS, 9 * S_NS, 12 * S_NS, 10, 31, 0, false },
+	{ 4, 10 * S_NS, -1, -1, 10, 5, 0, true },
+};
+
+static void test_metrics_by_hand(void)
+{
+	struct ema_metrics_cfg automatic = { -1, 0 }, fixed = { 0, 12 }, late = { 20, 0 };
+	struct ema_slo_cfg none = { 0, 0 }, both = { 600, 300 }, tpot = { 0, 300 };
+	struct ema_metrics m;
+
+	/* the window: last arrival 10 s, warm-up 10% of it */
+	CU_ASSERT_EQUAL(ema_metrics_compute(five, 5, &automatic, &none, &m), EMA_OK);
+	CU_ASSERT_DOUBLE_EQUAL(m.window_start_s, 1, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(m.window_end_s, 10, 1e-12);
+	/* A, B and C finish inside [1, 10]: 11 + 8 + 1 tokens over 9 s;
+	 * D finishes in the drain, after the last arrival */
+	CU_ASSERT_DOUBLE_EQUAL(m.steady_tok_s, 20.0 / 9, 1e-12);
+	/* per user: 11/3, 2, 0.25, 7.75; the median lies between 2 and 11/3 */
+	CU_ASSERT_DOUBLE_EQUAL(m.user_tok_s_mean, (11.0 / 3 + 2 + 0.25 + 7.75) / 4, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(m.user_tok_s_p50, (2 + 11.0 / 3) / 2, 1e-12);
+	/* no target: nothing to attain */
+	CU_ASSERT(isnan(m.slo_attainment));
+	CU_ASSERT(isnan(m.goodput_req_s));
+
+	/* TTFT <= 600 ms and TPOT <= 300 ms: A (1000 ms) and D (1000 ms)
+	 * miss the TTFT, B (500 ms) the TPOT; C meets both, inside the window */
+	CU_ASSERT_EQUAL(ema_metrics_compute(five, 5, &automatic, &both, &m), EMA_OK);
+	CU_ASSERT_DOUBLE_EQUAL(m.slo_attainment, 1.0 / 4, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(m.goodput_req_s, 1.0 / 9, 1e-12);
+	/* TPOT alone: B misses; A, C, D meet it, A and C inside the window */
+	CU_ASSERT_EQUAL(ema_metrics_compute(five, 5, &automatic, &tpot, &m), EMA_OK);
+	CU_ASSERT_DOUBLE_EQUAL(m.slo_attainment, 3.0 / 4, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(m.goodput_req_s, 2.0 / 9, 1e-12);
+
+	/* a window given: [0, 12] holds all four finishes (bounds included) */
+	CU_ASSERT_EQUAL(ema_metrics_compute(five, 5, &fixed, &none, &m), EMA_OK);
+	CU_ASSERT_DOUBLE_EQUAL(m.window_start_s, 0, 0);
+	CU_ASSERT_DOUBLE_EQUAL(m.steady_tok_s, 51.0 / 12, 1e-12);
+	/* per-user figures do not depend on the window */
+	CU_ASSERT_DOUBLE_EQUAL(m.user_tok_s_p50, (2 + 11.0 / 3) / 2, 1e-12);
+
+	/* a warm-up past the last arrival leaves no window */
+	CU_ASSERT_EQUAL(ema_metrics_compute(five, 5, &late, &both, &m), EMA_OK);
+	CU_ASSERT(isnan(m.steady_tok_s));
+	CU_ASSERT(isnan(m.window_start_s));
+	CU_ASSERT(isnan(m.goodput_req_s));
+	CU_ASSERT_DOUBLE_EQUAL(m.slo_attainment, 1.0 / 4, 1e-12);
+
+	/* only the dropped request: a window, no finished request */
+	CU_ASSERT_EQUAL(ema_metrics_compute(five + 4, 1, &automatic, &both, &m), EMA_OK);
+	CU_ASSERT_DOUBLE_EQUAL(m.steady_tok_s, 0, 0);
+	CU_ASSERT_DOUBLE_EQUAL(m.goodput_req_s, 0, 0);
+	CU_ASSERT(isnan(m.user_tok_s_mean));
+	CU_ASSERT(isnan(m.slo_attainment));
+	/* no request at all */
+	CU_ASSERT_EQUAL(ema_metrics_compute(five, 0, &automatic, &both, &m), EMA_OK);
+	CU_ASSERT(isnan(m.steady_tok_s));
+	CU_ASSERT(isnan(m.user_tok_s_p50));
 }
 
 /* ---- one request by hand ---- */
@@ -389,6 +483,12 @@ static void test_one_request(void)
 			       10.0 / ((double)(q->finish_ns - q->arrival_ns) * 1e-9), 1e-6);
 	CU_ASSERT_DOUBLE_EQUAL(r->req_s, 1.0 / ((double)(q->finish_ns - q->arrival_ns) * 1e-9),
 			       1e-9);
+	/* per-user throughput: its 10 tokens over its end-to-end time */
+	CU_ASSERT_DOUBLE_EQUAL(r->metrics.user_tok_s_mean, 10.0 / (e2e * 1e-3), 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(r->metrics.user_tok_s_p50, 10.0 / (e2e * 1e-3), 1e-9);
+	/* its finish lies after its arrival, the window's end: no steady
+	 * tokens (or no window at all when it arrived at 0) */
+	CU_ASSERT(isnan(r->metrics.steady_tok_s) || r->metrics.steady_tok_s == 0);
 	/* alone on its GPU: nothing borrowed, lent, or stalled on */
 	CU_ASSERT_DOUBLE_EQUAL(r->borrowed_peak_gib, 0, 0);
 	CU_ASSERT_DOUBLE_EQUAL(r->remote_share, 0, 0);
@@ -508,6 +608,7 @@ int main(void)
 		{"summary.csv header and row widths", test_summary_shape},
 		{"static vs itself is 1, guarantee only for lenders", test_comparisons},
 		{"quantiles by hand", test_quantile},
+		{"steady state, per-user throughput and SLOs by hand", test_metrics_by_hand},
 		{"one request by hand", test_one_request},
 		{"a full disk: the file and the reason", test_write_full_disk},
 		{"the run folder as written", test_write_folder},

@@ -99,7 +99,7 @@ static int64_t done_at(const struct rec *r, uint64_t tag)
 static uint64_t raw(struct ema_flownet *net, int64_t now, int s, int d, double bytes,
 		    int64_t lat, double cap, bool engine, uint64_t tag)
 {
-	struct ema_flow_params p = { s, d, (uint64_t)bytes, lat, cap, engine };
+	struct ema_flow_params p = { s, d, (uint64_t)bytes, lat, cap, engine, false };
 	struct ema_error err = { 0 };
 	uint64_t id = 0;
 
@@ -138,6 +138,30 @@ static void test_two_flows_half_each(void)
 	CU_ASSERT_EQUAL(r.t[2], 20000);
 	CU_ASSERT_EQUAL(ema_flownet_rate_gbps(net, a), -1);
 	CU_ASSERT_EQUAL(ema_flownet_active(net), 0);
+	ema_flownet_destroy(net);
+}
+
+/* An in-place read (to_sm) reads the source's HBM and writes no HBM:
+ * of two flows 1 -> 0 at 50 GB/s each, GPU 1 sends 100 GB/s out of its
+ * HBM and GPU 0 takes 50 into its HBM, the copy's. */
+static void test_in_place_reads_skip_dst_hbm(void)
+{
+	struct ema_hw_profile hw;
+	struct ema_flownet *net;
+	struct ema_error err = { 0 };
+	struct ema_flow_params p = { 1, 0, 1000000, 0, 0, false, true };
+	struct rec r = { 0 };
+	uint64_t id = 0;
+
+	plain_hw(&hw, 2, "direct");
+	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, &hw, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_flownet_start_params(net, 0, &p, 1, &id, &err), EMA_OK);
+	raw(net, 0, 1, 0, 1e6, 0, 0, false, 2);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, id), 50, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_hbm_out_gbps(net, 1), 100, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_hbm_in_gbps(net, 0), 50, 1e-9);
+	run_all(net, &r);
+	CU_ASSERT_EQUAL(r.n, 2);
 	ema_flownet_destroy(net);
 }
 
@@ -544,10 +568,10 @@ static void test_errors(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not both host"));
 	CU_ASSERT_EQUAL(ema_flownet_start(net, 0, 0, 1, 10, 1, (enum ema_copy_method)9, 0, NULL, &err), EMA_ERR_INPUT);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "unknown copy method 9"));
-	p = (struct ema_flow_params){ 0, 1, 10, -1, 0, false };
+	p = (struct ema_flow_params){ 0, 1, 10, -1, 0, false, false };
 	CU_ASSERT_EQUAL(ema_flownet_start_params(net, 0, &p, 0, NULL, &err), EMA_ERR_INPUT);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "negative latency"));
-	p = (struct ema_flow_params){ 1, 1, 10, 0, 0, false };
+	p = (struct ema_flow_params){ 1, 1, 10, 0, 0, false, false };
 	CU_ASSERT_EQUAL(ema_flownet_start_params(net, 0, &p, 0, NULL, &err), EMA_ERR_INPUT);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "within GPU 1 needs a rate cap"));
 	/* a copy within a GPU is allowed through the method model */
@@ -566,6 +590,7 @@ int main(void)
 	static const struct ema_test_case cases[] = {
 		{ "two flows on one link get half each", test_two_flows_half_each },
 		{ "a capped flow leaves the rest to the other", test_cap_leaves_rest },
+		{ "in-place reads leave the destination's HBM out", test_in_place_reads_skip_dst_hbm },
 		{ "switch ports: shared egress, bound ingress", test_switch_ports },
 		{ "switch max-min with a capped flow", test_switch_maxmin },
 		{ "a flow ending speeds the other up, exact times", test_release_speeds_up },

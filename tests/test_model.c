@@ -16,6 +16,7 @@
 #include "flownet.h"
 #include "lending.h"
 #include "policy.h"
+#include "step_cost.h"
 #include "timing.h"
 #include "work.h"
 #include "test_main.h"
@@ -96,22 +97,22 @@ static int32_t kv_pages(const struct ema_config *c)
 	return (int32_t)floor(mem / page_bytes(c)) - (int32_t)ceil(w / page_bytes(c));
 }
 
-/* doc/model.md "ema's borrowing cap", by hand:
- *     R <= 0.85 x (W + L) / (hbm/link - 1)
- * hbm = hbm_read_gbps x hbm_efficiency, link = min(gather, link) x
- * (n_gpus - 1 on a direct topology) x pull_share_under_load. */
-static int32_t cap_by_hand(const struct ema_config *c, double *ratio)
+/* doc/model.md "ema's per-link budget", by hand, in place: each link
+ * carries at most
+ *     R_g <= 0.85 x min(remote_read_gbps, link_gbps) x (W + L) / hbm
+ * with hbm = hbm_read_gbps x hbm_efficiency: one link per lender on a
+ * direct topology (*per_link; all lenders together: n_gpus - 1 of them),
+ * one ingress port in all behind a switch. Returns the pages of one link
+ * (direct) or of the port (switch). */
+static int32_t budget_by_hand(const struct ema_config *c, double *step_ms)
 {
 	const struct ema_hw_profile *hw = &c->hw;
 	double hbm = hw->hbm_read_gbps * hw->hbm_efficiency;
-	double link = fmin(hw->gather_gbps, hw->link_gbps);
+	double rate = fmin(hw->remote_read_gbps, hw->link_gbps);
 	double local = (double)ema_model_weight_bytes(&c->model) + kv_pages(c) * page_bytes(c);
 
-	if (hw->topology == EMA_TOPO_DIRECT)
-		link *= hw->n_gpus - 1;
-	link *= hw->pull_share_under_load;
-	*ratio = hbm / link;
-	return (int32_t)floor(0.85 * local / (hbm / link - 1) / page_bytes(c));
+	*step_ms = local / hbm / 1e6;
+	return (int32_t)floor(0.85 * rate * (local / hbm) / page_bytes(c));
 }
 
 /* doc/configuration.md: with gpu_mem_cap_gib 24 and 16.1 GB of weights,
@@ -167,7 +168,7 @@ static void test_model_sizes(void)
  * requests at context 1024: memory (16.06 GB + 4.29 GB + 0.09 GB) /
  * (4357 x 0.70 GB/s) = 6.70 ms, compute 0.53 TFLOP / (878 x 0.65) =
  * 0.93 ms, total 0.03 + 6.70 = 6.73 ms; 1 GiB of KV read in place from the
- * peer 4.1 ms, locally 0.35 ms. */
+ * peer 2.87 ms (1.074 GB / 373.9 GB/s), locally 0.35 ms. */
 static void test_cost_model_decode_batch(void)
 {
 	struct ema_experiment *x = load(NULL, 0);
@@ -202,13 +203,79 @@ static void test_cost_model_decode_batch(void)
 	one.remote[0].gpu = 1;
 	one.remote[0].bytes = 1ull << 30;
 	ema_timing_iteration(&x->cfg.hw, &x->cfg.model, &one, &c);
-	CU_ASSERT_DOUBLE_EQUAL(c.remote_inplace_ns / 1e6, 4.1, 0.05);
+	CU_ASSERT_DOUBLE_EQUAL(c.remote_inplace_ns / 1e6, 2.87, 0.005);
 	memset(&one, 0, sizeof one);
 	one.layer_groups = 1;
 	one.kv_local_bytes = 1ull << 30;
 	ema_timing_iteration(&x->cfg.hw, &x->cfg.model, &one, &c);
 	CU_ASSERT_DOUBLE_EQUAL(c.memory_ns / 1e6, 0.35, 0.005);
 	done(x);
+}
+
+/* doc/model.md "Remote reads": the batch above with 1 GiB of its KV on
+ * the peer. Local: 20.44 - 1.07 = 19.37 GB = 6.35 ms; link 2.87 ms. In
+ * place: max(6.35, 2.87) / 0.981 = 6.47 ms, less than the 6.70 ms of all
+ * local (the link adds bandwidth beside HBM). Staged: all 20.44 GB from
+ * HBM, 6.70 ms, slowed by its own writes: 1.07 GB / 6.70 ms = 160 GB/s,
+ * x (1 + 2.79 x 160 / 4357) = 7.39 ms. Plus 0.03 ms of overhead each. */
+static void test_cost_model_remote_paths(void)
+{
+	struct ema_experiment *x = load(NULL, 0);
+	struct ema_iteration it;
+	struct ema_step_cost in, st;
+	uint64_t kv = 0, kv_all = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	memset(&it, 0, sizeof it);
+	it.weight_bytes = ema_model_weight_bytes(&x->cfg.model);
+	for (int i = 0; i < 32; i++) {
+		ema_work_add_request(&it, &x->cfg.model, 1024, 0, &kv);
+		kv_all += kv;
+	}
+	it.kv_local_bytes = kv_all - (1ull << 30);
+	it.n_remote = 1;
+	it.remote[0].gpu = 1;
+	it.remote[0].bytes = 1ull << 30;
+	it.method = EMA_COPY_GATHER;
+	ema_step_cost(&x->cfg.hw, &it, false, &in);
+	ema_step_cost(&x->cfg.hw, &it, true, &st);
+	CU_ASSERT_DOUBLE_EQUAL(in.local_ns / 1e6, 6.35, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(in.link_ns / 1e6, 2.87, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(in.memory_ns / 1e6, 6.47, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(in.total_ns / 1e6, 6.50, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(st.local_ns / 1e6, 6.70, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(st.memory_ns / 1e6, 7.39, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(st.total_ns / 1e6, 7.42, 0.005);
+	done(x);
+}
+
+/* doc/reference-figures.md "Remote reads beside local reads" (H200 x2,
+ * 2026-12-01), reproduced by the cost model with h200x2_hw (ema's own
+ * kernels: hbm_efficiency 1, 7.8 us overhead), within 5%: a step
+ * streaming 4 GiB of local HBM, 0.952 ms measured; with 280 MiB more read
+ * in place from the peer, 0.970 ms (hidden behind the local reads);
+ * with 560 MiB, 1.600 ms (link-bound). */
+static void test_inplace_measurements(void)
+{
+	static const struct { double remote_mib, ms; } m[] = {
+		{ 0, 0.952 }, { 280, 0.970 }, { 560, 1.600 },
+	};
+	struct ema_hw_profile hw;
+	struct ema_error err = { 0 };
+
+	CU_ASSERT_EQUAL_FATAL(ema_hw_profile_load(&hw, "h200x2_hw", &err), EMA_OK);
+	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+		struct ema_iteration it;
+		struct ema_timing c;
+
+		memset(&it, 0, sizeof it);
+		it.kv_local_bytes = 4ull << 30;
+		it.n_remote = m[i].remote_mib > 0;
+		it.remote[0].gpu = 1;
+		it.remote[0].bytes = (uint64_t)(m[i].remote_mib * MIB);
+		ema_timing_iteration(&hw, NULL, &it, &c);
+		CU_ASSERT_DOUBLE_EQUAL(c.total_ns / 1e6 / m[i].ms, 1.0, 0.05);
+	}
 }
 
 static void ignore_done(void *arg, uint64_t id, uint64_t tag, int64_t now)
@@ -255,84 +322,90 @@ static void test_link_model_single_copy(void)
 	}
 }
 
-/* doc/model.md "ema's borrowing cap": on h200x2 capped at 24 GiB,
- * llama-3-8b, hbm/link = 3050/349 = 8.73 and R <= 0.85 x 25.8 GB / 7.73 =
- * 1350 pages = 2.64 GiB, 29% of the 9.04 GiB local KV; `ema run` shows
- * exactly that as ema's borrowed_peak_gib. */
+/* doc/model.md "ema's per-link budget": on h200x2 capped at 24 GiB,
+ * llama-3-8b, in place: W + L = 16.06 + 9.71 GB = 25.77 GB, a step of
+ * 25.77 GB / 3050 GB/s = 8.45 ms, R <= 0.85 x 373.9 GB/s x 8.45 ms =
+ * 2.68 GB = 1280 pages = 2.5 GiB, 28% of the 9.04 GiB local KV; `ema run`
+ * shows exactly that as ema's borrowed_peak_gib. */
 static void test_cap_h200x2(void)
 {
 	static const char *sets[] = { "policies=ema" };
 	struct ema_experiment *x = run(sets, 1);
 	const struct ema_tenant_result *r;
-	double ratio;
+	double step_ms;
 	int32_t cap;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
-	cap = cap_by_hand(&x->cfg, &ratio);
+	cap = budget_by_hand(&x->cfg, &step_ms);
 	CU_ASSERT_DOUBLE_EQUAL(x->cfg.hw.hbm_read_gbps * x->cfg.hw.hbm_efficiency, 3050, 0.5);
-	CU_ASSERT_DOUBLE_EQUAL(x->cfg.hw.hbm_read_gbps * x->cfg.hw.hbm_efficiency / ratio, 349, 0.5);
-	CU_ASSERT_DOUBLE_EQUAL(ratio, 8.73, 0.005);
-	CU_ASSERT_EQUAL(cap, 1350);
-	CU_ASSERT_DOUBLE_EQUAL(cap * page_bytes(&x->cfg) / GIB, 2.64, 0.005);
-	CU_ASSERT_DOUBLE_EQUAL((double)cap / kv_pages(&x->cfg), 0.29, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(step_ms, 8.45, 0.005);
+	CU_ASSERT_EQUAL(cap, 1280);
+	CU_ASSERT_DOUBLE_EQUAL(cap * page_bytes(&x->cfg) / GIB, 2.5, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL((double)cap / kv_pages(&x->cfg), 0.28, 0.005);
 	r = row(x, "ema", "t0");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
 	CU_ASSERT_DOUBLE_EQUAL(r->borrowed_peak_gib * GIB / page_bytes(&x->cfg), cap, 1e-6);
 	done(x);
 }
 
-/* doc/model.md: h200x8 (switch), 24 GiB: hbm/link = 3360/344 = 9.78, so
- * R <= 1189 pages; a100x4_40gb, llama-2-7b: link = 3 x 76 GB/s, hbm/link
- * = 4.75, so R <= 4640 pages of the 14052 local. */
+/* doc/model.md: h200x8 (switch), 24 GiB, t0 at 16 req/s: a step of
+ * 7.67 ms, one ingress port, R <= 0.85 x 351.2 x 7.67 ms = 1091 pages in
+ * all; a100x4_40gb, llama-2-7b: a step of 39.5 ms, a link to each of 3
+ * peers, R_g <= 0.85 x 78.0 x 39.5 ms = 1247 pages each, 3741 of the
+ * 14052 local in all. Both reached by a run. */
 static void test_cap_h200x8_a100x4(void)
 {
 	static const char *x8[] = {
-		"hardware=h200x8", "policies=ema",
+		"hardware=h200x8", "policies=ema", "tenants.0.workload.rate_rps=16",
 		"tenants.0.workload.duration_s=60", "tenants.1.workload.duration_s=60",
 	};
 	static const char *a4[] = {
 		"hardware=a100x4_40gb", "model=llama-2-7b", "gpu_mem_cap_gib=0", "policies=ema",
 		"tenants.0.workload.duration_s=30", "tenants.1.workload.duration_s=30",
 	};
-	struct ema_experiment *x = run(x8, 4);
-	double ratio;
+	struct ema_experiment *x = run(x8, 5);
+	double step_ms;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
-	CU_ASSERT_EQUAL(cap_by_hand(&x->cfg, &ratio), 1189);
-	CU_ASSERT_DOUBLE_EQUAL(ratio, 9.78, 0.005);
+	CU_ASSERT_EQUAL(budget_by_hand(&x->cfg, &step_ms), 1091);
+	CU_ASSERT_DOUBLE_EQUAL(step_ms, 7.67, 0.005);
 	CU_ASSERT_DOUBLE_EQUAL(row(x, "ema", "t0")->borrowed_peak_gib * GIB / page_bytes(&x->cfg),
-			       1189, 1e-6);
+			       1091, 1e-6);
 	done(x);
 
 	x = run(a4, 6);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
 	CU_ASSERT_EQUAL(kv_pages(&x->cfg), 14052);
-	CU_ASSERT_DOUBLE_EQUAL(fmin(x->cfg.hw.gather_gbps, x->cfg.hw.link_gbps), 76, 0.5);
-	CU_ASSERT_EQUAL(cap_by_hand(&x->cfg, &ratio), 4640);
-	CU_ASSERT_DOUBLE_EQUAL(ratio, 4.75, 0.005);
+	CU_ASSERT_EQUAL(budget_by_hand(&x->cfg, &step_ms), 1247);
+	CU_ASSERT_DOUBLE_EQUAL(step_ms, 39.5, 0.05);
 	CU_ASSERT_DOUBLE_EQUAL(row(x, "ema", "t0")->borrowed_peak_gib * GIB / page_bytes(&x->cfg),
-			       4640, 1e-6);
+			       3 * 1247, 1e-6);
 	done(x);
 }
 
-/* doc/model.md: staging takes ceil((d + 1) x R / G) pages plus one per
- * slot: for the 1350-page cap, d = 1 and G = 8, ceil(2 x 1350 / 8) + 2 =
- * 340 pages (7.3% of the KV), kept free from the first borrowed page on;
- * what an iteration holds never exceeds them. */
+/* doc/model.md "Staging": on the staged path the budget counts the
+ * staged bytes in the step, R_g <= 0.85 x 349.4 GB/s x (W + L + R) /
+ * 3050 GB/s, so R = 0.0974 x 25.77 GB / (1 - 0.0974) = 1325 pages on
+ * h200x2 at 24 GiB; staging then takes ceil((d + 1) x R / G) pages plus
+ * one per slot, d = 1, G = 8: ceil(2 x 1325 / 8) + 2 = 334 pages (7.2%
+ * of the KV) at that peak, sized to what is borrowed: an iteration never
+ * holds more than the borrowed peak needs. */
 static void test_staging_pages(void)
 {
-	static const char *sets[] = { "policies=ema" };
-	struct ema_experiment *x = run(sets, 1);
+	static const char *sets[] = { "policies=ema", "policy.remote_path=staged" };
+	struct ema_experiment *x = run(sets, 2);
 	const struct ema_engine *e;
-	int32_t want, peak = 0;
+	int32_t want, peak = 0, borrowed;
 	int g0;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
 	e = x->runs[0].engine;
 	g0 = x->cfg.tenants[0].gpu;
-	want = (int32_t)ceil(2.0 * 1350 / 8) + 2;
-	CU_ASSERT_EQUAL(want, 340);
-	CU_ASSERT_DOUBLE_EQUAL((double)want / kv_pages(&x->cfg), 0.073, 0.0005);
+	borrowed = (int32_t)llround(row(x, "ema", "t0")->borrowed_peak_gib * GIB / page_bytes(&x->cfg));
+	CU_ASSERT_EQUAL(borrowed, 1325);
+	want = (int32_t)ceil(2.0 * borrowed / 8) + 2;
+	CU_ASSERT_EQUAL(want, 334);
+	CU_ASSERT_DOUBLE_EQUAL((double)want / kv_pages(&x->cfg), 0.072, 0.0005);
 	for (int32_t i = 0; i < e->n_timeline; i++)
 		if (e->timeline[i].gpu == g0 && e->timeline[i].staging > peak)
 			peak = e->timeline[i].staging;
@@ -344,12 +417,13 @@ static void test_staging_pages(void)
 /* doc/policies.md and doc/model.md "Lending floor, reserve and headroom":
  * 4629 KV pages, floor 0.25, reserve 0.05: floor ceil(0.25 x 4629) = 1158,
  * reserve 232; GPU 1 lends min(free - 232, 3471 - lent); with its tenant
- * holding 1000 pages, min(3397, 3471) = 3397, but ema's cap stops GPU 0
- * at 1350. In the default scenario remote_direct, with no cap, borrows
- * 4629 - 1158 = 3471 pages from the nearly idle GPU 1. */
+ * holding 1000 pages, min(3397, 3471) = 3397, but ema's link budget stops
+ * GPU 0 at 1280. In the default scenario with t0 at 20 req/s, remote_direct,
+ * with no cap, borrows 4629 - 1158 = 3471 pages from the nearly idle
+ * GPU 1 (at 14 req/s its in-place reads keep up and it needs less). */
 static void test_lending_example(void)
 {
-	static const char *sets[] = { "policies=remote_direct" };
+	static const char *sets[] = { "policies=remote_direct", "tenants.0.workload.rate_rps=20" };
 	struct ema_experiment *x = load(NULL, 0);
 	struct ema_request_spec r0 = { 0, 1, 1 }, r1 = { 0, 1, 1 };
 	struct ema_workload w[2] = { { &r0, 1, 1 }, { &r1, 1, 1 } };
@@ -376,12 +450,12 @@ static void test_lending_example(void)
 	CU_ASSERT_EQUAL(failed, 0);
 	CU_ASSERT_EQUAL(ema_ledger_free_pages(&e.ledger, 1), 3629);
 	CU_ASSERT_EQUAL(ema_lending_lendable(&e.ctx, 1), 3397);
-	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 1350);
+	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 1280);
 	ema_engine_destroy(&e);
 	p->ops->destroy(p);
 	done(x);
 
-	x = run(sets, 1);
+	x = run(sets, 2);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
 	CU_ASSERT_DOUBLE_EQUAL(row(x, "remote_direct", "t0")->borrowed_peak_gib * GIB /
 			       page_bytes(&x->cfg), 4629 - 1158, 1e-6);
@@ -393,9 +467,11 @@ int main(void)
 	static const struct ema_test_case cases[] = {
 		{ "default scenario: 4629 KV pages per GPU", test_default_kv_pages },
 		{ "embedded model sizes", test_model_sizes },
+		{ "cost model: remote KV in place or staged", test_cost_model_remote_paths },
+		{ "in place beside local: the H200 measurements within 5%", test_inplace_measurements },
 		{ "cost model: decode batch of 32 at context 1024", test_cost_model_decode_batch },
 		{ "link model: single copies on h200x2", test_link_model_single_copy },
-		{ "ema's cap on h200x2 at 24 GiB: 1350 pages, reached", test_cap_h200x2 },
+		{ "ema's cap on h200x2 at 24 GiB: 1280 pages, reached", test_cap_h200x2 },
 		{ "ema's cap on h200x8 and a100x4_40gb", test_cap_h200x8_a100x4 },
 		{ "staging pages of the cap", test_staging_pages },
 		{ "lending floor and reserve by hand", test_lending_example },

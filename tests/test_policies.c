@@ -2,6 +2,7 @@
  * random sequences of borrow, prefetch, reclaim and free across several
  * GPUs; a reclaim frees exactly the pages it promised; the lending rules
  * (floor, reserve, no lending while borrowing) by hand; the borrowing cap;
+ * ema's per-link budgets and balanced lenders, by hand on 4 GPUs;
  * and the adversarial case where a lender's demand spikes while a
  * borrower holds all it may borrow. */
 #include <math.h>
@@ -49,12 +50,14 @@ static void check_tick(void *arg, int64_t now)
 		    ema_ledger_free_pages(&e->ledger, g) + ema_ledger_lent_pages(&e->ledger, g) !=
 		    e->ledger.gpu[g].capacity)
 			c->failures++;
-	/* a tenant's pages on each GPU add up to what the ledger lends it */
+	/* a tenant's pages on each GPU add up to what the ledger lends it,
+	 * once its transfers have landed (a swap-in holds its destination
+	 * pages before the request's page list names them) */
 	for (int t = 0; t < e->n_tenants; t++)
 		for (int g = 0; g < e->ledger.n_gpus; g++) {
 			int32_t held = 0;
 
-			if (g == e->tenants[t].gpu)
+			if (g == e->tenants[t].gpu || e->tenants[t].xfers_in_flight > 0)
 				continue;
 			for (int32_t k = 0; k < e->tenants[t].n_reqs; k++)
 				held += e->tenants[t].reqs[k].pages_on[g];
@@ -351,27 +354,165 @@ static void test_borrow_cap(void)
 	free(x);
 }
 
-/* policy.borrow_rule=throughput: on the default setup W = 16.1 GB of
- * weights, L = 9.7 GB of local KV and k = 2.79 x 0.7 = 1.95, so
- * k L = 19 GB > W: borrowing would cost throughput, and ema stays static
+/* ---- per-link budgets and balanced lenders --------------------------- */
+
+/* One tenant on GPU 0 of 4 (tiny_config: HBM 1000 GB/s, links and in-place
+ * reads 100 GB/s, 4 KiB pages, 2 MB of weights = 489 pages), 600 KV pages
+ * of its own; GPUs 1..3 have no tenant and lend all they have. In place,
+ * each link carries at most 0.85 x 100 GB/s x (2e6 + 600 x 4096 bytes) /
+ * 1000 GB/s = 0.85 x 100 x 4457.6 ns = 378,896 bytes = 92 pages per step.
+ * Borrowing page after page, as the engine does when GPU 0 is full, ema
+ * takes each from the link with the most budget left: after every page
+ * the lenders differ by at most one page, and it stops at 92 on each. */
+static void budget_engine(struct ema_config *cfg, struct ema_engine *e, struct mock **m,
+			  enum ema_topology topo, enum ema_remote_path path)
+{
+	static struct ema_request_spec r0[1] = {{0, 1, 1}};
+	struct ema_workload w[1] = {{r0, 1, 1}};
+	struct ema_error err = {0};
+
+	tiny_config(cfg, 4, (489 + 600) * 4.0 / 1024);
+	cfg->n_tenants = 1;
+	cfg->hw.topology = topo;
+	cfg->policy.remote_path = path;
+	cfg->policy.prefetch_depth = 1;
+	cfg->serving.layer_groups = 4;
+	*m = mock_new(cfg);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_create(e, cfg, ema_policy_find("ema"), &(*m)->base, w, &err),
+			      EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(e->tenants[0].kv_capacity_pages, 600);
+}
+
+/* Borrows for tenant 0 until ema says no; returns the pages taken and
+ * the largest gap between two lenders seen after any page. */
+static int32_t borrow_all(struct ema_engine *e, int32_t *worst_gap)
+{
+	const struct ema_policy_ops *ema = ema_policy_find("ema");
+	int32_t n = 0;
+
+	*worst_gap = 0;
+	for (;;) {
+		int g = ema->choose_lender(&e->ctx, e->policy_state, 0);
+		int32_t lo = INT32_MAX, hi = 0;
+
+		if (g < 0)
+			break;
+		CU_ASSERT_FATAL(g >= 1 && g <= 3);
+		CU_ASSERT_FATAL(ema_ledger_alloc(&e->ledger, g, 0, EMA_PAGE_KV) >= 0);
+		n++;
+		for (int k = 1; k <= 3; k++) {
+			lo = e->ledger.borrowed[0][k] < lo ? e->ledger.borrowed[0][k] : lo;
+			hi = e->ledger.borrowed[0][k] > hi ? e->ledger.borrowed[0][k] : hi;
+		}
+		if (hi - lo > *worst_gap)
+			*worst_gap = hi - lo;
+		CU_ASSERT_FATAL(n < 100000);
+	}
+	return n;
+}
+
+static void budget_done(struct ema_engine *e, struct mock *m)
+{
+	e->platform = NULL;
+	mock_destroy(&m->base);
+	ema_engine_destroy(e);
+}
+
+static void test_link_budgets_direct(void)
+{
+	const struct ema_policy_ops *ema = ema_policy_find("ema");
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct mock *m;
+	int32_t gap;
+
+	budget_engine(&cfg, &e, &m, EMA_TOPO_DIRECT, EMA_PATH_INPLACE);
+	/* before anything is borrowed: 3 links x 92 pages */
+	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 3 * 92);
+	CU_ASSERT_EQUAL(e.tenants[0].max_request_pages, 600 + 3 * 92);
+	CU_ASSERT_EQUAL(borrow_all(&e, &gap), 3 * 92);
+	for (int g = 1; g <= 3; g++)
+		CU_ASSERT_EQUAL(e.ledger.borrowed[0][g], 92);
+	/* balanced within one page all along */
+	CU_ASSERT(gap <= 1);
+	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 0);
+	/* in place: nothing kept for staging */
+	CU_ASSERT_EQUAL(e.tenants[0].local_reserve, 0);
+	budget_done(&e, m);
+}
+
+/* Behind a switch the three lenders share GPU 0's one ingress port: 92
+ * pages in all, 31 + 31 + 30. */
+static void test_link_budgets_switch(void)
+{
+	const struct ema_policy_ops *ema = ema_policy_find("ema");
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct mock *m;
+	int32_t gap;
+
+	budget_engine(&cfg, &e, &m, EMA_TOPO_SWITCH, EMA_PATH_INPLACE);
+	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 92);
+	CU_ASSERT_EQUAL(e.tenants[0].max_request_pages, 600 + 92);
+	CU_ASSERT_EQUAL(borrow_all(&e, &gap), 92);
+	CU_ASSERT(gap <= 1);
+	CU_ASSERT_EQUAL(e.ledger.borrowed[0][1] + e.ledger.borrowed[0][2] + e.ledger.borrowed[0][3], 92);
+	budget_done(&e, m);
+}
+
+/* Staged, the step also reads the staged bytes from HBM, so each link's
+ * budget grows with all that is borrowed: x = 0.085 x (4457600 + 3 x
+ * 4096 x) bytes gives x = 124.2 pages; whole pages, floor(0.085 x (1088.3
+ * + 369)) = 123 per link. Staging is sized to what is borrowed now plus
+ * the page being borrowed: ceil(2 x (k + 1) / 4) + 2 pages for depth 1
+ * and 4 groups, 3 at the first page (not the 187 of the whole 369). */
+static void test_link_budgets_staged(void)
+{
+	const struct ema_policy_ops *ema = ema_policy_find("ema");
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct mock *m;
+	int32_t gap;
+
+	budget_engine(&cfg, &e, &m, EMA_TOPO_DIRECT, EMA_PATH_STAGED);
+	CU_ASSERT_EQUAL(e.tenants[0].max_request_pages, 600 + 3 * 123);
+	CU_ASSERT(ema->choose_lender(&e.ctx, e.policy_state, 0) >= 1);
+	CU_ASSERT_EQUAL(e.tenants[0].local_reserve, 3);
+	for (int i = 0; i < 40; i++)
+		CU_ASSERT_FATAL(ema_ledger_alloc(&e.ledger, 1 + i % 3, 0, EMA_PAGE_KV) >= 0);
+	CU_ASSERT(ema->choose_lender(&e.ctx, e.policy_state, 0) >= 1);
+	CU_ASSERT_EQUAL(e.tenants[0].local_reserve, (2 * 41 + 3) / 4 + 2);
+	CU_ASSERT_EQUAL(borrow_all(&e, &gap), 3 * 123 - 40);
+	for (int g = 1; g <= 3; g++)
+		CU_ASSERT_EQUAL(e.ledger.borrowed[0][g], 123);
+	CU_ASSERT(gap <= 1);
+	budget_done(&e, m);
+}
+
+/* policy.borrow_rule=throughput, staged: on the default setup W = 16.1
+ * GB of weights, L = 9.7 GB of local KV and k = 2.79 x 0.7 = 1.95, so
+ * k L = 19 GB > W: staging would cost throughput, and ema stays static
  * (same results exactly). With the llama-2-13b model on 34 GiB GPUs,
- * L = 36.5 - 26.0 = 10.5 GB and W = 26 GB > k L = 20.5 GB: it borrows. */
+ * L = 36.5 - 26.0 = 10.5 GB and W = 26 GB > k L = 20.5 GB: it borrows.
+ * In place (auto) on the default setup the step stays (W + L) / 0.981
+ * within the 1280-page link budget and the batch grows to L + R:
+ * 0.981 x (9.71 + 2.68) GB > 9.71 GB, so it borrows there too. */
 static void test_borrow_rule_throughput(void)
 {
 	static const char *sets[] = {
 		"tenants.0.workload.duration_s=30", "tenants.1.workload.duration_s=30",
-		"policy.borrow_rule=throughput", "policies=static,ema",
+		"policy.borrow_rule=throughput", "policies=static,ema", "policy.remote_path=staged",
 	};
 	static const char *sets13b[] = {
 		"tenants.0.workload.duration_s=30", "tenants.1.workload.duration_s=30",
 		"policy.borrow_rule=throughput", "policies=ema", "model=llama-2-13b",
-		"gpu_mem_cap_gib=34", "tenants.0.workload.rate_rps=6",
+		"gpu_mem_cap_gib=34", "tenants.0.workload.rate_rps=6", "policy.remote_path=staged",
 	};
 	struct ema_experiment *x = calloc(1, sizeof *x);
 	struct ema_error err = {0};
 	const struct ema_tenant_result *st, *em;
 
-	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 4, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 5, &err), EMA_OK);
 	x->quiet = true;
 	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
 	st = row(x, "static", "t0");
@@ -382,7 +523,16 @@ static void test_borrow_rule_throughput(void)
 	CU_ASSERT_EQUAL(em->ttft_ms[0], st->ttft_ms[0]);
 	ema_experiment_free(x);
 	memset(x, 0, sizeof *x);
-	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets13b, 7, &err), EMA_OK);
+	/* the same in place: it pays */
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 4, &err), EMA_OK);
+	x->quiet = true;
+	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
+	em = row(x, "ema", "t0");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(em);
+	CU_ASSERT(em->borrowed_peak_gib > 0);
+	ema_experiment_free(x);
+	memset(x, 0, sizeof *x);
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets13b, 8, &err), EMA_OK);
 	x->quiet = true;
 	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
 	em = row(x, "ema", "t0");
@@ -393,9 +543,9 @@ static void test_borrow_rule_throughput(void)
 }
 
 /* policy.lender_max_slowdown s caps what a lender has out at
- * s x (W + L) x hbm_efficiency / interference_lender: on the default
- * setup with s = 0.01, 0.01 x (16.06e9 + 4629 x 2 MiB) x 0.7 / k_l bytes.
- * The borrower never holds more than that of GPU 1. */
+ * s x (W + L) / (hbm_efficiency x interference_lender): on the default
+ * setup with s = 0.01, 0.01 x (16.06e9 + 4629 x 2 MiB) / (0.7 x 0.952)
+ * bytes = 184 pages. The borrower never holds more than that of GPU 1. */
 static void test_lender_max_slowdown(void)
 {
 	static const char *sets[] = {
@@ -410,8 +560,9 @@ static void test_lender_max_slowdown(void)
 	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 4, &err), EMA_OK);
 	x->quiet = true;
 	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
-	cap_pages = floor(0.01 * (16.06e9 + 4629.0 * 2097152.0) * x->cfg.hw.hbm_efficiency /
-			  x->cfg.hw.interference_lender / 2097152.0);
+	cap_pages = floor(0.01 * (16.06e9 + 4629.0 * 2097152.0) /
+			  (x->cfg.hw.hbm_efficiency * x->cfg.hw.interference_lender) / 2097152.0);
+	CU_ASSERT_EQUAL(cap_pages, 184);
 	cap_gib = cap_pages * 2.0 / 1024.0;
 	em = row(x, "ema", "t0");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(em);
@@ -467,8 +618,8 @@ static void run_edge(int prompt, int32_t *limits)
 
 /* Local capacity 4629 pages, watermark 47: prompts needing 4581 .. 4630
  * pages under every policy (the band that hung static, host_swap and ema
- * alone), and the same band below ema's own limit, 4629 + 1350 = 5979
- * pages (its staging reserve and the watermark on borrowed memory). */
+ * alone), and the same band below ema's own limit, 4629 + 1280 = 5909
+ * pages (its link budget, the watermark on borrowed memory). */
 static void test_admission_edges(void)
 {
 	int32_t limits[EMA_MAX_POLICIES] = {0};
@@ -476,7 +627,7 @@ static void test_admission_edges(void)
 	run_edge(16, limits);
 	CU_ASSERT_EQUAL(limits[0], 4629);  /* static */
 	CU_ASSERT_EQUAL(limits[2], 4629);  /* host_swap */
-	CU_ASSERT_EQUAL(limits[4], 4629 + 1350);  /* ema: its borrowing cap */
+	CU_ASSERT_EQUAL(limits[4], 4629 + 1280);  /* ema: its link budget */
 	CU_ASSERT(limits[3] > limits[4]);  /* remote_direct: no cap */
 	for (int pages = 4629 - 48; pages <= 4629 + 1; pages++)
 		run_edge(pages * 16, NULL);
@@ -587,6 +738,9 @@ int main(void)
 		{"a reclaim frees exactly what it promised", test_reclaim_move_exact},
 		{"lending floor, reserve, no lending while borrowing", test_lending_rules},
 		{"borrowing cap", test_borrow_cap},
+		{"per-link budgets on 4 direct GPUs, lenders balanced", test_link_budgets_direct},
+		{"per-link budgets behind a switch: one ingress port", test_link_budgets_switch},
+		{"staged budgets grow with the staged bytes; staging sized to now", test_link_budgets_staged},
 		{"adversarial: lender spike vs a borrower at its cap", test_adversarial_lender},
 		{"borrow_rule=throughput borrows only where it pays", test_borrow_rule_throughput},
 		{"lender_max_slowdown caps what a lender has out", test_lender_max_slowdown},

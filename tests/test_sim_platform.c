@@ -489,9 +489,10 @@ static void test_interference_compute(void)
 	p->ops->destroy(p);
 }
 
-/* remote_direct: a 1 MB in-place read over an iteration of 50 us (20
- * overhead + 10 local + 20 in place) holds 20 bytes/ns of link 1->0; a
- * 4.8 MB transfer on it gets 80 until 50 us (4 MB), then 100: 58 us. */
+/* remote_direct: a 1 MB in-place read over an iteration of 40 us (20
+ * overhead + max(10 local, 20 in place): they overlap) holds 25 bytes/ns
+ * of link 1->0; a 4.8 MB transfer on it gets 75 until 40 us (3 MB), then
+ * 100: 58 us. */
 static void test_remote_direct_shares_link(void)
 {
 	struct ema_config cfg;
@@ -516,11 +517,93 @@ static void test_remote_direct_shares_link(void)
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(g_log.n, 2);
 	CU_ASSERT_EQUAL(g_log.who[0], 1);
-	CU_ASSERT_EQUAL(g_log.t[0], 50000);
+	CU_ASSERT_EQUAL(g_log.t[0], 40000);
 	CU_ASSERT_EQUAL(g_log.who[1], 2);
 	CU_ASSERT_EQUAL(g_log.t[1], 58000);
 	CU_ASSERT_EQUAL(g_log.res[0].remote_bytes, 1000000);
 	CU_ASSERT_EQUAL(p->ops->link_stats(p)->bytes[2][1], 5800000);
+	p->ops->destroy(p);
+}
+
+/* The time of one in-place iteration alone on a fresh platform. */
+static int64_t inplace_alone(const struct ema_config *cfg, struct ema_iteration *it)
+{
+	struct ema_platform *p = make(cfg);
+	struct ema_error err = { 0 };
+	int64_t d = -1;
+
+	CU_ASSERT_EQUAL(start(p, it, log_iter, (void *)1, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL(g_log.n_res, 1);
+	if (g_log.n_res == 1)
+		d = g_log.res[0].end_ns - g_log.res[0].start_ns;
+	p->ops->destroy(p);
+	return d;
+}
+
+/* In place, local and remote reads overlap at inplace_overlap_efficiency
+ * 0.8, each lender over its own link (remote_read_gbps 50 per link):
+ * 40 MB local = 40 us; 20 us overhead first.
+ *   1 MB from GPU 1 (20 us): 20 + max(40, 20) / 0.8 = 70 us
+ *   3 MB from GPU 1 (60 us, link-bound): 20 + 60 / 0.8 = 95 us
+ *   2 MB from GPU 1 and 2 MB from GPU 2, direct (40 us per link):
+ *     20 + max(40, 40) / 0.8 = 70 us (one link's rate for both: 120)
+ *   the same behind a switch (one ingress port, 80 us): 20 + 80 / 0.8 = 120 us
+ *   nothing remote: 20 + 40 = 60 us (no overlap to lose) */
+static void test_inplace_overlap(void)
+{
+	struct ema_config cfg;
+	struct ema_iteration it;
+
+	plain_cfg(&cfg, 3);
+	cfg.hw.inplace_overlap_efficiency = 0.8;
+	prefetch_iter(&it, 1000000);
+	it.weight_bytes = 40000000;
+	it.prefetch_depth = 0;
+	CU_ASSERT_EQUAL(inplace_alone(&cfg, &it), 70000);
+	it.remote[0].bytes = 3000000;
+	CU_ASSERT_EQUAL(inplace_alone(&cfg, &it), 95000);
+	it.remote[0].bytes = 2000000;
+	it.remote[1] = it.remote[0];
+	it.remote[1].gpu = 2;
+	it.n_remote = 2;
+	CU_ASSERT_EQUAL(inplace_alone(&cfg, &it), 70000);
+	cfg.hw.topology = EMA_TOPO_SWITCH;
+	CU_ASSERT_EQUAL(inplace_alone(&cfg, &it), 120000);
+	it.n_remote = 0;
+	CU_ASSERT_EQUAL(inplace_alone(&cfg, &it), 60000);
+}
+
+/* A staged step from two lenders of a direct topology writes into the
+ * borrower's HBM over both links at once. No overhead, 4 groups, no
+ * lookahead (window 0: each group's copy starts when the previous group
+ * is done), 4 MB from each of GPUs 1 and 2: each group's 1 MB per lender
+ * takes 5 us launch + 10 us at 100 GB/s, both links in parallel. Memory:
+ * 36 + 8 MB at 1000 GB/s = 44 us, slowed by interference_borrower 1 x
+ * (2 x min(4 MB / 44 us, 100)) / 1000 = 0.1818: 52 us, 13 us a group.
+ * 4 x (15 + 13) = 112 us. (Capping both lenders at one link's 100 GB/s
+ * gave 48.4 us of compute: 108.4 us.) */
+static void test_staged_two_lenders_interference(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_iteration it;
+	struct ema_error err = { 0 };
+
+	plain_cfg(&cfg, 3);
+	cfg.hw.iter_overhead_us = 0;
+	cfg.hw.interference_borrower = 1;
+	p = make(&cfg);
+	prefetch_iter(&it, 4000000);
+	it.remote[1] = it.remote[0];
+	it.remote[1].gpu = 2;
+	it.n_remote = 2;
+	it.window_depth = 0;
+	CU_ASSERT_EQUAL(p->ops->iteration(p, &it, log_iter, (void *)1, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
+	CU_ASSERT_EQUAL(g_log.res[0].end_ns - g_log.res[0].start_ns, 112000);
+	CU_ASSERT_EQUAL(g_log.res[0].stall_ns, 60000);
 	p->ops->destroy(p);
 }
 
@@ -717,6 +800,8 @@ int main(void)
 		{ "interference slows memory-bound work on both ends", test_interference },
 		{ "interference on compute-bound work", test_interference_compute },
 		{ "remote_direct reads occupy the link", test_remote_direct_shares_link },
+		{ "in place: local and per-link remote reads overlap", test_inplace_overlap },
+		{ "staged from two links: the borrower's HBM sees both", test_staged_two_lenders_interference },
 		{ "horizon and stop end a run", test_horizon_and_stop },
 		{ "same ops, same events and times", test_determinism },
 		{ "failed ops say why", test_errors },

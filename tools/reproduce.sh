@@ -69,8 +69,8 @@ done
 echo "Run folders: $out" >&2
 
 table() {
-	echo "| scenario | tenant | ema vs static thr | ema % of ideal | ideal vs static thr | TTFT p50 ema/static | TPOT p50 ema/static | remote share | stall s | preempt static/ema | worst lender (ema) |"
-	echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+	echo "| scenario | tenant | ema vs static thr | ema % of ideal | ideal vs static thr | ema vs static steady | ema % of ideal steady | TTFT p50 ema/static | TPOT p50 ema/static | remote share | stall s | preempt static/ema | worst lender (ema) |"
+	echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 	for f in "$@"; do
 		name=$(basename "$f" .json)
 		awk -F, -v scen="$name" '
@@ -98,6 +98,7 @@ table() {
 			if (p == "ideal") id_thr[t] = $c["vs_static_throughput"]
 			if (p != "ema") next
 			thr[t] = $c["vs_static_throughput"]; idl[t] = $c["vs_ideal_throughput"]
+			sthr[t] = $c["vs_static_steady_tok_s"]; sidl[t] = $c["vs_ideal_steady_tok_s"]
 			ttft[t] = $c["vs_static_ttft_p50"]; tpot[t] = $c["vs_static_tpot_p50"]
 			rem[t] = $c["remote_share"]; stall[t] = $c["stall_ms"] / 1000
 			pre[t] = $c["preemptions"]
@@ -123,8 +124,9 @@ table() {
 			for (i = 1; i <= nt; i++) {
 				t = order[i]
 				if (t !~ /^hot/) continue
-				printf "| %s | %s | %+.1f%% | %.1f%% | %+.1f%% | %.2f | %.2f | %.1f%% | %.1f | %d/%d | %s |\n",
+				printf "| %s | %s | %+.1f%% | %.1f%% | %+.1f%% | %+.1f%% | %.1f%% | %.2f | %.2f | %.1f%% | %.1f | %d/%d | %s |\n",
 				       scen, t, 100 * (thr[t] - 1), 100 * idl[t], 100 * (id_thr[t] - 1),
+				       100 * (sthr[t] - 1), 100 * sidl[t],
 				       ttft[t], tpot[t], 100 * rem[t], stall[t], st_pre[t], pre[t], lend
 			}
 		}' "$out/$name/summary.csv"
@@ -151,7 +153,10 @@ trap 'rm -f "$tmp"' EXIT
 		"$("$ema" version)"
 	echo 'every scenario of `scenarios/published/` under the policies it lists, on'
 	echo 'the simulator. One row per overloaded (`hot*`) tenant: ema against static'
-	echo 'and against the 2x-memory ideal. TTFT/TPOT are ratios ema/static; "stall"'
+	echo 'and against the 2x-memory ideal: "thr" is `throughput_tok_s` (first arrival'
+	echo 'to last finish), "steady" `steady_tok_s` (requests finishing between 10%'
+	echo 'of the last arrival and the last arrival, over that window; the figure'
+	echo 'that separates capacity from offered load). TTFT/TPOT are ratios ema/static; "stall"'
 	echo 'is the prefetch stall summed over the run; "preempt" counts preemptions'
 	echo 'under static and ema; the worst lender is the one furthest past (or'
 	echo 'closest to) the limits of `lender_guarantee` (5% on throughput and p50s,'

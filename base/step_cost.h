@@ -1,0 +1,66 @@
+/* step_cost.h: the cost model of one iteration on one GPU, in one place
+ * for the simulator (sim/timing.c turns iterations into time with it) and
+ * for the policies (ema plans its per-link budgets and chooses the remote
+ * path with it), so that what a policy predicts is what the simulator
+ * charges. Equations, figures and their sources: doc/model.md, "Cost
+ * model" and "Remote reads". */
+#ifndef EMA_STEP_COST_H
+#define EMA_STEP_COST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hardware.h"
+#include "knobs.h"
+#include "platform.h"
+
+/* ns to read `bytes` from local HBM: bytes / (hbm_read_gbps x
+ * hbm_efficiency). */
+double ema_cost_hbm_ns(const struct ema_hw_profile *hw, double bytes);
+
+/* GB/s one link gives a step's remote KV: in place, a kernel reading
+ * peer memory (remote_read_gbps, at most link_gbps); staged, the copy
+ * method's rate (the gather kernel's, at most link_gbps; the link's for
+ * the copy engines) times pull_share_under_load, what a pull keeps while
+ * the borrower reads its HBM. */
+double ema_cost_link_gbps(const struct ema_hw_profile *hw, bool staged,
+			  enum ema_copy_method method);
+
+/* ns the links need for bytes[g] from each GPU g (n entries, index = GPU,
+ * the borrower's own 0) at rate_gbps per link: on a `direct` topology
+ * every lender has its own link to the borrower, so the slowest link; on
+ * a `switch` all of them enter through the borrower's one ingress port,
+ * so their sum. */
+double ema_cost_link_ns(const struct ema_hw_profile *hw, double rate_gbps,
+			const double *bytes, int n);
+
+/* Memory time of a step that reads local HBM for local_ns and remote KV
+ * in place for link_ns at once, on split SMs: the two overlap, at the
+ * measured efficiency, max(local_ns, link_ns) / inplace_overlap_efficiency
+ * (local_ns alone when there is nothing remote). */
+double ema_cost_inplace_ns(const struct ema_hw_profile *hw, double local_ns, double link_ns);
+
+/* GB/s a staged step writes into the borrower's HBM: each lender's bytes
+ * spread over span_ns, at most at its link's staged rate, and on a
+ * `switch` at most one ingress port in all. This is what slows the
+ * borrower's memory-bound work (interference_borrower). */
+double ema_cost_stage_in_gbps(const struct ema_hw_profile *hw, enum ema_copy_method method,
+			      const double *bytes, int n, double span_ns);
+
+/* One iteration's predicted time on a path, without transfers of other
+ * GPUs (the simulator adds their interference). */
+struct ema_step_cost {
+	double overhead_ns;      /* iter_overhead_us */
+	double compute_ns;       /* FLOPs / (peak x flops_efficiency) */
+	double local_ns;         /* HBM time of weights, local KV, activations; staged KV included when staged */
+	double link_ns;          /* the links' time for the remote KV on this path (ema_cost_link_ns) */
+	double memory_ns;        /* in place: ema_cost_inplace_ns; staged: local_ns slowed by its own staging writes */
+	double total_ns;         /* overhead + max(compute, memory, and when staged the copies' link time) */
+};
+
+/* Fills *out for `it` read in place (staged false) or staged, whatever
+ * it->prefetch_depth says. The remote bytes are it->remote[]. */
+void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *it, bool staged,
+		   struct ema_step_cost *out);
+
+#endif

@@ -1,0 +1,132 @@
+#!/bin/sh
+# h200-inplace.sh: what the next session with two H200s (NV18) runs for
+# issue 11, in order, so that the in-place path is measured, calibrated and
+# validated the same way each time. Nothing here has run on GPUs yet: the
+# simulator's in-place figures are predictions from one measured point
+# (doc/model.md, "Remote reads: in place or staged").
+#
+# usage: tools/h200-inplace.sh [--dry-run] OUT_DIR [EMA_BINARY]
+#   OUT_DIR     a new folder for every output (it must not exist)
+#   EMA_BINARY  the ema program built with CUDA (default: ./ema)
+#   --dry-run   print the commands instead of running them (no GPU needed)
+#
+# Steps (each writes OUT_DIR/NN-*.txt and, where the command has one, a CSV):
+#   00  the machine: nvidia-smi -L and topo -m, ema version (must say CUDA)
+#   01  ema calibrate: a fresh hardware profile and its raw samples
+#   02  in place against remote share and rate: the validation scenario
+#       (README: 18 GiB GPUs, t0 overloaded, 15 s of arrivals) with ema's
+#       remote share capped at 5, 10, 20 and 30% of its KV
+#       (policy.max_remote_share) and t0 at 11 and 14 req/s, in place and
+#       staged, each through `ema validate` (GPUs, then the simulator with
+#       h200x2_hw): TPOT p50 of the borrower against static is its step
+#       time against remote share; sim against hw is the model's error
+#   03  the validation scenario with ema's default per-link budget, in place
+#       and staged, on seeds 1 and 2 (issue 11's GPU target: the borrower at
+#       or above static's throughput, TTFT p50 at or below, TPOT p50 within
+#       1.05 x; the lender within 5%; validate within 5% / 15%)
+#   04  a summary table of 02 and 03 from the validate CSVs
+#
+# Before the hw backend splits its grid between local and remote pages
+# (issue 11, item 1), its in-place iterations read remote pages in one
+# pass with the local ones: steps 02-03 then measure that kernel (expect
+# the oversubscribed case of doc/reference-figures.md, 1.73 ms against
+# 0.97), which is still the number to compare the model with. What to do
+# with the results: refit inplace_overlap_efficiency (and, from the
+# staged rows, interference_borrower) in profiles/hardware/h200x2*.json,
+# and record the outputs under results/h200x2/ with their date.
+set -eu
+
+dry=
+if [ "${1:-}" = --dry-run ]; then
+	dry=1
+	shift
+fi
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+	echo "usage: $0 [--dry-run] OUT_DIR [EMA_BINARY]" >&2
+	exit 2
+fi
+out=$1
+ema=${2:-./ema}
+if [ -e "$out" ]; then
+	echo "$0: $out exists; give a new folder" >&2
+	exit 2
+fi
+if [ -z "$dry" ]; then
+	[ -x "$ema" ] || command -v "$ema" >/dev/null 2>&1 ||
+		{ echo "$0: $ema: not an ema program" >&2; exit 2; }
+	n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+	if [ "$n" -lt 2 ]; then
+		echo "$0: needs two GPUs, found ${n:-0} (nvidia-smi -L)" >&2
+		exit 1
+	fi
+	"$ema" version | grep -q CUDA ||
+		{ echo "$0: $ema was built without the CUDA backend" >&2; exit 1; }
+fi
+mkdir -p "$out"
+
+# The README's validation scenario (results/h200x2/README.md, "Simulator
+# against GPUs").
+base="--set hardware=h200x2_hw --set gpu_mem_cap_gib=18 --set tenants.0.workload.duration_s=15 --set tenants.1.workload.duration_s=15 --set policy.host_gib=4 --set policies=static,ema"
+
+# run LOG CMD...: runs (or prints) a command, its output into OUT_DIR/LOG
+run() {
+	log=$1
+	shift
+	echo "h200-inplace: $*" >&2
+	if [ -n "$dry" ]; then
+		echo "$*" >>"$out/commands.txt"
+		return 0
+	fi
+	echo "$*" >>"$out/commands.txt"
+	"$@" >"$out/$log" 2>&1 || echo "h200-inplace: failed ($?): see $out/$log" >&2
+}
+
+run 00-machine.txt sh -c "nvidia-smi -L; nvidia-smi topo -m; $ema version"
+run 01-calibrate.txt "$ema" calibrate --out "$out/01-calibrated.json" --csv "$out/01-calibrate.csv"
+
+for rate in 11 14; do
+	for share in 0.05 0.1 0.2 0.3; do
+		for path in inplace staged; do
+			tag="02-r$rate-s$share-$path"
+			# $base is a list of options: split on purpose
+			# shellcheck disable=SC2086
+			run "$tag.txt" "$ema" validate $base --set tenants.0.workload.rate_rps=$rate \
+				--set policy.max_remote_share=$share --set policy.remote_path=$path \
+				--csv "$out/$tag.csv"
+		done
+	done
+done
+
+for seed in 1 2; do
+	for path in inplace staged; do
+		tag="03-seed$seed-$path"
+		# shellcheck disable=SC2086
+		run "$tag.txt" "$ema" validate $base --set seed=$seed --set policy.remote_path=$path \
+			--csv "$out/$tag.csv"
+	done
+done
+
+[ -z "$dry" ] || { echo "Commands: $out/commands.txt" >&2; exit 0; }
+
+# 04: one line per validate run: the borrower's and the lender's figures on
+# the GPUs against static, and the simulator's error on the borrower.
+{
+	echo "| run | t0 thr ema/static (hw) | t0 TTFT p50 ema/static (hw) | t0 TPOT p50 ema/static (hw) | t1 TPOT p50 ema/static (hw) | t0 TPOT p50 sim error (ema) | t0 thr sim error (ema) |"
+	echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+	for f in "$out"/0[23]-*.csv; do
+		[ -s "$f" ] || continue
+		awk -F, -v run="$(basename "$f" .csv)" '
+		NR > 1 { hw[$1, $2, $3] = $4; err[$1, $2, $3] = $6 }
+		function r(a, b) { return b > 0 ? sprintf("%.3f", a / b) : "-" }
+		END {
+			printf "| %s | %s | %s | %s | %s | %+.1f%% | %+.1f%% |\n", run,
+			       r(hw["ema", "t0", "throughput_tok_s"], hw["static", "t0", "throughput_tok_s"]),
+			       r(hw["ema", "t0", "ttft_p50_ms"], hw["static", "t0", "ttft_p50_ms"]),
+			       r(hw["ema", "t0", "tpot_p50_ms"], hw["static", "t0", "tpot_p50_ms"]),
+			       r(hw["ema", "t1", "tpot_p50_ms"], hw["static", "t1", "tpot_p50_ms"]),
+			       100 * err["ema", "t0", "tpot_p50_ms"], 100 * err["ema", "t0", "throughput_tok_s"]
+		}' "$f"
+	done
+} >"$out/04-summary.md"
+cat "$out/04-summary.md"
+echo "Outputs: $out" >&2
