@@ -125,6 +125,11 @@ struct ema_link_stats {
 
 struct ema_platform_ops {
 	const char *name;                /* "sim" or "hw" */
+	/* In-place remote reads run on their own share of the SMs beside the
+	 * local reads, so that the link adds bandwidth (what the cost model
+	 * of base/step_cost.h assumes); false: they serialise with the local
+	 * reads, and policies choosing by the model should stage instead. */
+	bool inplace_beside_local;
 	/* Current time in ns since the run began (simulated or real). */
 	int64_t (*now)(struct ema_platform *p);
 	/* Every op that can fail returns a status and fills err (which may

@@ -358,7 +358,8 @@ static int32_t ema_reclaim(const struct ema_policy_ctx *c, void *state, int gpu,
 
 /* In place or staged for this iteration: the knob, or on auto the path
  * whose step the cost model predicts shorter (ties: in place, which
- * needs no staging pages). */
+ * needs no staging pages), where the platform overlaps in-place reads
+ * with local ones. */
 static bool plan_staged(const struct ema_policy_ctx *c, const struct ema_iteration *it)
 {
 	struct ema_step_cost in, st;
@@ -366,6 +367,10 @@ static bool plan_staged(const struct ema_policy_ctx *c, const struct ema_iterati
 	if (c->knobs->prefetch_depth <= 0 || c->knobs->remote_path == EMA_PATH_INPLACE)
 		return false;
 	if (c->knobs->remote_path == EMA_PATH_STAGED)
+		return true;
+	/* a platform whose in-place reads do not overlap the local ones
+	 * (the hw backend, until its kernel splits the grid) stages */
+	if (!c->inplace_beside_local)
 		return true;
 	ema_step_cost(c->hw, it, false, &in);
 	ema_step_cost(c->hw, it, true, &st);

@@ -105,6 +105,7 @@ struct ema_policy_ctx {
 	int n_gpus;
 	int layer_groups;                     /* serving.layer_groups */
 	uint64_t page_bytes;
+	bool inplace_beside_local;            /* the platform's: in-place reads overlap local ones */
 	int tenant_gpu[EMA_MAX_TENANTS];
 	int32_t kv_capacity_pages[EMA_MAX_TENANTS]; /* KV pages of each tenant's own GPU */
 	struct ema_engine *engine;            /* the mechanisms' owner: not for policies */

@@ -1230,6 +1230,7 @@ static void ctx_init(struct ema_engine *e)
 	c->n_gpus = e->ledger.n_gpus;
 	c->layer_groups = e->cfg->serving.layer_groups;
 	c->page_bytes = e->page_bytes;
+	c->inplace_beside_local = e->platform->ops->inplace_beside_local;
 	for (int i = 0; i < e->n_tenants; i++) {
 		c->tenant_gpu[i] = e->tenants[i].gpu;
 		c->kv_capacity_pages[i] = e->tenants[i].kv_capacity_pages;

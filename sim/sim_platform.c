@@ -944,6 +944,7 @@ static void sim_destroy(struct ema_platform *pl)
 
 static const struct ema_platform_ops sim_ops = {
 	.name = "sim",
+	.inplace_beside_local = true,
 	.now = sim_now,
 	.timer = sim_timer,
 	.iteration = sim_iteration,

@@ -103,7 +103,7 @@ static void mock_destroy(struct ema_platform *p)
 }
 
 static const struct ema_platform_ops mock_ops = {
-	.name = "mock", .now = mock_now, .timer = mock_timer, .iteration = mock_iteration,
+	.name = "mock", .inplace_beside_local = true, .now = mock_now, .timer = mock_timer, .iteration = mock_iteration,
 	.transfer = mock_transfer, .run = mock_run, .stop = mock_stop, .events = mock_events,
 	.link_stats = mock_links, .destroy = mock_destroy,
 };
