@@ -6,6 +6,7 @@
 #define EMA_KNOBS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "ema_limits.h"
 
@@ -71,7 +72,8 @@ struct ema_policy_cfg {
 	enum ema_remote_path remote_path; /* ema: in place, staged, or chosen per iteration */
 	/* The own knobs of policies that declare a table of them
 	 * (policies/policy.h), one block each, keys policy.NAME.KEY. */
-	unsigned char own[EMA_MAX_KNOB_TABLES][EMA_KNOB_TABLE_BYTES];
+	/* aligned for any field (a block of 256 bytes keeps each one so) */
+	_Alignas(max_align_t) unsigned char own[EMA_MAX_KNOB_TABLES][EMA_KNOB_TABLE_BYTES];
 };
 
 #endif
