@@ -673,19 +673,25 @@ rm -rf sw
 ema sweep --quiet $SHORT --set policies=static,ema --vary seed=1,2,3 --out sw
 check "sweep seeds: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
 check "sweep seeds: stats header" \
-	grep -q '^policy,tenant,seeds,throughput_tok_s_mean,throughput_tok_s_sd,throughput_tok_s_ci95_low,throughput_tok_s_ci95_high,ttft_p50_ms_mean,' sw/sweep_stats.csv
+	grep -q '^policy,tenant,seeds,throughput_tok_s_mean,throughput_tok_s_sd,throughput_tok_s_gmean,throughput_tok_s_ci95_low,throughput_tok_s_ci95_high,req_s_mean,' sw/sweep_stats.csv
 rows=$(($(wc -l <sw/sweep_stats.csv) - 1))
 check "sweep seeds: one stats row per policy and tenant (got $rows)" [ "$rows" -eq 4 ]
 check "sweep seeds: 3 seeds each" [ "$(cut -d, -f3 sw/sweep_stats.csv | sort -u | head -1)" = 3 ]
 check "sweep seeds: no load curve against the seed" [ -z "$(ls sw | grep '^sweep_.*png$')" ]
-# the mean, sd and t(0.975, 2) = 4.302653 interval, from sweep.csv by hand
+# the mean, sd, geometric mean and the t(0.975, 2) = 4.302653 interval on
+# the log scale, from sweep.csv by hand
 tput=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "throughput_tok_s") c = i; next }
-	$3 == "static" && $4 == "t0" { n++; s += $c; q += $c * $c }
-	END { m = s / n; sd = sqrt((q - n * m * m) / (n - 1)); printf "%.6g %.6g %.6g", m, sd, m + 4.302653 * sd / sqrt(n) }' sw/sweep.csv)
-stats=$(awk -F, '$1 == "static" && $2 == "t0" { printf "%s %s %s", $4, $5, $7 }' sw/sweep_stats.csv)
-check "sweep seeds: static t0 throughput mean, sd, upper bound by hand ($tput) = ($stats)" \
+	$3 == "static" && $4 == "t0" { n++; s += $c; q += $c * $c; l[n] = log($c); ls += l[n] }
+	END { m = s / n; sd = sqrt((q - n * m * m) / (n - 1)); lm = ls / n
+		for (i = 1; i <= n; i++) lq += (l[i] - lm) ^ 2
+		h = 4.302653 * sqrt(lq / (n - 1)) / sqrt(n)
+		printf "%.6g %.6g %.6g %.6g %.6g", m, sd, exp(lm), exp(lm - h), exp(lm + h) }' sw/sweep.csv)
+stats=$(awk -F, '$1 == "static" && $2 == "t0" { printf "%s %s %s %s %s", $4, $5, $6, $7, $8 }' sw/sweep_stats.csv)
+check "sweep seeds: static t0 throughput mean, sd, gmean, interval by hand ($tput) = ($stats)" \
 	awk -v a="$tput" -v b="$stats" 'BEGIN { split(a, x, " "); split(b, y, " ");
-		for (i = 1; i <= 3; i++) if (x[i] - y[i] > 1e-4 * x[i] || y[i] - x[i] > 1e-4 * x[i]) exit 1 }'
+		for (i = 1; i <= 5; i++) if (x[i] - y[i] > 1e-4 * x[i] || y[i] - x[i] > 1e-4 * x[i]) exit 1 }'
+check "sweep seeds: the interval is above zero and around the geometric mean" \
+	awk -v b="$stats" 'BEGIN { split(b, y, " "); exit !(y[4] > 0 && y[4] < y[3] && y[3] < y[5]) }'
 rm -rf sw
 # one numeric key: load curves of throughput, TTFT p50 and TPOT p50
 if command -v gnuplot >/dev/null 2>&1; then

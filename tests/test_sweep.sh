@@ -1,0 +1,215 @@
+#!/bin/sh
+# test_sweep.sh: end-to-end tests of `ema sweep` as a user running long
+# sweeps would check them: a sweep killed with kill -9 at some moment
+# leaves no partial point, and the same command then finishes it with
+# results byte-identical to an uninterrupted run; a changed configuration
+# is refused rather than mixed; `ema sweep merge` builds the tables from
+# the complete points and lists the missing ones. Run by Automake's
+# harness from the build folder (./ema) with EMA_SRCDIR set; exit 0 pass,
+# 1 fail, 77 skip, 99 error.
+# Option lists ($TINY, $CMD) are split into words on purpose.
+# shellcheck disable=SC2086,SC2012
+
+EMA=${EMA:-./ema}
+if [ ! -x "$EMA" ]; then
+	echo "test_sweep.sh: $EMA is not an executable (run from the build folder or set EMA)" >&2
+	exit 99
+fi
+EMA=$(cd "$(dirname "$EMA")" && pwd)/$(basename "$EMA")
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/ema-sweep.XXXXXX") || exit 99
+bg=
+cleanup() {
+	[ -n "$bg" ] && kill -9 "$bg" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
+mkdir "$T/cwd" "$T/log" || exit 99
+cd "$T/cwd" || exit 99
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); }
+fail() {
+	failed=$((failed + 1))
+	echo "FAIL: $*"
+}
+check() {
+	d=$1
+	shift
+	if "$@"; then pass; else fail "$d"; fi
+}
+# ema ARGS...: stdout and stderr to $T/log/out and $T/log/err, status in $rc.
+ema() {
+	"$EMA" "$@" >"$T/log/out" 2>"$T/log/err"
+	rc=$?
+}
+same_file() { cmp -s "$1" "$2"; }
+# listing DIR: the names in DIR and their sizes, to tell that nothing moved
+listing() { (cd "$1" && find . -type f | sort | xargs ls -l | awk '{ print $5, $9 }'); }
+
+# A tiny scenario: 2 policies, a few seconds of arrivals, no figures.
+TINY="--set tenants.0.workload.duration_s=30 --set tenants.1.workload.duration_s=30 --set policies=static,ema"
+# 40 points: long enough (a second or more) to be killed in the middle.
+VARY="--vary seed=1,2,3,4,5,6,7,8 --vary tenants.0.workload.rate_rps=4,6,8,10,12"
+CMD="sweep --quiet --no-plots $TINY $VARY"
+
+# ---- the reference: one uninterrupted run ------------------------------------
+
+ema $CMD --out ref
+check "reference sweep: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+check "reference sweep: 40 points" [ "$(ls -d ref/point-* | wc -l)" -eq 40 ]
+check "reference sweep: 40 x 2 x 2 rows" [ "$(($(wc -l <ref/sweep.csv) - 1))" -eq 160 ]
+check "reference sweep: a manifest" grep -q '"sha256": "' ref/sweep.json
+# the hash in a point is that of its config.json, as sha256sum computes it
+if command -v sha256sum >/dev/null 2>&1; then
+	check "point-007/config.sha256: sha256sum -c agrees" \
+		sh -c 'cd ref/point-007 && sha256sum -c --quiet config.sha256'
+	check "point-007's hash is the manifest's" \
+		grep -qF "\"point\": 7, \"sha256\": \"$(cut -c1-64 ref/point-007/config.sha256)\"" ref/sweep.json
+fi
+
+# ---- kill -9 in the middle, then the same command ---------------------------------
+
+# A process of its own group (setsid), so that kill -9 reaches every
+# process of the sweep at once, as a node crash or an OOM kill would.
+if command -v setsid >/dev/null 2>&1; then
+	setsid "$EMA" $CMD --out sw >"$T/log/bg.out" 2>"$T/log/bg.err" &
+	bg=$!
+	group=-$bg
+else
+	"$EMA" $CMD --out sw >"$T/log/bg.out" 2>"$T/log/bg.err" &
+	bg=$!
+	group=$bg
+fi
+# wait for a few complete points (at most 30 s), then kill
+i=0
+while [ "$i" -lt 600 ] && [ "$(ls -d sw/point-[0-9][0-9][0-9] 2>/dev/null | wc -l)" -lt 3 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+kill -9 "$group" 2>/dev/null
+wait "$bg" 2>/dev/null
+bg=
+complete=$(ls -d sw/point-[0-9][0-9][0-9] 2>/dev/null | wc -l)
+check "killed sweep: some points complete ($complete)" [ "$complete" -ge 3 ]
+if [ "$complete" -lt 40 ]; then
+	pass
+else
+	echo "note: the sweep ended before the kill; the resume below is not of a killed sweep"
+fi
+# no partial point visible: every point folder is whole and checks
+bad=
+for p in sw/point-[0-9][0-9][0-9]; do
+	for f in summary.csv requests.csv timeline.csv links.csv transfers.csv config.json run.json config.sha256; do
+		[ -s "$p/$f" ] || bad="$bad $p/$f"
+	done
+	if command -v sha256sum >/dev/null 2>&1; then
+		(cd "$p" && sha256sum -c --quiet config.sha256 >/dev/null 2>&1) || bad="$bad $p/config.sha256"
+	fi
+done
+check "killed sweep: every visible point is whole (missing or bad:$bad)" [ -z "$bad" ]
+check "killed sweep: no sweep.csv before the end" [ ! -e sw/sweep.csv ]
+# the same command: the complete points are kept, the others run
+ema $CMD --out sw
+check "resumed sweep: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+check "resumed sweep: ran only the missing points ($(cat "$T/log/out"))" \
+	grep -qF "($((40 - complete)) run now)" "$T/log/out"
+check "resumed sweep: sweep.csv byte-identical to the uninterrupted run's" same_file ref/sweep.csv sw/sweep.csv
+check "resumed sweep: sweep_stats.csv too" same_file ref/sweep_stats.csv sw/sweep_stats.csv
+check "resumed sweep: every point's requests.csv too" \
+	sh -c 'for p in ref/point-*; do cmp -s "$p/requests.csv" "sw/${p#ref/}/requests.csv" || exit 1; done'
+check "resumed sweep: no temporary folder left ($(ls sw | grep tmp | tr '\n' ' '))" \
+	[ -z "$(ls sw | grep '\.tmp-')" ]
+
+# ---- a leftover of a killed point, a point removed -------------------------------
+
+sh -c : &
+dead=$!
+wait "$dead"
+rm -rf sw/point-013
+mkdir "sw/point-013.tmp-$dead"
+touch "sw/point-013.tmp-$dead/summary.csv"
+ema sweep merge sw
+check "merge with a point missing: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+check "merge: says 39 of 40" grep -qF "39 of 40 points" "$T/log/out"
+check "merge: lists the missing point with its values" \
+	grep -qF "point-013: seed=3 tenants.0.workload.rate_rps=10" "$T/log/err"
+check "merge: 39 x 4 rows" [ "$(($(wc -l <sw/sweep.csv) - 1))" -eq 156 ]
+check "merge: no row of the missing point" [ -z "$(awk -F, '$3 == 13' sw/sweep.csv)" ]
+check "merge: the leftover is left alone" [ -d "sw/point-013.tmp-$dead" ]
+ema $CMD --out sw
+check "resume after a removed point: exit 0" [ "$rc" -eq 0 ]
+check "resume: removes the leftover with a note" \
+	grep -qF "removing leftover sw/point-013.tmp-$dead from a run that was killed" "$T/log/err"
+check "resume: ran 1 point" grep -qF "(1 run now)" "$T/log/out"
+check "resume: sweep.csv identical again" same_file ref/sweep.csv sw/sweep.csv
+
+# ---- a changed configuration is refused, not mixed ------------------------------------
+
+listing sw >"$T/log/before"
+# refused: exit 2, a message naming what changed, nothing written
+refused() {
+	name=$1
+	want=$2
+	shift 2
+	ema "$@"
+	check "$name: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+	if grep -qF -- "$want" "$T/log/err"; then pass; else fail "$name: stderr lacks \"$want\": $(cat "$T/log/err")"; fi
+	listing sw >"$T/log/after"
+	check "$name: nothing written" same_file "$T/log/before" "$T/log/after"
+}
+refused "another --set" "--out sw: the sweep's configuration changed since the folder was made" \
+	$CMD --set serving.max_batch=64 --out sw
+refused "other values" "--out sw: holds another sweep" \
+	sweep --quiet --no-plots $TINY --vary seed=1,2 --out sw
+refused "a folder that is not a sweep" "--out ref/point-000: already exists and cannot be resumed" \
+	$CMD --out ref/point-000
+# the scenario file edited between two runs
+"$EMA" config $TINY >scen.json
+ema sweep --quiet --no-plots -c scen.json --vary seed=1,2 --out fromfile
+check "sweep from a file: exit 0" [ "$rc" -eq 0 ]
+sed 's/"max_batch": 256/"max_batch": 32/' scen.json >scen2.json && mv scen2.json scen.json
+ema sweep --quiet --no-plots -c scen.json --vary seed=1,2 --out fromfile
+check "edited scenario: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+check "edited scenario: says the configuration changed" grep -qF "configuration changed" "$T/log/err"
+# a --set that leaves the effective configuration as it was is the same sweep
+ema $CMD --set tenants.0.gpu=0 --out sw
+check "a --set that changes nothing: resumed, exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+check "a --set that changes nothing: nothing run" grep -qF "(0 run now)" "$T/log/out"
+# a point from elsewhere in the folder
+cp ref/point-001/config.sha256 sw/point-002/config.sha256
+refused "a point of another configuration" "sw/point-002: made from another configuration" \
+	$CMD --out sw
+cp ref/point-002/config.sha256 sw/point-002/config.sha256
+
+# ---- the default folder is named after the sweep --------------------------------------
+
+ema sweep --quiet --no-plots $TINY --vary seed=1,2
+check "default folder: exit 0" [ "$rc" -eq 0 ]
+first=$(ls runs)
+check "default folder: runs/sweep-ID ($first)" sh -c "echo '$first' | grep -qxE 'sweep-[0-9a-f]{8}'"
+ema sweep --quiet --no-plots $TINY --vary seed=1,2
+check "default folder: the same command resumes it" [ "$(ls runs)" = "$first" ]
+ema sweep --quiet --no-plots $TINY --vary seed=1,3
+check "default folder: another sweep gets another" [ "$(ls runs | wc -l)" -eq 2 ]
+
+# ---- merge: mistakes ------------------------------------------------------------------
+
+ema sweep merge
+check "merge without DIR: exit 2" [ "$rc" -eq 2 ]
+ema sweep merge nosuch
+check "merge nosuch: exit 2" [ "$rc" -eq 2 ]
+ema sweep merge ref/point-000
+check "merge of a run folder: exit 2" [ "$rc" -eq 2 ]
+check "merge of a run folder: says why" grep -qF "not a sweep folder" "$T/log/err"
+ema sweep merge sw --vary seed=1
+check "merge with --vary: exit 2" [ "$rc" -eq 2 ]
+mkdir empty && cp sw/sweep.json empty/
+ema sweep merge empty
+check "merge with no point: exit 1 (got $rc)" [ "$rc" -eq 1 ]
+check "merge with no point: says so" grep -qF "no point is complete yet" "$T/log/err"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
