@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "backends.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -45,6 +46,9 @@ const struct ema_cli_optdef ema_cli_options[] = {
 	{ EMA_OPT_VARY, "vary", "KEY=V1,V2,...", EMA_VALUE_KEY,
 	  "one key and its values; one point per combination of the values of every --vary "
 	  "(at most 8 keys, 64 values each)" },
+	{ EMA_OPT_JOBS, "jobs", "N", EMA_VALUE_OTHER,
+	  "runs up to N points at once, one process each (default: the number of cores this "
+	  "process may use); the results do not depend on N" },
 	{ EMA_OPT_MAN, "man", NULL, EMA_VALUE_NONE,
 	  "prints the whole manual as a man page (roff), the text of doc/ema.1: "
 	  "'ema help --man | man -l -'" },
@@ -259,6 +263,18 @@ int ema_cli_parse(const struct ema_cli_cmd *cmd, int argc, char **argv,
 		case EMA_OPT_MAN:
 			a->man = true;
 			break;
+		case EMA_OPT_JOBS: {
+			char *end;
+			long jobs;
+
+			errno = 0;
+			jobs = strtol(v, &end, 10);
+			if (end == v || *end != '\0' || errno != 0 || jobs < 1 || jobs > 1024)
+				return usage_error(err, cmd, "--jobs %.100s: expected a number of "
+						   "processes from 1 to 1024", v);
+			a->jobs = (int)jobs;
+			break;
+		}
 		default:
 			return ema_error_set(err, EMA_ERR_INTERNAL, "ema %s: option %d not handled",
 					     cmd->name, c);

@@ -18,6 +18,7 @@ enum ema_cli_opt {
 	EMA_OPT_NONE = 0,
 	EMA_OPT_CONFIG = 'c',
 	EMA_OPT_HELP = 'h',
+	EMA_OPT_JOBS = 'j',
 	EMA_OPT_OUT = 'o',
 	EMA_OPT_QUIET = 'q',
 	EMA_OPT_SET = 's',
@@ -80,6 +81,7 @@ struct ema_cli_args {
 	const char *out, *csv, *trace, *name;
 	enum ema_backend backend;
 	bool verify, plots, quiet, quick, man;
+	int jobs;                /* -j N; 0: the number of cores */
 	/* words that are not options (`ema list WHAT`) */
 	const char *args[EMA_CLI_MAX_ARGS];
 	int n_args;

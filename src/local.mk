@@ -18,6 +18,13 @@ install-data-local:
 uninstall-local:
 	rm -f '$(DESTDIR)$(bashcompletiondir)/ema'
 
+# A 200-point sweep with -j 2, killed with kill -9 half-way and resumed,
+# against -j 1: too long for make check (doc/sweeps.md).
+sweep-demo: ema$(EXEEXT)
+	$(SHELL) $(srcdir)/tools/sweep-demo.sh ./ema$(EXEEXT)
+.PHONY: sweep-demo
+EXTRA_DIST += tools/sweep-demo.sh
+
 bench: ema$(EXEEXT)
 	./ema$(EXEEXT) bench --trace $(abs_top_srcdir)/../shared/traces/AzureLLMInferenceTrace_conv.csv
 .PHONY: bench

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- removing a tree with system calls only ----------------------------- */
@@ -378,6 +379,32 @@ static int errno_code(int e)
 	       e == EEXIST || e == ENAMETOOLONG || e == ELOOP ? EMA_ERR_INPUT : EMA_ERR_IO;
 }
 
+/* Whether a process writes: it exists (EPERM: another user's) and is not
+ * a zombie. A worker killed with its sweep stays a zombie until it is
+ * reaped, and kill(pid, 0) still finds it; it writes nothing any more. */
+static bool pid_alive(pid_t pid)
+{
+	char path[64], buf[512];
+	const char *paren;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) != 0 && errno != EPERM)
+		return false;
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true; /* no /proc: trust kill */
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	/* "PID (NAME) STATE ...": NAME may hold parentheses, the last one ends it */
+	paren = strrchr(buf, ')');
+	return paren == NULL || paren[1] != ' ' || (paren[2] != 'Z' && paren[2] != 'X');
+}
+
 /* ---- checks ----------------------------------------------------------------- */
 
 int ema_out_check_parent(const char *opt, const char *path, struct ema_error *err)
@@ -428,7 +455,7 @@ int ema_out_clean_leftovers(const char *path, long *live, struct ema_error *err)
 		/* our own PID on an existing name: a process of an earlier
 		 * container or boot, never this one (it has not made it yet);
 		 * EPERM: alive, another user's */
-		if (pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) {
+		if (pid != (long)getpid() && pid_alive((pid_t)pid)) {
 			if (live != NULL)
 				*live = pid;
 			continue;
@@ -561,9 +588,18 @@ int ema_outdir_reserve_part(struct ema_outdir *od, const char *dir, const char *
 	if (n < 0 || (size_t)n >= sizeof od->path)
 		return ema_error_set(err, EMA_ERR_INPUT, "%s/%s: name too long", dir, name);
 	snprintf(od->shown, sizeof od->shown, "%s", od->path);
-	rc = ema_out_clean_leftovers(od->path, &live, err);
-	if (rc != EMA_OK)
-		return rc;
+	/* a writer killed a moment ago (kill -9 of a whole sweep) may still be
+	 * dying: give it 2 s before calling it another live writer */
+	for (int i = 0; i < 20; i++) {
+		struct timespec ts = { 0, 100000000 };
+
+		rc = ema_out_clean_leftovers(od->path, &live, err);
+		if (rc != EMA_OK)
+			return rc;
+		if (live == 0)
+			break;
+		nanosleep(&ts, NULL);
+	}
 	if (lstat(od->path, &st) == 0)
 		return ema_error_set(err, EMA_ERR_INPUT, "%s: already exists", od->shown);
 	if (live != 0)

@@ -13,14 +13,22 @@
  * configuration is refused rather than mixed with the old points. The
  * folder's sweep.csv and sweep_stats.csv are built from the complete
  * points (sweep_merge.c). */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "sweep.h"
 
 #include <errno.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include <cjson/cJSON.h>
 
@@ -429,6 +437,151 @@ static int run_point(struct sweep_run *r, long pt, struct ema_error *err)
 	return rc;
 }
 
+/* ---- the pool -------------------------------------------------------------------- */
+
+/* The cores this process may run on (a Slurm task's or a container's
+ * share, not the machine's). */
+static int default_jobs(void)
+{
+	long n;
+#ifdef CPU_COUNT
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+#endif
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)(n < 1024 ? n : 1024) : 1;
+}
+
+static void progress(const struct ema_sweep *s, long pt, long done, long n, int running,
+		     double secs)
+{
+	char sets[EMA_SWEEP_MAX_KEYS][512];
+
+	ema_sweep_point_sets(s, pt, sets);
+	fprintf(stderr, "ema: sweep: %ld/%ld done, point-%03ld (%.1f s", done, n, pt, secs);
+	if (running > 0)
+		fprintf(stderr, ", %d running", running);
+	fputs("):", stderr);
+	for (int k = 0; k < s->n_keys; k++)
+		fprintf(stderr, " %s", sets[k]);
+	fputc('\n', stderr);
+}
+
+/* A worker: one point, in a process of its own, which dies with the
+ * sweep (a parent killed with kill -9 takes its workers along, instead of
+ * leaving them to write into a folder that the next run will use). */
+static _Noreturn void worker(struct sweep_run *r, long pt, pid_t parent)
+{
+	struct ema_error err = {0};
+	int rc;
+
+	ema_cleanup_forked();
+#ifdef PR_SET_PDEATHSIG
+	/* SIGTERM, not SIGKILL: the worker removes its unfinished point */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+#endif
+	if (getppid() != parent)
+		_exit(1);
+	rc = run_point(r, pt, &err);
+	if (rc != EMA_OK)
+		fprintf(stderr, "ema: %s\n", err.msg[0] ? err.msg : ema_status_str(rc));
+	fflush(NULL);
+	_exit(ema_status_exit(rc));
+}
+
+/* Runs the points todo[0..n-1]: in this process with one job, else in up
+ * to `jobs` worker processes at once. The first failure stops new points
+ * from starting; the running ones finish (their points are whole). */
+static int run_points(struct sweep_run *r, const long *todo, long n, int jobs, bool quiet,
+		      long *ran, struct ema_error *err)
+{
+	struct { pid_t pid; long pt; double t0; } *w;
+	const struct ema_sweep *s = r->s;
+	pid_t parent = getpid();
+	int running = 0, rc = EMA_OK;
+	long next = 0;
+
+	*ran = 0;
+	if (jobs <= 1 || n <= 1) {
+		for (long i = 0; i < n && rc == EMA_OK; i++) {
+			double t0 = ema_wall_now();
+
+			rc = run_point(r, todo[i], err);
+			if (rc == EMA_OK) {
+				(*ran)++;
+				if (!quiet)
+					progress(s, todo[i], *ran, n, 0, ema_wall_now() - t0);
+			}
+		}
+		return rc;
+	}
+	w = calloc((size_t)jobs, sizeof *w);
+	if (w == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	while (running > 0 || (next < n && rc == EMA_OK)) {
+		int status, i;
+		pid_t pid;
+
+		while (rc == EMA_OK && next < n && running < jobs) {
+			fflush(NULL); /* or the workers would write it again */
+			pid = fork();
+			if (pid < 0) {
+				rc = ema_error_set(err, EMA_ERR_IO, "sweep: cannot start a worker "
+						   "process: %s", strerror(errno));
+				break;
+			}
+			if (pid == 0)
+				worker(r, todo[next], parent);
+			ema_cleanup_add_child(pid);
+			w[running].pid = pid;
+			w[running].pt = todo[next++];
+			w[running].t0 = ema_wall_now();
+			running++;
+		}
+		if (running == 0)
+			break;
+		pid = waitpid(-1, &status, 0);
+		if (pid < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = ema_error_set(err, EMA_ERR_INTERNAL, "sweep: waitpid: %s", strerror(errno));
+			break;
+		}
+		for (i = 0; i < running && w[i].pid != pid; i++)
+			;
+		if (i == running)
+			continue; /* not a worker */
+		ema_cleanup_drop_child(pid);
+		{
+			long pt = w[i].pt;
+			double t0 = w[i].t0;
+
+			w[i] = w[--running];
+			if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+				(*ran)++;
+				if (!quiet)
+					progress(s, pt, *ran, n, running, ema_wall_now() - t0);
+			} else if (rc == EMA_OK) {
+				char why[64];
+
+				if (WIFSIGNALED(status))
+					snprintf(why, sizeof why, "killed by signal %d", WTERMSIG(status));
+				else
+					snprintf(why, sizeof why, "exit status %d", WEXITSTATUS(status));
+				rc = ema_error_set(err, WIFEXITED(status) && WEXITSTATUS(status) == 2 ?
+						   EMA_ERR_INPUT : EMA_ERR_IO,
+						   "sweep %s: point-%03ld failed (%s%s); no new point was "
+						   "started", s->dir, pt, why,
+						   WIFEXITED(status) ? ", its message is above" : "");
+			}
+		}
+	}
+	free(w);
+	return rc;
+}
+
 /* ---- the sweep folder ---------------------------------------------------------- */
 
 static bool same_keys(const struct ema_sweep *a, const struct ema_sweep *b)
@@ -657,28 +810,28 @@ static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 		rc = ema_sweep_point_done(s, pt, &d, err);
 		done += d;
 	}
-	if (rc == EMA_OK && !a->quiet)
-		fprintf(stderr, "ema: sweep %s: %ld points, %ld complete, %ld to run\n", s->dir,
-			s->n_points, done, s->n_points - done);
-	for (long pt = 0; pt < s->n_points && rc == EMA_OK; pt++) {
-		bool d;
-		double w0 = ema_wall_now();
+	if (rc == EMA_OK) {
+		long *todo = malloc((size_t)s->n_points * sizeof *todo), n = 0;
+		int jobs = a->jobs > 0 ? a->jobs : default_jobs();
 
-		rc = ema_sweep_point_done(s, pt, &d, err);
-		if (rc != EMA_OK || d)
-			continue;
-		rc = run_point(r, pt, err);
-		ran++;
-		if (rc == EMA_OK && !a->quiet) {
-			char sets[EMA_SWEEP_MAX_KEYS][512];
+		for (long pt = 0; pt < s->n_points && todo != NULL && rc == EMA_OK; pt++) {
+			bool d;
 
-			ema_sweep_point_sets(s, pt, sets);
-			fprintf(stderr, "ema: sweep point %ld/%ld done (%.1f s):", pt + 1,
-				s->n_points, ema_wall_now() - w0);
-			for (int k = 0; k < s->n_keys; k++)
-				fprintf(stderr, " %s", sets[k]);
-			fputc('\n', stderr);
+			rc = ema_sweep_point_done(s, pt, &d, err);
+			if (!d)
+				todo[n++] = pt;
 		}
+		if (todo == NULL)
+			rc = ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+		if (jobs > n)
+			jobs = n > 0 ? (int)n : 1;
+		if (rc == EMA_OK && !a->quiet)
+			fprintf(stderr, "ema: sweep %s: %ld points, %ld complete, %ld to run%s%.0d%s\n",
+				s->dir, s->n_points, done, n, n > 0 ? " in " : "", n > 0 ? jobs : 0,
+				n > 0 ? (jobs > 1 ? " processes" : " process") : "");
+		if (rc == EMA_OK)
+			rc = run_points(r, todo, n, jobs, a->quiet, &ran, err);
+		free(todo);
 	}
 	if (rc == EMA_OK)
 		rc = ema_sweep_merge(s, a->plots, a->quiet, &missing, err);
@@ -702,6 +855,7 @@ static const struct ema_cli_optuse sweep_options[] = {
 	{ EMA_OPT_OUT, "the sweep folder: made when missing (its parent must exist), resumed when "
 	  "it holds the same sweep, refused (exit 2) when it holds another; default "
 	  "runs/sweep-ID, ID from the sweep's configuration", NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_JOBS, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_NO_PLOTS, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_QUIET, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_HELP, NULL, NULL, EMA_VALUE_NONE },
@@ -721,7 +875,7 @@ const struct ema_cli_cmd ema_cmd_sweep = {
 	.name = "sweep",
 	.summary = "run a scenario over every combination of --vary KEY=V1,V2,...",
 	.usage = "--vary KEY=V1,V2,... [--vary ...] [-c FILE] [-s KEY=VALUE]... [--seed N] "
-		 "[-o DIR] [--no-plots] [-q] | merge DIR [--no-plots] [-q]",
+		 "[-o DIR] [-j N] [--no-plots] [-q] | merge DIR [--no-plots] [-q]",
 	.options = sweep_options,
 	.max_args = 2,
 	.description =
@@ -734,6 +888,9 @@ const struct ema_cli_cmd ema_cmd_sweep = {
 		"mean and 95% interval (on the log scale: it stays above zero) of the main "
 		"metrics. With one numeric key besides the seed, and plots on, it draws the load "
 		"curves DIR/sweep_METRIC.pdf and .png.\n"
+		"The points run in up to -j N processes at once (default: the number of cores), "
+		"each a fork of this one; the results are the same bytes whatever N is. Progress "
+		"goes to stderr, a line per point.\n"
 		"Every point's configuration is checked before anything runs. DIR/sweep.json holds "
 		"the keys and the hash of every point's effective configuration; each point "
 		"appears whole (written as point-NNN.tmp-PID, renamed when complete) with its hash "

@@ -139,7 +139,7 @@ for c in $COMMANDS; do
 		case $opt in
 		--set | --vary) val=seed=2 ;;
 		--backend) val=sim ;;
-		--config | --out | --csv | --trace | --name | --seed) val=2 ;;
+		--config | --out | --csv | --trace | --name | --seed | --jobs) val=2 ;;
 		*) val= ;;
 		esac
 		same_output "$c $opt $val --help" "$c" $opt $val --help

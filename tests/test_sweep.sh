@@ -55,9 +55,9 @@ TINY="--set tenants.0.workload.duration_s=30 --set tenants.1.workload.duration_s
 VARY="--vary seed=1,2,3,4,5,6,7,8 --vary tenants.0.workload.rate_rps=4,6,8,10,12"
 CMD="sweep --quiet --no-plots $TINY $VARY"
 
-# ---- the reference: one uninterrupted run ------------------------------------
+# ---- the reference: one uninterrupted run, in one process --------------------
 
-ema $CMD --out ref
+ema $CMD -j 1 --out ref
 check "reference sweep: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
 check "reference sweep: 40 points" [ "$(ls -d ref/point-* | wc -l)" -eq 40 ]
 check "reference sweep: 40 x 2 x 2 rows" [ "$(($(wc -l <ref/sweep.csv) - 1))" -eq 160 ]
@@ -70,16 +70,34 @@ if command -v sha256sum >/dev/null 2>&1; then
 		grep -qF "\"point\": 7, \"sha256\": \"$(cut -c1-64 ref/point-007/config.sha256)\"" ref/sweep.json
 fi
 
+# ---- a pool of processes: the same bytes ------------------------------------------
+
+ema $CMD -j 2 --out j2
+check "-j 2: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+check "-j 2: sweep.csv byte-identical to -j 1's" same_file ref/sweep.csv j2/sweep.csv
+check "-j 2: sweep_stats.csv too" same_file ref/sweep_stats.csv j2/sweep_stats.csv
+check "-j 2: every point's summary.csv and requests.csv too" \
+	sh -c 'for p in ref/point-*; do for f in summary.csv requests.csv timeline.csv; do
+		cmp -s "$p/$f" "j2/${p#ref/}/$f" || exit 1; done; done'
+# progress: a line per point, then the result on stdout
+ema sweep --no-plots $TINY --vary seed=1,2,3 -j 2 --out prog
+check "progress: the plan" grep -qxF "ema: sweep prog: 3 points, 0 complete, 3 to run in 2 processes" "$T/log/err"
+check "progress: a line per point" [ "$(grep -c '^ema: sweep: [1-3]/3 done, point-00[0-2] (' "$T/log/err")" -eq 3 ]
+check "progress: the result line" grep -qF "sweep: 3 points (3 run now), results in prog/" "$T/log/out"
+ema sweep --quiet --no-plots $TINY --vary seed=1,2 -j 0 --out badj
+check "-j 0: exit 2" [ "$rc" -eq 2 ]
+check "-j 0: says what it expects" grep -qF -- "--jobs 0: expected a number of processes from 1 to 1024" "$T/log/err"
+
 # ---- kill -9 in the middle, then the same command ---------------------------------
 
 # A process of its own group (setsid), so that kill -9 reaches every
 # process of the sweep at once, as a node crash or an OOM kill would.
 if command -v setsid >/dev/null 2>&1; then
-	setsid "$EMA" $CMD --out sw >"$T/log/bg.out" 2>"$T/log/bg.err" &
+	setsid "$EMA" $CMD -j 2 --out sw >"$T/log/bg.out" 2>"$T/log/bg.err" &
 	bg=$!
 	group=-$bg
 else
-	"$EMA" $CMD --out sw >"$T/log/bg.out" 2>"$T/log/bg.err" &
+	"$EMA" $CMD -j 2 --out sw >"$T/log/bg.out" 2>"$T/log/bg.err" &
 	bg=$!
 	group=$bg
 fi
@@ -122,6 +140,36 @@ check "resumed sweep: every point's requests.csv too" \
 	sh -c 'for p in ref/point-*; do cmp -s "$p/requests.csv" "sw/${p#ref/}/requests.csv" || exit 1; done'
 check "resumed sweep: no temporary folder left ($(ls sw | grep tmp | tr '\n' ' '))" \
 	[ -z "$(ls sw | grep '\.tmp-')" ]
+
+# ---- SIGTERM to the sweep: its workers remove their points and go too ------------
+
+"$EMA" $CMD -j 2 --out term >"$T/log/bg.out" 2>"$T/log/bg.err" &
+bg=$!
+i=0
+while [ "$i" -lt 600 ] && [ "$(ls -d term/point-[0-9][0-9][0-9] 2>/dev/null | wc -l)" -lt 2 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+kill -TERM "$bg"
+wait "$bg"
+st=$?
+bg=
+if [ "$(ls -d term/point-[0-9][0-9][0-9] | wc -l)" -lt 40 ]; then
+	check "SIGTERM: the sweep dies of it (status $st)" [ "$st" -eq 143 ]
+	# the workers got the signal: within 5 s no point is being written
+	i=0
+	while [ "$i" -lt 100 ] && [ -n "$(ls term | grep '\.tmp-')" ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	check "SIGTERM: no unfinished point left ($(ls term | grep tmp | tr '\n' ' '))" \
+		[ -z "$(ls term | grep '\.tmp-')" ]
+	n=$(ls -d term/point-[0-9][0-9][0-9] | wc -l)
+	sleep 0.3
+	check "SIGTERM: no worker goes on writing points" [ "$(ls -d term/point-[0-9][0-9][0-9] | wc -l)" -eq "$n" ]
+else
+	echo "note: the sweep ended before SIGTERM; not checked"
+fi
 
 # ---- a leftover of a killed point, a point removed -------------------------------
 
