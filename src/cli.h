@@ -32,7 +32,14 @@ enum ema_cli_opt {
 	EMA_OPT_TRACE,
 	EMA_OPT_NAME,
 	EMA_OPT_VARY,
-	EMA_OPT_MAN
+	EMA_OPT_MAN,
+	EMA_OPT_SHARD,
+	EMA_OPT_SBATCH,
+	EMA_OPT_TASKS,
+	EMA_OPT_THROTTLE,
+	EMA_OPT_MAX_RATE,
+	EMA_OPT_SLO,
+	EMA_OPT_RESOLUTION
 };
 
 /* What a value of the option is, for the completion and the man page. */
@@ -82,6 +89,10 @@ struct ema_cli_args {
 	enum ema_backend backend;
 	bool verify, plots, quiet, quick, man;
 	int jobs;                /* -j N; 0: the number of cores */
+	/* sweep: --shard I/N, --sbatch FILE (--tasks, --throttle; 0: default),
+	 * --max-rate KEY, --slo M=V,..., --resolution R */
+	const char *shard, *sbatch, *max_rate, *slo, *resolution;
+	int tasks, throttle;
 	/* words that are not options (`ema list WHAT`) */
 	const char *args[EMA_CLI_MAX_ARGS];
 	int n_args;

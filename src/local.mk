@@ -1,7 +1,7 @@
 # src/local.mk: the command line: experiments, outputs, subcommands.
 libema_src_a_CPPFLAGS = $(SRC_CPPFLAGS)
 libema_src_a_SOURCES = src/experiment.c src/experiment.h src/bench.c \
-	src/validate.c src/sweep.c src/sweep.h src/sweep_merge.c src/sha256.c src/sha256.h \
+	src/validate.c src/sweep.c src/sweep.h src/sweep_merge.c src/sweep_slurm.c src/sha256.c src/sha256.h \
 	src/outdir.c src/outdir.h \
 	src/cli.c src/cli.h src/cmd_run.c src/cmd_config.c src/cmd_list.c src/cmd_calibrate.c \
 	src/backends.c src/backends.h
@@ -32,7 +32,7 @@ bench: ema$(EXEEXT)
 if HAVE_CUNIT
 check_PROGRAMS += tests/test_experiment tests/test_outdir tests/test_cli_table tests/test_sweep
 TESTS += tests/test_experiment tests/test_outdir tests/test_cli_table tests/test_cli.sh \
-	tests/test_sweep tests/test_sweep.sh
+	tests/test_sweep tests/test_sweep.sh tests/test_slurm.sh
 tests_test_experiment_SOURCES = tests/test_experiment.c tests/test_main.h
 tests_test_experiment_CFLAGS = $(TEST_CFLAGS)
 tests_test_experiment_LDADD = $(TEST_LIBS)
@@ -46,6 +46,6 @@ tests_test_sweep_SOURCES = tests/test_sweep.c tests/test_main.h
 tests_test_sweep_CFLAGS = $(TEST_CFLAGS)
 tests_test_sweep_LDADD = $(TEST_LIBS)
 endif
-EXTRA_DIST += tests/test_cli.sh tests/test_sweep.sh tests/data/cli/one_request.json tests/data/cli/trace_ok.csv \
+EXTRA_DIST += tests/test_cli.sh tests/test_sweep.sh tests/test_slurm.sh tests/data/cli/one_request.json tests/data/cli/trace_ok.csv \
 	tests/data/cli/trace_bad_row.csv tests/data/cli/trace_backwards.csv \
 	tests/data/cli/trace_empty.csv

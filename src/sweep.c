@@ -321,14 +321,6 @@ int ema_sweep_point_done(const struct ema_sweep *s, long pt, bool *done, struct 
 
 /* ---- running a point --------------------------------------------------------- */
 
-/* What every point of one invocation shares. */
-struct sweep_run {
-	struct ema_sweep *s;
-	const char *config;
-	const char *sets[EMA_CLI_MAX_SETS + EMA_SWEEP_MAX_KEYS];
-	int n_sets;        /* the command's own --set and --seed */
-	bool plots;
-};
 
 /* The effective configuration's hash: that of the config.json a run of
  * it writes. */
@@ -353,7 +345,7 @@ static int config_hash(const struct ema_config *cfg, char hex[EMA_SHA256_HEX],
 
 /* Loads every point's configuration, so that a bad value fails at once
  * with the --set it came from, before anything runs, and hashes it. */
-static int plan_points(struct sweep_run *r, struct ema_error *err)
+static int plan_points(struct ema_sweep_run *r, struct ema_error *err)
 {
 	struct ema_sweep *s = r->s;
 	struct ema_config *cfg = malloc(sizeof *cfg);
@@ -382,7 +374,7 @@ static int plan_points(struct sweep_run *r, struct ema_error *err)
  * renamed when complete, so that a kill at any moment leaves no partial
  * point). The simulation runs before the folder is reserved: a point
  * killed while simulating leaves nothing at all. */
-static int run_point(struct sweep_run *r, long pt, struct ema_error *err)
+int ema_sweep_run_point(struct ema_sweep_run *r, long pt, struct ema_error *err)
 {
 	struct ema_sweep *s = r->s;
 	char sets[EMA_SWEEP_MAX_KEYS][512], name[32], hash[EMA_SHA256_HEX];
@@ -472,7 +464,7 @@ static void progress(const struct ema_sweep *s, long pt, long done, long n, int 
 /* A worker: one point, in a process of its own, which dies with the
  * sweep (a parent killed with kill -9 takes its workers along, instead of
  * leaving them to write into a folder that the next run will use). */
-static _Noreturn void worker(struct sweep_run *r, long pt, pid_t parent)
+static _Noreturn void worker(struct ema_sweep_run *r, long pt, pid_t parent)
 {
 	struct ema_error err = {0};
 	int rc;
@@ -484,7 +476,7 @@ static _Noreturn void worker(struct sweep_run *r, long pt, pid_t parent)
 #endif
 	if (getppid() != parent)
 		_exit(1);
-	rc = run_point(r, pt, &err);
+	rc = ema_sweep_run_point(r, pt, &err);
 	if (rc != EMA_OK)
 		fprintf(stderr, "ema: %s\n", err.msg[0] ? err.msg : ema_status_str(rc));
 	fflush(NULL);
@@ -494,7 +486,7 @@ static _Noreturn void worker(struct sweep_run *r, long pt, pid_t parent)
 /* Runs the points todo[0..n-1]: in this process with one job, else in up
  * to `jobs` worker processes at once. The first failure stops new points
  * from starting; the running ones finish (their points are whole). */
-static int run_points(struct sweep_run *r, const long *todo, long n, int jobs, bool quiet,
+static int run_points(struct ema_sweep_run *r, const long *todo, long n, int jobs, bool quiet,
 		      long *ran, struct ema_error *err)
 {
 	struct { pid_t pid; long pt; double t0; } *w;
@@ -508,7 +500,7 @@ static int run_points(struct sweep_run *r, const long *todo, long n, int jobs, b
 		for (long i = 0; i < n && rc == EMA_OK; i++) {
 			double t0 = ema_wall_now();
 
-			rc = run_point(r, todo[i], err);
+			rc = ema_sweep_run_point(r, todo[i], err);
 			if (rc == EMA_OK) {
 				(*ran)++;
 				if (!quiet)
@@ -771,8 +763,9 @@ static int sweep_merge_exec(const struct ema_cli_args *a, struct ema_error *err)
 static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 {
 	struct ema_sweep *s;
-	struct sweep_run *r;
-	long done = 0, missing = 0, ran = 0;
+	struct ema_sweep_run *r;
+	long done = 0, missing = 0, ran = 0, shard_i = 0, shard_n = 1;
+	char shard_from[128] = "";
 	int rc = EMA_OK;
 
 	if (a->n_args > 0) {
@@ -783,6 +776,21 @@ static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 	}
 	if (a->n_vary == 0)
 		return ema_error_set(err, EMA_ERR_INPUT, "sweep: expected at least one --vary KEY=V1,V2,...");
+	if ((a->tasks > 0 || a->throttle > 0) && a->sbatch == NULL)
+		return ema_error_set(err, EMA_ERR_INPUT, "sweep: --tasks and --throttle go with "
+				     "--sbatch FILE");
+	if (a->sbatch != NULL && a->shard != NULL)
+		return ema_error_set(err, EMA_ERR_INPUT, "sweep: --sbatch writes the jobs of every "
+				     "shard; it takes no --shard");
+	{
+		long si, sn;
+		char from[128];
+
+		/* a bad --shard (or SLURM_ARRAY_TASK_*) fails before anything runs */
+		rc = ema_sweep_shard(a->shard, &si, &sn, from, sizeof from, err);
+		if (rc != EMA_OK)
+			return rc;
+	}
 	s = calloc(1, sizeof *s);
 	r = calloc(1, sizeof *r);
 	if (s == NULL || r == NULL) {
@@ -802,6 +810,12 @@ static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 		rc = ema_sweep_layout(s, err);
 	if (rc == EMA_OK)
 		rc = plan_points(r, err);
+	if (rc == EMA_OK && a->sbatch != NULL) {
+		/* the script's path is checked before the folder is made */
+		struct ema_outfile of;
+
+		rc = ema_outfile_reserve(&of, "--sbatch", a->sbatch, err);
+	}
 	if (rc == EMA_OK)
 		rc = open_folder(s, a->out, err);
 	for (long pt = 0; pt < s->n_points && rc == EMA_OK; pt++) {
@@ -810,35 +824,64 @@ static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 		rc = ema_sweep_point_done(s, pt, &d, err);
 		done += d;
 	}
+	if (rc == EMA_OK && a->sbatch != NULL) {
+		if (!a->quiet)
+			fprintf(stderr, "ema: sweep %s: %ld points, %ld complete\n", s->dir,
+				s->n_points, done);
+		rc = ema_sweep_sbatch(r, a, err);
+		ema_sweep_free(s);
+		free(s);
+		free(r);
+		return rc;
+	}
+	if (rc == EMA_OK)
+		rc = ema_sweep_shard(a->shard, &shard_i, &shard_n, shard_from, sizeof shard_from, err);
 	if (rc == EMA_OK) {
-		long *todo = malloc((size_t)s->n_points * sizeof *todo), n = 0;
+		long *todo = malloc((size_t)s->n_points * sizeof *todo), n = 0, mine = 0;
 		int jobs = a->jobs > 0 ? a->jobs : default_jobs();
 
-		for (long pt = 0; pt < s->n_points && todo != NULL && rc == EMA_OK; pt++) {
+		for (long pt = shard_i; pt < s->n_points && todo != NULL && rc == EMA_OK;
+		     pt += shard_n) {
 			bool d;
 
 			rc = ema_sweep_point_done(s, pt, &d, err);
 			if (!d)
 				todo[n++] = pt;
+			mine++;
 		}
 		if (todo == NULL)
 			rc = ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
 		if (jobs > n)
 			jobs = n > 0 ? (int)n : 1;
-		if (rc == EMA_OK && !a->quiet)
-			fprintf(stderr, "ema: sweep %s: %ld points, %ld complete, %ld to run%s%.0d%s\n",
-				s->dir, s->n_points, done, n, n > 0 ? " in " : "", n > 0 ? jobs : 0,
-				n > 0 ? (jobs > 1 ? " processes" : " process") : "");
+		if (rc == EMA_OK && !a->quiet) {
+			if (shard_n > 1)
+				fprintf(stderr, "ema: sweep %s: shard %ld/%ld%s%s%s: %ld of the %ld "
+					"points, %ld complete, %ld to run", s->dir, shard_i, shard_n,
+					shard_from[0] ? " (" : "", shard_from, shard_from[0] ? ")" : "",
+					mine, s->n_points, mine - n, n);
+			else
+				fprintf(stderr, "ema: sweep %s: %ld points, %ld complete, %ld to run",
+					s->dir, s->n_points, done, n);
+			if (n > 0)
+				fprintf(stderr, " in %d process%s", jobs, jobs > 1 ? "es" : "");
+			fputc('\n', stderr);
+		}
 		if (rc == EMA_OK)
 			rc = run_points(r, todo, n, jobs, a->quiet, &ran, err);
 		free(todo);
 	}
-	if (rc == EMA_OK)
+	/* a shard leaves the tables to the merge job: shards ending together
+	 * would write them at once, perhaps from different machines */
+	if (rc == EMA_OK && shard_n > 1)
+		printf("sweep: shard %ld/%ld: %ld points run now, results in %s/ (point-NNN/; "
+		       "tables once every shard is done: ema sweep merge %s)\n", shard_i, shard_n,
+		       ran, s->dir, s->dir);
+	if (rc == EMA_OK && shard_n == 1)
 		rc = ema_sweep_merge(s, a->plots, a->quiet, &missing, err);
-	if (rc == EMA_OK)
+	if (rc == EMA_OK && shard_n == 1)
 		printf("sweep: %ld points (%ld run now), results in %s/ (sweep.csv%s, point-NNN/)\n",
 		       s->n_points, ran, s->dir, s->seed_key >= 0 ? ", sweep_stats.csv" : "");
-	else if (done + ran > 0 && s->dir[0] != '\0' && rc != EMA_ERR_INPUT)
+	if (rc != EMA_OK && done + ran > 0 && s->dir[0] != '\0' && rc != EMA_ERR_INPUT)
 		fprintf(stderr, "ema: sweep %s: the complete points are kept; the same command "
 			"runs the others\n", s->dir);
 	ema_sweep_free(s);
@@ -856,6 +899,10 @@ static const struct ema_cli_optuse sweep_options[] = {
 	  "it holds the same sweep, refused (exit 2) when it holds another; default "
 	  "runs/sweep-ID, ID from the sweep's configuration", NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_JOBS, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_SHARD, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_SBATCH, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_TASKS, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_THROTTLE, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_NO_PLOTS, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_QUIET, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_HELP, NULL, NULL, EMA_VALUE_NONE },
@@ -867,6 +914,8 @@ static const char *const sweep_examples[] = {
 	"--vary policy.borrow_rule=always,throughput --set policies=static,ideal,ema",
 	"ema sweep --vary seed=1,2,3,4,5 --vary tenants.0.workload.rate_rps=10,14 "
 	"--set policies=static,ema -o runs/load",
+	"ema sweep --vary seed=1,2,3 --vary tenants.0.workload.rate_rps=6,8,10,12 -o /scratch/load "
+	"--sbatch load.sh && sh load.sh --partition=cpu",
 	"ema sweep merge runs/load",
 	NULL,
 };
@@ -875,7 +924,8 @@ const struct ema_cli_cmd ema_cmd_sweep = {
 	.name = "sweep",
 	.summary = "run a scenario over every combination of --vary KEY=V1,V2,...",
 	.usage = "--vary KEY=V1,V2,... [--vary ...] [-c FILE] [-s KEY=VALUE]... [--seed N] "
-		 "[-o DIR] [-j N] [--no-plots] [-q] | merge DIR [--no-plots] [-q]",
+		 "[-o DIR] [-j N] [--shard I/N | --sbatch FILE [--tasks N] [--throttle M]] "
+		 "[--no-plots] [-q] | merge DIR [--no-plots] [-q]",
 	.options = sweep_options,
 	.max_args = 2,
 	.description =
@@ -897,6 +947,13 @@ const struct ema_cli_cmd ema_cmd_sweep = {
 		"in point-NNN/config.sha256. Running the same command again skips the complete "
 		"points and runs the others; a sweep whose configuration changed is refused (exit "
 		"2) rather than mixed with the old points.\n"
+		"A shard, --shard I/N, runs every N-th point from point I and leaves the tables to "
+		"'ema sweep merge'; in a Slurm array task it is taken from SLURM_ARRAY_TASK_ID, "
+		"SLURM_ARRAY_TASK_COUNT and SLURM_ARRAY_TASK_MIN. --sbatch FILE runs the first and "
+		"last points as a trial and writes FILE, an array job of --tasks shards "
+		"(--array=0-(N-1)%M) with the time and memory per task estimated from the trial, "
+		"and a merge job that runs after every task: 'sh FILE' submits both "
+		"(doc/sweeps.md).\n"
 		"'ema sweep merge DIR' builds sweep.csv, sweep_stats.csv and the figures from the "
 		"points that are complete and lists the missing ones.",
 	.examples = sweep_examples,

@@ -38,6 +38,31 @@ struct ema_sweep {
 	char command[4096];             /* the command that made it */
 };
 
+/* What the points of one invocation share: the sweep, the scenario and
+ * the command's own --set and --seed (the point's values follow them). */
+struct ema_sweep_run {
+	struct ema_sweep *s;
+	const char *config;
+	const char *sets[EMA_CLI_MAX_SETS + EMA_SWEEP_MAX_KEYS];
+	int n_sets;
+	bool plots;
+};
+
+/* Runs point pt and writes DIR/point-NNN/, whole or not at all. */
+int ema_sweep_run_point(struct ema_sweep_run *r, long pt, struct ema_error *err);
+
+/* The shard of this process: --shard I/N, else from SLURM_ARRAY_TASK_ID,
+ * SLURM_ARRAY_TASK_COUNT, SLURM_ARRAY_TASK_MIN (and _STEP) when set, else
+ * 0/1. *from says where it came from ("" for --shard or none). */
+int ema_sweep_shard(const char *opt, long *i, long *n, char *from, size_t from_len,
+		    struct ema_error *err);
+
+/* --sbatch FILE: runs a trial of the sweep's first and last incomplete
+ * points (they stay, complete) and writes FILE, the Slurm array job of
+ * the sweep's shards and its merge job (sweep_slurm.c). */
+int ema_sweep_sbatch(struct ema_sweep_run *r, const struct ema_cli_args *a,
+		     struct ema_error *err);
+
 /* The value index of every key at point pt. */
 void ema_sweep_point_idx(const struct ema_sweep *s, long pt, int *idx);
 /* "KEY=VALUE" of every key at point pt, into sets[k] (512 bytes each). */

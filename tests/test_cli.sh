@@ -139,7 +139,8 @@ for c in $COMMANDS; do
 		case $opt in
 		--set | --vary) val=seed=2 ;;
 		--backend) val=sim ;;
-		--config | --out | --csv | --trace | --name | --seed | --jobs) val=2 ;;
+		--config | --out | --csv | --trace | --name | --seed | --jobs | --shard | --sbatch | \
+			--tasks | --throttle | --max-rate | --slo | --resolution) val=2 ;;
 		*) val= ;;
 		esac
 		same_output "$c $opt $val --help" "$c" $opt $val --help
@@ -266,6 +267,8 @@ if command -v bash >/dev/null 2>&1; then
 	done
 	completes "--config" run --con
 	completes "figures" list f
+	completes "merge" sweep m
+	mkdir -p "$T/sdir/one" && completes "$T/sdir/one" sweep merge "$T/sdir/o" && rm -rf "$T/sdir"
 	completes "default" config d
 	completes "sim" bench --backend s
 	completes "$("$EMA" list policies | awk '{ print "policies=" $1 }' | sort | tr '\n' ' ' |

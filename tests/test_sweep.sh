@@ -243,6 +243,79 @@ check "default folder: the same command resumes it" [ "$(ls runs)" = "$first" ]
 ema sweep --quiet --no-plots $TINY --vary seed=1,3
 check "default folder: another sweep gets another" [ "$(ls runs | wc -l)" -eq 2 ]
 
+# ---- shards ---------------------------------------------------------------------------
+
+# three shards, in any order, then the merge: the reference's tables
+SMALL="--vary seed=1,2,3 --vary tenants.0.workload.rate_rps=4,8"
+ema sweep --quiet --no-plots $TINY $SMALL -j 1 --out small
+for i in 2 0 1; do
+	ema sweep --quiet --no-plots $TINY $SMALL --shard "$i/3" --out sh
+	check "--shard $i/3: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+done
+check "--shard: shard 1/3 ran points 1 and 4" grep -qF "shard 1/3: 2 points run now" "$T/log/out"
+check "--shard: no tables before the merge" [ ! -e sh/sweep.csv ]
+ema sweep merge sh
+check "--shard then merge: sweep.csv identical to one run's" same_file small/sweep.csv sh/sweep.csv
+rm -rf sh
+# the shard from Slurm's variables (an array 1-3: SLURM_ARRAY_TASK_MIN=1)
+SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=1 \
+	"$EMA" sweep --no-plots $TINY $SMALL --out sh >"$T/log/out" 2>"$T/log/err"
+check "SLURM_ARRAY_TASK_ID=2 of 1-3: shard 1/3 ($(head -1 "$T/log/err"))" \
+	grep -qF "shard 1/3 (SLURM_ARRAY_TASK_ID=2 of SLURM_ARRAY_TASK_COUNT=3)" "$T/log/err"
+check "SLURM_ARRAY_TASK_ID=2 of 1-3: points 1 and 4" [ "$(ls sh | grep -c '^point-00[14]$')" -eq 2 ]
+check "SLURM_ARRAY_TASK_ID=2 of 1-3: only those" [ "$(ls sh | grep -c '^point-')" -eq 2 ]
+SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_COUNT=3 \
+	"$EMA" sweep --quiet --no-plots $TINY $SMALL --shard 0/1 --out sh >"$T/log/out" 2>&1
+check "--shard 0/1 overrides Slurm's: every point" [ "$(ls sh | grep -c '^point-')" -eq 6 ]
+rm -rf sh
+for bad in 3/3 -1/2 1 a/b 1/0 "1/2x"; do
+	ema sweep --quiet --no-plots $TINY $SMALL --shard "$bad" --out sh
+	check "--shard $bad: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+	check "--shard $bad: nothing written" [ ! -e sh ]
+done
+SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_COUNT=3 \
+	"$EMA" sweep --quiet --no-plots $TINY $SMALL --out sh >"$T/log/out" 2>"$T/log/err"
+check "SLURM_ARRAY_TASK_ID past the count: exit 2, says so" \
+	grep -qF "SLURM_ARRAY_TASK_ID=5 with SLURM_ARRAY_TASK_COUNT=3" "$T/log/err"
+ema sweep --quiet $TINY $SMALL --tasks 3 --out sh
+check "--tasks without --sbatch: exit 2" [ "$rc" -eq 2 ]
+
+# ---- --sbatch: the script, run here as Slurm would ---------------------------------------
+
+ema sweep --quiet --no-plots $TINY $SMALL --sbatch job.sh --tasks 2 --out sb
+check "--sbatch: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+check "--sbatch: says what it wrote" grep -qF "wrote job.sh: 6 points in 2 array tasks of at most 3 (at most 2 at once)" "$T/log/out"
+check "--sbatch: a script sh can read" sh -n job.sh
+check "--sbatch: --array=0-1%2" grep -qx '#SBATCH --array=0-1%2' job.sh
+check "--sbatch: the trial ran the first and last points only" \
+	[ "$(ls sb | grep '^point-' | tr '\n' ' ')" = "point-000 point-005 " ]
+# the submission, with an sbatch that records what it is asked
+mkdir fakebin
+printf '%s\n' '#!/bin/sh' 'echo "$*" >>"$SBATCH_LOG"' 'n=$(wc -l <"$SBATCH_LOG")' \
+	'echo "$((100 + n));cluster"' >fakebin/sbatch
+chmod +x fakebin/sbatch
+SBATCH_LOG=$T/log/sbatch PATH=$T/cwd/fakebin:$PATH sh job.sh --partition=cpu >"$T/log/out" 2>&1
+check "sh job.sh: submits both ($(cat "$T/log/out"))" \
+	grep -qxF "submitted array job 101 (2 tasks) and merge job 102 after it" "$T/log/out"
+check "sh job.sh: the array, with the user's options" \
+	grep -qE "^--parsable --partition=cpu .*job.sh$" "$T/log/sbatch"
+check "sh job.sh: the merge after every task" \
+	grep -qF -- "--parsable --partition=cpu --dependency=afterany:101 " "$T/log/sbatch"
+check "sh job.sh: the merge runs ema sweep merge" grep -qF "sweep merge '" "$T/log/sbatch"
+# the two tasks, as Slurm would start them, then the merge
+for i in 1 0; do
+	SLURM_ARRAY_TASK_ID=$i SLURM_ARRAY_TASK_COUNT=2 SLURM_ARRAY_TASK_MIN=0 sh job.sh >"$T/log/out" 2>&1
+	check "task $i: exit 0 ($(tail -1 "$T/log/out"))" [ $? -eq 0 ]
+done
+ema sweep merge sb
+check "the tasks then the merge: the tables of one run" same_file small/sweep.csv sb/sweep.csv
+ema sweep --quiet --no-plots $TINY $SMALL --sbatch job2.sh --out sb
+check "--sbatch on a complete sweep: says so" grep -qF "all 6 points of sb are complete" "$T/log/out"
+check "--sbatch on a complete sweep: no script" [ ! -e job2.sh ]
+ema sweep --quiet --no-plots $TINY $SMALL --sbatch nosuch/job.sh --out sb2
+check "--sbatch nosuch/job.sh: exit 2, before anything" [ "$rc" -eq 2 ]
+check "--sbatch nosuch/job.sh: nothing written" [ ! -e sb2 ]
+
 # ---- merge: mistakes ------------------------------------------------------------------
 
 ema sweep merge

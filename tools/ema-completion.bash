@@ -17,7 +17,7 @@ _ema_options()
 	run) echo "--config -c --set -s --seed --out -o --backend --hw --verify --no-plots --quiet -q --help -h" ;;
 	config) echo "--config -c --set -s --seed --help -h" ;;
 	list) echo "--help -h" ;;
-	sweep) echo "--vary --config -c --set -s --seed --out -o --jobs -j --no-plots --quiet -q --help -h" ;;
+	sweep) echo "--vary --config -c --set -s --seed --out -o --jobs -j --shard --sbatch --tasks --throttle --no-plots --quiet -q --help -h" ;;
 	bench) echo "--quick --trace --backend --hw --csv --help -h" ;;
 	calibrate) echo "--out -o --csv --name --quick --help -h" ;;
 	validate) echo "--config -c --set -s --seed --csv --quiet -q --help -h" ;;
@@ -125,7 +125,7 @@ _ema()
 	fi
 	cmd=${COMP_WORDS[1]}
 	case $prev in
-	-c | --config | --trace | --csv)
+	-c | --config | --trace | --csv | --sbatch)
 		compopt -o filenames 2>/dev/null
 		_ema_reply_lines < <(compgen -f -- "$cur")
 		return
@@ -147,7 +147,7 @@ _ema()
 		_ema_key_value "$ema"
 		return
 		;;
-	--seed | --name | -j | --jobs)
+	--seed | --name | -j | --jobs | --shard | --tasks | --throttle)
 		COMPREPLY=()
 		return
 		;;
@@ -161,6 +161,15 @@ _ema()
 	case $cmd in
 	list) _ema_reply policies models hardware figures ;;
 	config) _ema_reply default ;;
+	sweep)
+		# ema sweep merge DIR
+		if [[ $prev == merge ]]; then
+			compopt -o filenames 2>/dev/null
+			_ema_reply_lines < <(compgen -d -- "$cur")
+		else
+			_ema_reply merge
+		fi
+		;;
 	help) _ema_reply $_ema_commands ;;
 	*) COMPREPLY=() ;;
 	esac
