@@ -774,8 +774,14 @@ static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 		return ema_error_set(err, EMA_ERR_INPUT, "ema sweep: unexpected argument %.200s; "
 				     "expected merge DIR (see 'ema help sweep')", a->args[0]);
 	}
-	if (a->n_vary == 0)
+	if (a->n_vary == 0 && a->max_rate == NULL)
 		return ema_error_set(err, EMA_ERR_INPUT, "sweep: expected at least one --vary KEY=V1,V2,...");
+	if ((a->slo != NULL || a->resolution != NULL) && a->max_rate == NULL)
+		return ema_error_set(err, EMA_ERR_INPUT, "sweep: --slo and --resolution go with "
+				     "--max-rate KEY");
+	if (a->max_rate != NULL && (a->shard != NULL || a->sbatch != NULL))
+		return ema_error_set(err, EMA_ERR_INPUT, "sweep: --max-rate runs on one machine (-j N); "
+				     "it takes no --shard or --sbatch");
 	if ((a->tasks > 0 || a->throttle > 0) && a->sbatch == NULL)
 		return ema_error_set(err, EMA_ERR_INPUT, "sweep: --tasks and --throttle go with "
 				     "--sbatch FILE");
@@ -808,6 +814,13 @@ static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 		rc = ema_sweep_parse_vary(a->vary[i], &s->keys[s->n_keys++], err);
 	if (rc == EMA_OK)
 		rc = ema_sweep_layout(s, err);
+	if (rc == EMA_OK && a->max_rate != NULL) {
+		rc = ema_capacity_exec(r, a, a->jobs > 0 ? a->jobs : default_jobs(), err);
+		ema_sweep_free(s);
+		free(s);
+		free(r);
+		return rc;
+	}
 	if (rc == EMA_OK)
 		rc = plan_points(r, err);
 	if (rc == EMA_OK && a->sbatch != NULL) {
@@ -903,6 +916,9 @@ static const struct ema_cli_optuse sweep_options[] = {
 	{ EMA_OPT_SBATCH, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_TASKS, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_THROTTLE, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_MAX_RATE, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_SLO, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_RESOLUTION, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_NO_PLOTS, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_QUIET, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_HELP, NULL, NULL, EMA_VALUE_NONE },
@@ -917,6 +933,8 @@ static const char *const sweep_examples[] = {
 	"ema sweep --vary seed=1,2,3 --vary tenants.0.workload.rate_rps=6,8,10,12 -o /scratch/load "
 	"--sbatch load.sh && sh load.sh --partition=cpu",
 	"ema sweep merge runs/load",
+	"ema sweep --max-rate tenants.0.workload.rate_rps --slo ttft_p90_ms=2000,tpot_p99_ms=200 "
+	"--vary seed=1,2,3 --set policies=static,ema -o runs/cap",
 	NULL,
 };
 
@@ -925,7 +943,8 @@ const struct ema_cli_cmd ema_cmd_sweep = {
 	.summary = "run a scenario over every combination of --vary KEY=V1,V2,...",
 	.usage = "--vary KEY=V1,V2,... [--vary ...] [-c FILE] [-s KEY=VALUE]... [--seed N] "
 		 "[-o DIR] [-j N] [--shard I/N | --sbatch FILE [--tasks N] [--throttle M]] "
-		 "[--no-plots] [-q] | merge DIR [--no-plots] [-q]",
+		 "[--no-plots] [-q] | --max-rate KEY[=LO,HI] --slo METRIC=MAX,... [--resolution R] "
+		 "[--vary ...] [-j N] [-o DIR] | merge DIR [--no-plots] [-q]",
 	.options = sweep_options,
 	.max_args = 2,
 	.description =
@@ -955,7 +974,15 @@ const struct ema_cli_cmd ema_cmd_sweep = {
 		"and a merge job that runs after every task: 'sh FILE' submits both "
 		"(doc/sweeps.md).\n"
 		"'ema sweep merge DIR' builds sweep.csv, sweep_stats.csv and the figures from the "
-		"points that are complete and lists the missing ones.",
+		"points that are complete and lists the missing ones.\n"
+		"A capacity search, --max-rate KEY --slo ttft_p90_ms=2000,tpot_p99_ms=200, finds "
+		"per policy and combination of the --vary values the largest value of KEY at which "
+		"every tenant completes every request within the targets, by bisection to "
+		"--resolution; seeds are repetitions. It writes DIR/capacity.csv (mean, 95% "
+		"interval, min and max over seeds, units in the column names), "
+		"DIR/capacity_seeds.csv and DIR/probes/HASH/, one run folder per probe named by "
+		"its configuration's hash, so that the same command resumes (default DIR "
+		"runs/capacity).",
 	.examples = sweep_examples,
 	.fn = sweep_exec,
 };

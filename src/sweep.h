@@ -63,6 +63,11 @@ int ema_sweep_shard(const char *opt, long *i, long *n, char *from, size_t from_l
 int ema_sweep_sbatch(struct ema_sweep_run *r, const struct ema_cli_args *a,
 		     struct ema_error *err);
 
+/* --max-rate KEY --slo M=V,...: the capacity search of capacity.c, over
+ * the combinations of r->s's keys (none: one), with up to jobs workers. */
+int ema_capacity_exec(struct ema_sweep_run *r, const struct ema_cli_args *a, int jobs,
+		      struct ema_error *err);
+
 /* The value index of every key at point pt. */
 void ema_sweep_point_idx(const struct ema_sweep *s, long pt, int *idx);
 /* "KEY=VALUE" of every key at point pt, into sets[k] (512 bytes each). */
