@@ -699,6 +699,7 @@ const char *const ema_run_file_names[EMA_RUN_FILES] = {
 	[EMA_RUN_TIMELINE] = "timeline.csv",
 	[EMA_RUN_LINKS] = "links.csv",
 	[EMA_RUN_TRANSFERS] = "transfers.csv",
+	[EMA_RUN_RECLAIMS] = "reclaims.csv",
 	[EMA_RUN_CONFIG] = "config.json",
 	[EMA_RUN_JSON] = "run.json",
 };

@@ -571,9 +571,9 @@ static void test_run_files(void)
 	fclose(m);
 	CU_ASSERT_STRING_EQUAL(line,
 		"results: r/ (summary.csv, requests.csv, timeline.csv, links.csv, transfers.csv, "
-		"config.json, run.json, plots/)\n"
+		"reclaims.csv, config.json, run.json, plots/)\n"
 		"results: r/ (summary.csv, requests.csv, timeline.csv, links.csv, transfers.csv, "
-		"config.json, run.json)\n");
+		"reclaims.csv, config.json, run.json)\n");
 	free(line);
 
 	fail_at = EMA_RUN_TIMELINE;
