@@ -80,7 +80,7 @@ const struct ema_cli_optdef ema_cli_options[] = {
 };
 
 const struct ema_cli_cmd *const ema_cli_table[] = {
-	&ema_cmd_run, &ema_cmd_config, &ema_cmd_list, &ema_cmd_sweep, &ema_cmd_bench,
+	&ema_cmd_run, &ema_cmd_config, &ema_cmd_list, &ema_cmd_sweep, &ema_cmd_figures, &ema_cmd_bench,
 	&ema_cmd_calibrate, &ema_cmd_validate, &ema_cmd_version, &ema_cmd_help, NULL,
 };
 

@@ -122,6 +122,7 @@ extern const struct ema_cli_cmd ema_cmd_run;
 extern const struct ema_cli_cmd ema_cmd_config;
 extern const struct ema_cli_cmd ema_cmd_list;
 extern const struct ema_cli_cmd ema_cmd_sweep;
+extern const struct ema_cli_cmd ema_cmd_figures;
 extern const struct ema_cli_cmd ema_cmd_bench;
 extern const struct ema_cli_cmd ema_cmd_calibrate;
 extern const struct ema_cli_cmd ema_cmd_validate;

@@ -68,6 +68,14 @@ int ema_sweep_sbatch(struct ema_sweep_run *r, const struct ema_cli_args *a,
 int ema_capacity_exec(struct ema_sweep_run *r, const struct ema_cli_args *a, int jobs,
 		      struct ema_error *err);
 
+/* The figures of a sweep folder (NULL: none) and of a capacity search's
+ * folder (NULL: none) into out (made when missing): tables, gnuplot
+ * specs, PDF and PNG, render.sh (figures.c). A sweep without a numeric
+ * key besides the seed draws no load figure and says why on stderr.
+ * *drawn: the figures drawn (0 without gnuplot). */
+int ema_figures_draw(const char *sweep_dir, const char *cap_dir, const char *out, bool quiet,
+		     int *drawn, struct ema_error *err);
+
 /* The value index of every key at point pt. */
 void ema_sweep_point_idx(const struct ema_sweep *s, long pt, int *idx);
 /* "KEY=VALUE" of every key at point pt, into sets[k] (512 bytes each). */

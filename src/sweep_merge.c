@@ -442,24 +442,16 @@ int ema_sweep_merge(const struct ema_sweep *s, bool plots, bool quiet, long *mis
 		rc = write_whole(s, "sweep.csv", NULL, NULL, buf, len, err);
 	if (rc == EMA_OK && s->seed_key >= 0)
 		rc = write_whole(s, "sweep_stats.csv", write_stats, &m, NULL, 0, err);
-	/* load curves against the swept value: one numeric key besides the
-	 * seed (with seeds, from sweep_stats.csv) */
-	if (rc == EMA_OK && plots && s->n_keys - (s->seed_key >= 0) == 1) {
-		int x = s->seed_key == 0 ? 1 : 0;
-		bool numeric = true;
+	/* the figures, from the points (ema figures DIR) */
+	if (rc == EMA_OK && plots) {
+		char fdir[EMA_PATH_MAX + 16];
+		int drawn = 0;
 
-		for (int v = 0; v < s->keys[x].n && numeric; v++) {
-			char *end;
-
-			strtod(s->keys[x].values[v], &end);
-			numeric = *end == '\0';
-		}
-		if (numeric) {
-			int rendered = 0;
-
-			rc = ema_plots_render_sweep(s->dir, EMA_GNUPLOT, s->keys[x].name,
-						    s->seed_key >= 0, &rendered, err);
-		}
+		snprintf(fdir, sizeof fdir, "%s/figures", s->dir);
+		rc = ema_figures_draw(s->dir, NULL, fdir, quiet, &drawn, err);
+		if (rc == EMA_OK && drawn == 0 && EMA_GNUPLOT[0] == '\0' && !quiet)
+			fprintf(stderr, "ema: gnuplot not found: figures skipped (tables and scripts are "
+				"in %s)\n", fdir);
 	}
 	if (rc == EMA_OK && n_missing > 0) {
 		long shown = 0;
@@ -486,7 +478,6 @@ int ema_sweep_merge(const struct ema_sweep *s, bool plots, bool quiet, long *mis
 		fprintf(stderr, "ema: the sweep's own command runs the missing points (and only "
 			"them)\n");
 	}
-	(void)quiet;
 	if (missing != NULL)
 		*missing = n_missing;
 	for (size_t i = 0; i < m.n_texts; i++)

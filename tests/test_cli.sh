@@ -100,7 +100,7 @@ check "list nothing_like_this: exit 2" [ "$rc" -eq 2 ]
 
 # ---- the command line: help, options, man page, completion --------------
 
-COMMANDS="run config list sweep bench calibrate validate version help"
+COMMANDS="run config list sweep figures bench calibrate validate version help"
 # same_output NAME ARGS...: `ema ARGS` exits 0 with the stdout of the
 # last `ema` call ($T/log/out saved as $T/log/want), nothing on stderr.
 same_output() {
@@ -680,7 +680,7 @@ check "sweep seeds: stats header" \
 rows=$(($(wc -l <sw/sweep_stats.csv) - 1))
 check "sweep seeds: one stats row per policy and tenant (got $rows)" [ "$rows" -eq 4 ]
 check "sweep seeds: 3 seeds each" [ "$(cut -d, -f3 sw/sweep_stats.csv | sort -u | head -1)" = 3 ]
-check "sweep seeds: no load curve against the seed" [ -z "$(ls sw | grep '^sweep_.*png$')" ]
+check "sweep seeds: no load curve against the seed" [ ! -e sw/figures/throughput.png ]
 # the mean, sd, geometric mean and the t(0.975, 2) = 4.302653 interval on
 # the log scale, from sweep.csv by hand
 tput=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "throughput_tok_s") c = i; next }
@@ -696,25 +696,7 @@ check "sweep seeds: static t0 throughput mean, sd, gmean, interval by hand ($tpu
 check "sweep seeds: the interval is above zero and around the geometric mean" \
 	awk -v b="$stats" 'BEGIN { split(b, y, " "); exit !(y[4] > 0 && y[4] < y[3] && y[3] < y[5]) }'
 rm -rf sw
-# one numeric key: load curves of throughput, TTFT p50 and TPOT p50
-if command -v gnuplot >/dev/null 2>&1; then
-	ema sweep --quiet $SHORT --set policies=static --vary tenants.0.workload.rate_rps=6,10 --out sw
-	check "sweep figures: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
-	for m in throughput_tok_s ttft_p50_ms tpot_p50_ms; do
-		check "sweep figure $m.png" [ -s "sw/sweep_$m.png" ]
-		check "sweep figure $m.pdf" [ -s "sw/sweep_$m.pdf" ]
-	done
-	rm -rf sw
-	# with seeds (two keys): the means and their intervals against the
-	# other key; two keys without a seed draw nothing
-	ema sweep --quiet $SHORT --set policies=static --vary seed=1,2 \
-		--vary tenants.0.workload.rate_rps=6,10 --out sw
-	check "sweep figures with seeds: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
-	for m in throughput_tok_s ttft_p50_ms tpot_p50_ms; do
-		check "sweep figure with seeds $m.png" [ -s "sw/sweep_$m.png" ]
-	done
-	rm -rf sw
-fi
+# the figures of a sweep: tests/test_sweep.sh
 # a bad value fails before anything runs, naming the --set it came from
 ema sweep --quiet $SHORT --vary tenants.0.workload.rate_rps=6,-1 --out sw
 check "sweep bad value: exit 2 (got $rc)" [ "$rc" -eq 2 ]

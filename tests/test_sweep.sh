@@ -362,6 +362,45 @@ for bad in "--max-rate tenants.0.workload.rate_rps" \
 	check "$bad: nothing written" [ ! -e badcap ]
 done
 
+# ---- figures -------------------------------------------------------------------------
+
+if command -v gnuplot >/dev/null 2>&1; then
+	# a load sweep over seeds: the full set, each figure naming its scenario
+	ema sweep --quiet $TINY --set policies=static,ideal,ema --vary seed=1,2 \
+		--vary tenants.0.workload.rate_rps=8,12,16 --out fig
+	check "figures: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+	for f in throughput pct_of_ideal ttft tpot lender_slowdown memory; do
+		check "figures: $f.pdf and $f.png" [ -s "fig/figures/$f.pdf" ] && [ -s "fig/figures/$f.png" ]
+	done
+	check "figures: every spec names the scenario" \
+		[ -z "$(grep -L 'scenario default' fig/figures/*.spec.gp)" ]
+	check "figures: units in every axis label" \
+		[ -z "$(grep -hE '^(ylab|xlab) = ' fig/figures/*.spec.gp | grep -v '(')" ]
+	check "figures: no interval below zero" \
+		awk -F, 'NR > 1 && ($7 <= 0 || $7 > $6 || $8 < $6) { bad = 1 } END { exit bad }' fig/figures/ttft.csv
+	check "figures: borrowers and lenders apart" \
+		[ "$(cut -d, -f1,2 fig/figures/throughput.csv | sort -u | tr '\n' ' ')" = "t0,borrower t1,lender tenant,role " ]
+	check "figures: render.sh redraws them" sh -c 'cd fig/figures && sh render.sh >/dev/null 2>&1'
+	# README example 1: two keys, one numeric: a set of figures per value
+	ema sweep --quiet $TINY --set policies=static,ema --vary tenants.0.workload.rate_rps=8,12 \
+		--vary policy.borrow_rule=always,throughput --out ex1
+	check "two keys: figures per borrow_rule value" \
+		[ -s ex1/figures/throughput_always.png ] && [ -s ex1/figures/throughput_throughput.png ]
+	check "two keys: each titled with its value" grep -qF "policy.borrow_rule=throughput" ex1/figures/throughput_throughput.spec.gp
+	# seeds alone: nothing to draw against, and it says why
+	ema sweep $TINY --set policies=static --vary seed=1,2 --out seeds
+	check "seeds only: says why there is no load figure" grep -qF "no numeric key besides the seed" "$T/log/err"
+	# the capacity bars, with a sweep's figures or alone
+	ema figures fig cap -o figcap
+	check "ema figures SWEEP CAPACITY: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+	check "ema figures: the capacity bars" [ -s figcap/capacity.png ] && [ -s figcap/capacity.pdf ]
+	check "ema figures: the capacity figure names the SLO" grep -qF "ttft_p90_ms<=2000" figcap/capacity.spec.gp
+fi
+ema figures
+check "figures without DIR: exit 2" [ "$rc" -eq 2 ]
+ema figures ref/point-000
+check "figures of a run folder: exit 2" [ "$rc" -eq 2 ]
+
 # ---- merge: mistakes ------------------------------------------------------------------
 
 ema sweep merge

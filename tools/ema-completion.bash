@@ -8,7 +8,7 @@
 # the bash-completion package.
 # shellcheck shell=bash
 
-_ema_commands="run config list sweep bench calibrate validate version help"
+_ema_commands="run config list sweep figures bench calibrate validate version help"
 
 # _ema_options CMD: the options CMD takes.
 _ema_options()
@@ -18,6 +18,7 @@ _ema_options()
 	config) echo "--config -c --set -s --seed --help -h" ;;
 	list) echo "--help -h" ;;
 	sweep) echo "--vary --config -c --set -s --seed --out -o --jobs -j --shard --sbatch --tasks --throttle --max-rate --slo --resolution --no-plots --quiet -q --help -h" ;;
+	figures) echo "--out -o --quiet -q --help -h" ;;
 	bench) echo "--quick --trace --backend --hw --csv --help -h" ;;
 	calibrate) echo "--out -o --csv --name --quick --help -h" ;;
 	validate) echo "--config -c --set -s --seed --csv --quiet -q --help -h" ;;
@@ -161,6 +162,10 @@ _ema()
 	case $cmd in
 	list) _ema_reply policies models hardware figures ;;
 	config) _ema_reply default ;;
+	figures)
+		compopt -o filenames 2>/dev/null
+		_ema_reply_lines < <(compgen -d -- "$cur")
+		;;
 	sweep)
 		# ema sweep merge DIR
 		if [[ $prev == merge ]]; then
