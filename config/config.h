@@ -113,4 +113,9 @@ int ema_model_names(const char *const **names);
  * type, range, built-in default, unit and help, from the key tables. */
 int ema_config_write_reference(FILE *out, struct ema_error *err);
 
+/* The unit of a key path ("requests/s" for tenants.0.workload.rate_rps;
+ * "" for a key without one), NULL when the path names no key of the
+ * tables (policy.NAME.KEY knobs included: NULL). */
+const char *ema_config_key_unit(const char *path);
+
 #endif

@@ -327,3 +327,39 @@ int ema_config_write_reference(FILE *out, struct ema_error *err)
 		return ema_error_set(err, EMA_ERR_IO, "key reference: write failed");
 	return EMA_OK;
 }
+
+/* The unit of a key path as the tables give it (tenants.0.workload.rate_rps:
+ * "requests/s"): for axis labels and column names of results. Array
+ * indices are skipped; hardware.KEY and model.KEY look in their tables. */
+const char *ema_config_key_unit(const char *path)
+{
+	const struct ema_config_key *tbl = ema_config_top_keys;
+	const char *p = path;
+
+	while (tbl != NULL && *p != '\0') {
+		size_t n = strcspn(p, ".");
+		const struct ema_config_key *k = NULL;
+
+		if (n > 0 && strspn(p, "0123456789") == n) {
+			p += n + (p[n] == '.');
+			continue;
+		}
+		for (const struct ema_config_key *q = tbl; q->key != NULL; q++)
+			if (strlen(q->key) == n && strncmp(q->key, p, n) == 0)
+				k = q;
+		if (k == NULL)
+			return NULL;
+		p += n + (p[n] == '.');
+		if (*p == '\0')
+			return k->unit;
+		if (k->type == EMA_CFG_OBJ || k->type == EMA_CFG_ARRAY)
+			tbl = k->sub;
+		else if (k->type == EMA_CFG_HW)
+			tbl = ema_config_hw_keys;
+		else if (k->type == EMA_CFG_MODEL)
+			tbl = ema_config_model_keys;
+		else
+			return NULL;
+	}
+	return NULL;
+}

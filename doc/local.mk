@@ -2,7 +2,7 @@
 # in the distribution. doc/keys.md is listed in config/local.mk, beside the
 # program that generates it.
 EXTRA_DIST += doc/README.md doc/install.md doc/cli.md doc/configuration.md \
-	doc/outputs.md doc/design.md doc/model.md doc/policies.md \
+	doc/outputs.md doc/sweeps.md doc/design.md doc/model.md doc/policies.md \
 	doc/hardware.md doc/tuning.md doc/limitations.md doc/reference-figures.md \
 	results/README.md results/h200x2/README.md results/published/README.md \
 	results/published/borrow-rule-throughput.md \

@@ -1,7 +1,8 @@
 # plots/local.mk: the figures of a run. The gnuplot scripts are compiled
 # into ema (tools/embed.sh), so a run writes them beside its CSV files and
 # renders them without an installed copy.
-PLOTS_GP = plots/throughput.gp plots/latency_cdf.gp plots/memory.gp plots/sweep.gp
+PLOTS_GP = plots/throughput.gp plots/latency_cdf.gp plots/memory.gp \
+	plots/style.gp plots/load.gp plots/cdf.gp plots/capacity.gp
 
 libema_plots_a_CPPFLAGS = $(PLOTS_CPPFLAGS)
 libema_plots_a_SOURCES = plots/plots.c plots/plots.h
@@ -20,7 +21,9 @@ plots/plots_gp.c: $(PLOTS_GP) $(top_srcdir)/tools/embed.sh
 	$(AM_V_GEN)$(MKDIR_P) plots && \
 	$(SHELL) $(top_srcdir)/tools/embed.sh ema_plots_scripts \
 		$(srcdir)/plots/throughput.gp $(srcdir)/plots/latency_cdf.gp \
-		$(srcdir)/plots/memory.gp $(srcdir)/plots/sweep.gp > $@.tmp && mv $@.tmp $@
+		$(srcdir)/plots/memory.gp $(srcdir)/plots/style.gp \
+		$(srcdir)/plots/load.gp $(srcdir)/plots/cdf.gp $(srcdir)/plots/capacity.gp \
+		> $@.tmp && mv $@.tmp $@
 
 if HAVE_CUNIT
 check_PROGRAMS += tests/test_plots

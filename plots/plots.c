@@ -55,6 +55,8 @@ struct plots_policies {
 	char **names;
 	size_t n, cap;
 	char *joined;
+	char scenario[128];  /* config.json's name, "" when unknown */
+	char gpumap[2048];   /* "GPU:TENANT ...", from summary.csv */
 };
 
 static void plots_policies_free(struct plots_policies *pl)
@@ -237,6 +239,88 @@ out:
 	return rc;
 }
 
+/* The scenario's name: config.json's first key (ema writes it so), or "". */
+static void plots_read_scenario(const char *run_dir, char *out, size_t n)
+{
+	char path[PLOTS_PATH_MAX], line[512];
+	FILE *f;
+
+	out[0] = '\0';
+	if (snprintf(path, sizeof path, "%s/config.json", run_dir) >= (int)sizeof path)
+		return;
+	f = fopen(path, "r");
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof line, f) != NULL) {
+		char *p = strstr(line, "\"name\": \"");
+
+		if (p != NULL) {
+			p += 9;
+			p[strcspn(p, "\"")] = '\0';
+			if (plots_name_ok(p))
+				snprintf(out, n, "%s", p);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+/* "GPU:TENANT ..." from summary.csv's tenant and gpu columns, each pair
+ * once, for the titles that name a GPU's tenant. */
+static void plots_read_gpumap(const char *path, char *out, size_t n)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	int ct = -1, cg = -1;
+	long lineno = 0;
+	FILE *f = fopen(path, "r");
+
+	out[0] = '\0';
+	if (f == NULL)
+		return;
+	while (getline(&line, &cap, f) >= 0) {
+		char t[128], g[32], pair[200];
+
+		plots_chomp(line);
+		if (++lineno == 1) {
+			char *p = line;
+
+			for (int i = 0; p != NULL; i++) {
+				size_t l = strcspn(p, ",");
+
+				if (l == 6 && strncmp(p, "tenant", 6) == 0)
+					ct = i;
+				if (l == 3 && strncmp(p, "gpu", 3) == 0)
+					cg = i;
+				p = p[l] == ',' ? p + l + 1 : NULL;
+			}
+			if (ct < 0 || cg < 0)
+				break;
+			continue;
+		}
+		{
+			char copy[1024];
+			char *ft, *fg;
+
+			snprintf(copy, sizeof copy, "%s", line);
+			ft = plots_field(copy, ct);
+			if (ft == NULL)
+				continue;
+			snprintf(t, sizeof t, "%.127s", ft);
+			snprintf(copy, sizeof copy, "%s", line);
+			fg = plots_field(copy, cg);
+			if (fg == NULL || !plots_name_ok(t) || !plots_name_ok(fg))
+				continue;
+			snprintf(g, sizeof g, "%.31s", fg);
+		}
+		snprintf(pair, sizeof pair, "%s:%s", g, t);
+		if (strstr(out, pair) == NULL && strlen(out) + strlen(pair) + 2 < n)
+			snprintf(out + strlen(out), n - strlen(out), "%s%s", out[0] ? " " : "", pair);
+	}
+	free(line);
+	fclose(f);
+}
+
 /* Written under a temporary name and renamed, so that a crash never leaves
  * a half-written script that looks complete. */
 static int plots_write_file(const char *path, const char *data, size_t len,
@@ -304,10 +388,12 @@ static int plots_write_render_sh(const char *plots_dir,
 		"gp=${1:-${EMA_GNUPLOT:-gnuplot}}\n"
 		"# Policies in the order they ran, so that colours match across figures.\n"
 		"policies='%s'\n"
-		"for fmt in pdf png; do\n", pl->joined);
+		"scenario='%s'\n"
+		"gpus='%s'\n"
+		"for fmt in pdf png; do\n", pl->joined, pl->scenario, pl->gpumap);
 	for (size_t i = 0; i < PLOTS_NFIGURES; i++)
-		fprintf(m, "\t\"$gp\" -d -c %s.gp ../%s %s.$fmt \"$policies\"\n",
-			plots_figures[i].name, plots_figures[i].input,
+		fprintf(m, "\t\"$gp\" -d -c %s.gp ../%s %s.$fmt \"$policies\" \"$scenario\" "
+			"\"$gpus\"\n", plots_figures[i].name, plots_figures[i].input,
 			plots_figures[i].name);
 	fprintf(m, "done\n");
 	if (fclose(m) != 0) {
@@ -425,7 +511,7 @@ static int plots_render_one(const char *run_dir, const char *plots_dir,
 	char script[PLOTS_PATH_MAX], input[PLOTS_PATH_MAX];
 	char part[PLOTS_PATH_MAX], final[PLOTS_PATH_MAX];
 	char name[128], tail[300];
-	char *argv[8];
+	char *argv[10];
 	struct stat st;
 	int rc;
 
@@ -449,11 +535,14 @@ static int plots_render_one(const char *run_dir, const char *plots_dir,
 	argv[4] = input;
 	argv[5] = part;
 	argv[6] = pl->joined;
-	argv[7] = NULL;
+	argv[7] = (char *)pl->scenario;
+	argv[8] = (char *)pl->gpumap;
+	argv[9] = NULL;
 	/* the command as it re-renders from the run folder: the folder is
 	 * still a temporary one here, named by the process id */
-	dprintf(logfd, "== %s.%s: gnuplot -d -c plots/%s.gp %s plots/%s.%s '%s'\n", fig->name,
-		fmt, fig->name, fig->input, fig->name, fmt, pl->joined);
+	dprintf(logfd, "== %s.%s: gnuplot -d -c plots/%s.gp %s plots/%s.%s '%s' '%s' '%s'\n",
+		fig->name, fmt, fig->name, fig->input, fig->name, fmt, pl->joined, pl->scenario,
+		pl->gpumap);
 	rc = plots_spawn(gnuplot, argv, logfd, err);
 	if (rc < 0) {
 		char why[EMA_ERROR_MSG_MAX];
@@ -501,6 +590,8 @@ int ema_plots_render(const char *run_dir, const char *gnuplot, int *rendered,
 	rc = plots_read_policies(path, &pl, err);
 	if (rc < 0)
 		goto out;
+	plots_read_gpumap(path, pl.gpumap, sizeof pl.gpumap);
+	plots_read_scenario(run_dir, pl.scenario, sizeof pl.scenario);
 	/* Checked before anything is written, so that a folder missing a
 	 * CSV file is reported as such rather than as a gnuplot failure. */
 	for (size_t i = 0; i < PLOTS_NFIGURES; i++) {
@@ -540,6 +631,19 @@ int ema_plots_render(const char *run_dir, const char *gnuplot, int *rendered,
 		if (rc < 0)
 			goto out;
 	}
+	{
+		const struct ema_embedded *e = ema_embedded_find(ema_plots_scripts, "style.gp");
+
+		if (e == NULL) {
+			rc = ema_error_set(err, EMA_ERR_INTERNAL, "script style.gp is not built into ema");
+			goto out;
+		}
+		rc = plots_path(path, plots_dir, NULL, "style.gp", err);
+		if (rc == 0)
+			rc = plots_write_file(path, e->data, e->len, 0666, err);
+		if (rc < 0)
+			goto out;
+	}
 	rc = plots_write_render_sh(plots_dir, &pl, err);
 	if (rc < 0)
 		goto out;
@@ -574,77 +678,59 @@ out:
 	return rc;
 }
 
-int ema_plots_render_sweep(const char *dir, const char *gnuplot, const char *key, bool ci,
-			   int *rendered, struct ema_error *err)
+int ema_plots_draw(const char *dir, const char *gnuplot, const char *script, const char *arg1,
+		   const char *out_base, const char *const *extra, struct ema_error *err)
 {
-	static const char *const metrics[][2] = {
-		{ "throughput_tok_s", "throughput (tokens/s)" },
-		{ "ttft_p50_ms", "TTFT p50 (ms)" },
-		{ "tpot_p50_ms", "TPOT p50 (ms)" },
-	};
-	const struct ema_embedded *e = ema_embedded_find(ema_plots_scripts, "sweep.gp");
-	char script[PLOTS_PATH_MAX], input[PLOTS_PATH_MAX], logpath[PLOTS_PATH_MAX];
-	int logfd = -1, rc;
+	static const char *const own[] = { "style.gp", NULL };
+	char path[PLOTS_PATH_MAX], logpath[PLOTS_PATH_MAX];
+	int logfd, rc = 0;
 
-	if (rendered != NULL)
-		*rendered = 0;
-	if (e == NULL)
-		return ema_error_set(err, EMA_ERR_INTERNAL, "script sweep.gp is not built into ema");
-	rc = plots_path(script, dir, NULL, "sweep.gp", err);
-	if (rc == 0)
-		rc = plots_path(input, dir, NULL, ci ? "sweep_stats.csv" : "sweep.csv", err);
-	if (rc == 0)
-		rc = plots_path(logpath, dir, NULL, "gnuplot.log", err);
-	if (rc == 0)
-		rc = plots_write_file(script, e->data, e->len, 0666, err);
+	for (int i = 0; i < 2 && rc == 0; i++) {
+		const char *name = i == 0 ? own[0] : script;
+		const struct ema_embedded *e = ema_embedded_find(ema_plots_scripts, name);
+
+		if (e == NULL)
+			return ema_error_set(err, EMA_ERR_INTERNAL, "script %s is not built into ema", name);
+		rc = plots_path(path, dir, NULL, name, err);
+		if (rc == 0)
+			rc = plots_write_file(path, e->data, e->len, 0666, err);
+	}
 	if (rc < 0 || gnuplot == NULL || gnuplot[0] == '\0')
 		return rc;
-	logfd = open(logpath, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
+	rc = plots_path(logpath, dir, NULL, "gnuplot.log", err);
+	if (rc < 0)
+		return rc;
+	logfd = open(logpath, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
 	if (logfd < 0)
-		return ema_error_set(err, EMA_ERR_IO, "%s: cannot create: %s", logpath,
-				     strerror(errno));
-	for (size_t m = 0; m < sizeof metrics / sizeof metrics[0] && rc == 0; m++) {
-		for (size_t f = 0; f < sizeof plots_formats / sizeof plots_formats[0]; f++) {
-			char part[PLOTS_PATH_MAX], final[PLOTS_PATH_MAX], name[128], tail[300];
-			char *argv[11];
+		return ema_error_set(err, EMA_ERR_IO, "%s: cannot create: %s", logpath, strerror(errno));
+	plots_path(path, dir, NULL, script, err);
+	for (size_t f = 0; f < sizeof plots_formats / sizeof plots_formats[0] && rc == 0; f++) {
+		char part[PLOTS_PATH_MAX], final[PLOTS_PATH_MAX], tail[300];
+		const char *argv[16];
+		int n = 0;
 
-			snprintf(name, sizeof name, "sweep_%s.part.%s", metrics[m][0], plots_formats[f]);
-			rc = plots_path(part, dir, NULL, name, err);
-			snprintf(name, sizeof name, "sweep_%s.%s", metrics[m][0], plots_formats[f]);
-			if (rc == 0)
-				rc = plots_path(final, dir, NULL, name, err);
-			if (rc < 0)
-				break;
-			argv[0] = (char *)gnuplot;
-			argv[1] = (char *)"-d";
-			argv[2] = (char *)"-c";
-			argv[3] = script;
-			argv[4] = input;
-			argv[5] = part;
-			argv[6] = (char *)key;
-			argv[7] = (char *)metrics[m][0];
-			argv[8] = (char *)metrics[m][1];
-			argv[9] = ci ? (char *)"ci" : NULL;
-			argv[10] = NULL;
-			dprintf(logfd, "== %s\n", name);
-			rc = plots_spawn(gnuplot, argv, logfd, err);
-			if (rc > 0) {
-				plots_log_tail(logfd, tail, sizeof tail);
-				unlink(part);
-				rc = ema_error_set(err, EMA_ERR_IO,
-						   "sweep figure %s: gnuplot exited with status %d (%s); see %s",
-						   name, rc, tail, logpath);
-			}
-			if (rc < 0)
-				break;
-			if (rename(part, final) < 0) {
-				rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot rename to %s: %s",
-						   part, final, strerror(errno));
-				break;
-			}
+		snprintf(part, sizeof part, "%s.part.%s", out_base, plots_formats[f]);
+		snprintf(final, sizeof final, "%s.%s", out_base, plots_formats[f]);
+		argv[n++] = gnuplot;
+		argv[n++] = "-d";
+		argv[n++] = "-c";
+		argv[n++] = path;
+		argv[n++] = arg1;
+		argv[n++] = part;
+		for (int i = 0; extra != NULL && extra[i] != NULL && n < 15; i++)
+			argv[n++] = extra[i];
+		argv[n] = NULL;
+		dprintf(logfd, "== %s\n", final);
+		rc = plots_spawn(gnuplot, (char *const *)argv, logfd, err);
+		if (rc > 0) {
+			plots_log_tail(logfd, tail, sizeof tail);
+			unlink(part);
+			rc = ema_error_set(err, EMA_ERR_IO, "figure %s: gnuplot exited with status %d (%s); "
+					   "see %s", final, rc, tail, logpath);
+		} else if (rc == 0 && rename(part, final) < 0) {
+			rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot rename to %s: %s", part, final,
+					   strerror(errno));
 		}
-		if (rc == 0 && rendered != NULL)
-			(*rendered)++;
 	}
 	close(logfd);
 	return rc;

@@ -27,14 +27,15 @@
 int ema_plots_render(const char *run_dir, const char *gnuplot, int *rendered,
 		     struct ema_error *err);
 
-/* The figures of a sweep folder (`ema sweep --out DIR`): DIR/sweep.gp, and
- * unless gnuplot is NULL or "", DIR/sweep_METRIC.pdf and .png for the
- * throughput, TTFT p50 and TPOT p50 of every (policy, tenant) against the
- * swept column `key` (numeric), log in DIR/gnuplot.log. With ci, from
- * DIR/sweep_stats.csv: the mean over seeds with its 95% interval as error
- * bars; else from DIR/sweep.csv. *rendered as for ema_plots_render. */
-int ema_plots_render_sweep(const char *dir, const char *gnuplot, const char *key, bool ci,
-			   int *rendered, struct ema_error *err);
+/* One figure drawn by an embedded script, for the figures of a sweep
+ * (`ema figures`): writes DIR/SCRIPT and DIR/style.gp, then, unless
+ * gnuplot is NULL or "", runs `gnuplot -d -c DIR/SCRIPT ARG1 OUT.EXT
+ * EXTRA...` for EXT pdf and png, each drawn to OUT.part.EXT and renamed
+ * when complete, gnuplot's output appended to DIR/gnuplot.log. out_base
+ * is the output path without its extension. EMA_ERR_IO with gnuplot's
+ * last line when it fails. */
+int ema_plots_draw(const char *dir, const char *gnuplot, const char *script, const char *arg1,
+		   const char *out_base, const char *const *extra, struct ema_error *err);
 
 /* Sets *names to the figure names ("throughput", ...), a NULL-terminated
  * static list, and returns how many there are. */

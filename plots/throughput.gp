@@ -2,19 +2,24 @@
 # policy, from an ema run's summary.csv, so that policies can be compared
 # tenant by tenant.
 #
-# Usage: gnuplot -d -c throughput.gp summary.csv OUT.pdf|OUT.png ["POLICY ..."]
+# Usage: gnuplot -d -c throughput.gp summary.csv OUT.pdf|OUT.png ["POLICY ..."] [SCENARIO]
 # The optional third argument lists the policies (space-separated) in the
-# order ema ran them; ema passes it so that every figure of a run gives a
-# policy the same colour. Without it the policies are read from the data.
+# order ema ran them; without it the policies are read from the data. A
+# policy's colour is its own (style.gp, beside this script), the same in
+# every figure. SCENARIO is named in the title.
 # Columns are addressed by name: later versions of ema may append columns.
 
 if (ARGC < 2) {
-	print "usage: gnuplot -d -c throughput.gp summary.csv OUT.pdf|OUT.png [\"POLICY ...\"]"
+	print "usage: gnuplot -d -c throughput.gp summary.csv OUT.pdf|OUT.png [\"POLICY ...\"] [SCENARIO]"
 	exit status 2
 }
 in = ARG1
 out = ARG2
 ext = strlen(out) >= 4 ? out[strlen(out) - 3:] : ""
+style_dir = ARG0
+while (strlen(style_dir) > 0 && style_dir[strlen(style_dir):strlen(style_dir)] ne "/") { style_dir = style_dir[1:strlen(style_dir) - 1] }
+load style_dir . "style.gp"
+scenario = ARGC >= 4 ? ARG4 : ""
 
 set datafile separator comma
 set datafile columnheaders
@@ -26,7 +31,7 @@ set terminal unknown
 add(l, w) = (strstrt(" " . l . " ", " " . w . " ") > 0) ? l : (l eq "" ? w : l . " " . w)
 idx(l, w, i) = i > words(l) ? 0 : (word(l, i) eq w ? i : idx(l, w, i + 1))
 policies = ""
-do for [a = 3:ARGC] { policies = policies . (policies eq "" ? "" : " ") . ARGV[a] }
+if (ARGC >= 3) { policies = ARG3 }
 tenants = ""
 set table $scratch
 if (policies eq "") {
@@ -41,9 +46,6 @@ if (np == 0 || nt == 0) {
 	exit status 2
 }
 
-# Okabe-Ito colours: distinguishable with common colour-vision deficiencies.
-array palette[8] = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442"]
-colour(i) = palette[(i - 1) % 8 + 1]
 
 if (ext eq ".pdf") {
 	set terminal pdfcairo noenhanced color size (14 + 2.5 * nt) cm, 10 cm font "Sans,10"
@@ -63,7 +65,7 @@ bw = group / np
 xpos(t, p) = idx(tenants, t, 1) - group / 2 + (p - 0.5) * bw
 mine(p) = strcol("policy") eq word(policies, p)
 
-set title "Output throughput per tenant"
+set title "Output throughput per tenant" . (scenario ne "" ? ", scenario " . scenario : "")
 set ylabel "throughput (tokens/s)"
 set xlabel "tenant"
 set xrange [0.4 : nt + 0.6]
@@ -81,6 +83,6 @@ set key outside right top vertical Left reverse title "policy"
 set format y "%.0f"
 
 plot for [p = 1:np] in using (mine(p) ? xpos(strcol("tenant"), p) : NaN):"throughput_tok_s" \
-		with boxes lc rgb colour(p) title word(policies, p), \
+		with boxes lc rgb pcolour(word(policies, p), p) title word(policies, p), \
 	for [p = 1:np] in using (mine(p) ? xpos(strcol("tenant"), p) : NaN):"throughput_tok_s":(sprintf("%.0f", column("throughput_tok_s"))) \
 		with labels offset 0, 0.7 font ",8" notitle

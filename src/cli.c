@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "backends.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -45,6 +46,32 @@ const struct ema_cli_optdef ema_cli_options[] = {
 	{ EMA_OPT_VARY, "vary", "KEY=V1,V2,...", EMA_VALUE_KEY,
 	  "one key and its values; one point per combination of the values of every --vary "
 	  "(at most 8 keys, 64 values each)" },
+	{ EMA_OPT_JOBS, "jobs", "N", EMA_VALUE_OTHER,
+	  "runs up to N points at once, one process each (default: the number of cores this "
+	  "process may use); the results do not depend on N" },
+	{ EMA_OPT_SHARD, "shard", "I/N", EMA_VALUE_OTHER,
+	  "runs only every N-th point starting at point I (0 <= I < N), and does not merge; "
+	  "default from SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT and SLURM_ARRAY_TASK_MIN "
+	  "when they are set, else 0/1 (every point)" },
+	{ EMA_OPT_SBATCH, "sbatch", "FILE", EMA_VALUE_FILE,
+	  "runs no sweep but a trial of its first and last points, and writes FILE: a Slurm "
+	  "array job of the sweep's shards with time and memory per task estimated from the "
+	  "trial, and a merge job after it ('sh FILE' submits both)" },
+	{ EMA_OPT_TASKS, "tasks", "N", EMA_VALUE_OTHER,
+	  "--sbatch: the array's tasks, one shard each (default: one per point, at most 1000)" },
+	{ EMA_OPT_THROTTLE, "throttle", "M", EMA_VALUE_OTHER,
+	  "--sbatch: at most M tasks running at once, Slurm's array throttle 0-(N-1)%M "
+	  "(default: N, at most 50)" },
+	{ EMA_OPT_MAX_RATE, "max-rate", "KEY", EMA_VALUE_KEY,
+	  "finds, per policy, the largest value of the rate KEY whose run meets every --slo "
+	  "target, by bisection, for every combination of the --vary values (seeds are "
+	  "repetitions); KEY=LO,HI gives the bracket to start from" },
+	{ EMA_OPT_SLO, "slo", "METRIC=MAX,...", EMA_VALUE_OTHER,
+	  "--max-rate: the targets every tenant must meet, summary.csv columns with their upper "
+	  "bounds (ttft_p90_ms=2000,tpot_p99_ms=200); every request must also complete" },
+	{ EMA_OPT_RESOLUTION, "resolution", "R", EMA_VALUE_OTHER,
+	  "--max-rate: bisection stops when the rate met and the rate missed are within R (in "
+	  "the key's unit) or R% of the rate met (default 2%)" },
 	{ EMA_OPT_MAN, "man", NULL, EMA_VALUE_NONE,
 	  "prints the whole manual as a man page (roff), the text of doc/ema.1: "
 	  "'ema help --man | man -l -'" },
@@ -53,7 +80,7 @@ const struct ema_cli_optdef ema_cli_options[] = {
 };
 
 const struct ema_cli_cmd *const ema_cli_table[] = {
-	&ema_cmd_run, &ema_cmd_config, &ema_cmd_list, &ema_cmd_sweep, &ema_cmd_bench,
+	&ema_cmd_run, &ema_cmd_config, &ema_cmd_list, &ema_cmd_sweep, &ema_cmd_figures, &ema_cmd_bench,
 	&ema_cmd_calibrate, &ema_cmd_validate, &ema_cmd_version, &ema_cmd_help, NULL,
 };
 
@@ -259,6 +286,49 @@ int ema_cli_parse(const struct ema_cli_cmd *cmd, int argc, char **argv,
 		case EMA_OPT_MAN:
 			a->man = true;
 			break;
+		case EMA_OPT_SHARD:
+			a->shard = v;
+			break;
+		case EMA_OPT_SBATCH:
+			a->sbatch = v;
+			break;
+		case EMA_OPT_MAX_RATE:
+			a->max_rate = v;
+			break;
+		case EMA_OPT_SLO:
+			a->slo = v;
+			break;
+		case EMA_OPT_RESOLUTION:
+			a->resolution = v;
+			break;
+		case EMA_OPT_TASKS:
+		case EMA_OPT_THROTTLE: {
+			char *end;
+			long num;
+
+			errno = 0;
+			num = strtol(v, &end, 10);
+			if (end == v || *end != '\0' || errno != 0 || num < 1 || num > 100000)
+				return usage_error(err, cmd, "--%s %.100s: expected a number from 1 to "
+						   "100000", c == EMA_OPT_TASKS ? "tasks" : "throttle", v);
+			if (c == EMA_OPT_TASKS)
+				a->tasks = (int)num;
+			else
+				a->throttle = (int)num;
+			break;
+		}
+		case EMA_OPT_JOBS: {
+			char *end;
+			long jobs;
+
+			errno = 0;
+			jobs = strtol(v, &end, 10);
+			if (end == v || *end != '\0' || errno != 0 || jobs < 1 || jobs > 1024)
+				return usage_error(err, cmd, "--jobs %.100s: expected a number of "
+						   "processes from 1 to 1024", v);
+			a->jobs = (int)jobs;
+			break;
+		}
 		default:
 			return ema_error_set(err, EMA_ERR_INTERNAL, "ema %s: option %d not handled",
 					     cmd->name, c);
@@ -545,9 +615,10 @@ void ema_cli_print_man(FILE *out)
 	fputs(".SH EXIT STATUS\n", out);
 	roff(out, cli_exit_text + strlen("exit status: "));
 	fputs("\n.SH FILES\n", out);
-	roff(out, "runs/NAME/: the run folder of 'ema run' without --out; runs/sweep/ that of "
-		  "'ema sweep'. A folder being written is NAME.tmp-PID; a leftover of a killed "
-		  "process is removed by the next run aimed at the same name.");
+	roff(out, "runs/NAME/: the run folder of 'ema run' without --out; runs/sweep-ID/ that of "
+		  "'ema sweep' (ID from the sweep's configuration: the same command resumes it). A "
+		  "folder being written is NAME.tmp-PID; a leftover of a killed process is removed by "
+		  "the next run aimed at the same name.");
 	fputs("\n.SH SEE ALSO\n", out);
 	roff(out, "doc/cli.md (this reference with the details) and README.md (configuration, "
 		  "outputs, the model) in the source; gnuplot(1).");

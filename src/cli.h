@@ -18,6 +18,7 @@ enum ema_cli_opt {
 	EMA_OPT_NONE = 0,
 	EMA_OPT_CONFIG = 'c',
 	EMA_OPT_HELP = 'h',
+	EMA_OPT_JOBS = 'j',
 	EMA_OPT_OUT = 'o',
 	EMA_OPT_QUIET = 'q',
 	EMA_OPT_SET = 's',
@@ -31,7 +32,14 @@ enum ema_cli_opt {
 	EMA_OPT_TRACE,
 	EMA_OPT_NAME,
 	EMA_OPT_VARY,
-	EMA_OPT_MAN
+	EMA_OPT_MAN,
+	EMA_OPT_SHARD,
+	EMA_OPT_SBATCH,
+	EMA_OPT_TASKS,
+	EMA_OPT_THROTTLE,
+	EMA_OPT_MAX_RATE,
+	EMA_OPT_SLO,
+	EMA_OPT_RESOLUTION
 };
 
 /* What a value of the option is, for the completion and the man page. */
@@ -80,6 +88,11 @@ struct ema_cli_args {
 	const char *out, *csv, *trace, *name;
 	enum ema_backend backend;
 	bool verify, plots, quiet, quick, man;
+	int jobs;                /* -j N; 0: the number of cores */
+	/* sweep: --shard I/N, --sbatch FILE (--tasks, --throttle; 0: default),
+	 * --max-rate KEY, --slo M=V,..., --resolution R */
+	const char *shard, *sbatch, *max_rate, *slo, *resolution;
+	int tasks, throttle;
 	/* words that are not options (`ema list WHAT`) */
 	const char *args[EMA_CLI_MAX_ARGS];
 	int n_args;
@@ -109,6 +122,7 @@ extern const struct ema_cli_cmd ema_cmd_run;
 extern const struct ema_cli_cmd ema_cmd_config;
 extern const struct ema_cli_cmd ema_cmd_list;
 extern const struct ema_cli_cmd ema_cmd_sweep;
+extern const struct ema_cli_cmd ema_cmd_figures;
 extern const struct ema_cli_cmd ema_cmd_bench;
 extern const struct ema_cli_cmd ema_cmd_calibrate;
 extern const struct ema_cli_cmd ema_cmd_validate;

@@ -1,7 +1,8 @@
 # src/local.mk: the command line: experiments, outputs, subcommands.
 libema_src_a_CPPFLAGS = $(SRC_CPPFLAGS)
 libema_src_a_SOURCES = src/experiment.c src/experiment.h src/bench.c \
-	src/validate.c src/sweep.c src/outdir.c src/outdir.h \
+	src/validate.c src/sweep.c src/sweep.h src/sweep_merge.c src/sweep_slurm.c src/capacity.c src/figures.c src/cmd_figures.c src/sha256.c src/sha256.h \
+	src/outdir.c src/outdir.h \
 	src/cli.c src/cli.h src/cmd_run.c src/cmd_config.c src/cmd_list.c src/cmd_calibrate.c \
 	src/backends.c src/backends.h
 
@@ -17,13 +18,21 @@ install-data-local:
 uninstall-local:
 	rm -f '$(DESTDIR)$(bashcompletiondir)/ema'
 
+# A 200-point sweep with -j 2, killed with kill -9 half-way and resumed,
+# against -j 1: too long for make check (doc/sweeps.md).
+sweep-demo: ema$(EXEEXT)
+	$(SHELL) $(srcdir)/tools/sweep-demo.sh ./ema$(EXEEXT)
+.PHONY: sweep-demo
+EXTRA_DIST += tools/sweep-demo.sh
+
 bench: ema$(EXEEXT)
 	./ema$(EXEEXT) bench --trace $(abs_top_srcdir)/../shared/traces/AzureLLMInferenceTrace_conv.csv
 .PHONY: bench
 
 if HAVE_CUNIT
-check_PROGRAMS += tests/test_experiment tests/test_outdir tests/test_cli_table
-TESTS += tests/test_experiment tests/test_outdir tests/test_cli_table tests/test_cli.sh
+check_PROGRAMS += tests/test_experiment tests/test_outdir tests/test_cli_table tests/test_sweep
+TESTS += tests/test_experiment tests/test_outdir tests/test_cli_table tests/test_cli.sh \
+	tests/test_sweep tests/test_sweep.sh tests/test_slurm.sh
 tests_test_experiment_SOURCES = tests/test_experiment.c tests/test_main.h
 tests_test_experiment_CFLAGS = $(TEST_CFLAGS)
 tests_test_experiment_LDADD = $(TEST_LIBS)
@@ -33,7 +42,10 @@ tests_test_outdir_LDADD = $(TEST_LIBS)
 tests_test_cli_table_SOURCES = tests/test_cli_table.c tests/test_main.h
 tests_test_cli_table_CFLAGS = $(TEST_CFLAGS)
 tests_test_cli_table_LDADD = $(TEST_LIBS)
+tests_test_sweep_SOURCES = tests/test_sweep.c tests/test_main.h
+tests_test_sweep_CFLAGS = $(TEST_CFLAGS)
+tests_test_sweep_LDADD = $(TEST_LIBS)
 endif
-EXTRA_DIST += tests/test_cli.sh tests/data/cli/one_request.json tests/data/cli/trace_ok.csv \
+EXTRA_DIST += tests/test_cli.sh tests/test_sweep.sh tests/test_slurm.sh tests/data/cli/one_request.json tests/data/cli/trace_ok.csv \
 	tests/data/cli/trace_bad_row.csv tests/data/cli/trace_backwards.csv \
 	tests/data/cli/trace_empty.csv

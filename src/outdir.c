@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- removing a tree with system calls only ----------------------------- */
@@ -107,7 +108,11 @@ static struct {
 	char name[NAME_MAX + 1];
 } cleanup_slot[CLEANUP_SLOTS];
 static volatile sig_atomic_t cleanup_used[CLEANUP_SLOTS];
-static int cleanup_count;
+/* Worker processes (a sweep's points) that the signal is passed on to, so
+ * that each removes its own unfinished point before it dies. */
+#define CLEANUP_CHILDREN 256
+static volatile pid_t cleanup_child[CLEANUP_CHILDREN];
+static int cleanup_count; /* registered folders and children */
 static pid_t cleanup_owner;
 static struct sigaction cleanup_prev[CLEANUP_NSIGS];
 static bool cleanup_caught[CLEANUP_NSIGS];
@@ -134,6 +139,9 @@ static void cleanup_on_signal(int sig)
 				/* nothing to do about it in a handler */
 			}
 		}
+		for (int i = 0; i < CLEANUP_CHILDREN; i++)
+			if (cleanup_child[i] > 0)
+				kill(cleanup_child[i], sig);
 	}
 	while (k < CLEANUP_NSIGS - 1 && cleanup_sigs[k] != sig)
 		k++;
@@ -253,6 +261,60 @@ void ema_cleanup_drop(int slot)
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
+int ema_cleanup_add_child(pid_t pid)
+{
+	sigset_t old;
+	int slot = -1;
+
+	cleanup_block(&old);
+	for (int i = 0; i < CLEANUP_CHILDREN && slot < 0; i++)
+		if (cleanup_child[i] <= 0)
+			slot = i;
+	if (slot >= 0) {
+		cleanup_child[slot] = pid;
+		if (cleanup_count++ == 0)
+			cleanup_install();
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return slot;
+}
+
+void ema_cleanup_drop_child(pid_t pid)
+{
+	sigset_t old;
+
+	cleanup_block(&old);
+	for (int i = 0; i < CLEANUP_CHILDREN; i++)
+		if (cleanup_child[i] == pid && pid > 0) {
+			cleanup_child[i] = 0;
+			if (--cleanup_count == 0)
+				cleanup_uninstall();
+		}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+void ema_cleanup_forked(void)
+{
+	sigset_t old;
+
+	/* the parent's folders and workers are the parent's: forget them
+	 * without removing anything, and keep the parent's handler from
+	 * acting here (a signal now kills this process as it would have
+	 * without ema's handler) */
+	cleanup_block(&old);
+	for (int i = 0; i < CLEANUP_SLOTS; i++)
+		if (cleanup_used[i]) {
+			cleanup_used[i] = 0;
+			close(cleanup_slot[i].dirfd);
+		}
+	for (int i = 0; i < CLEANUP_CHILDREN; i++)
+		cleanup_child[i] = 0;
+	if (cleanup_count > 0)
+		cleanup_uninstall();
+	cleanup_count = 0;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 /* ---- names ---------------------------------------------------------------- */
 
 /* The PID of a leftover name BASE.tmp-PID, or -1 when name is not one. A
@@ -317,6 +379,32 @@ static int errno_code(int e)
 	       e == EEXIST || e == ENAMETOOLONG || e == ELOOP ? EMA_ERR_INPUT : EMA_ERR_IO;
 }
 
+/* Whether a process writes: it exists (EPERM: another user's) and is not
+ * a zombie. A worker killed with its sweep stays a zombie until it is
+ * reaped, and kill(pid, 0) still finds it; it writes nothing any more. */
+static bool pid_alive(pid_t pid)
+{
+	char path[64], buf[512];
+	const char *paren;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) != 0 && errno != EPERM)
+		return false;
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true; /* no /proc: trust kill */
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	/* "PID (NAME) STATE ...": NAME may hold parentheses, the last one ends it */
+	paren = strrchr(buf, ')');
+	return paren == NULL || paren[1] != ' ' || (paren[2] != 'Z' && paren[2] != 'X');
+}
+
 /* ---- checks ----------------------------------------------------------------- */
 
 int ema_out_check_parent(const char *opt, const char *path, struct ema_error *err)
@@ -367,7 +455,7 @@ int ema_out_clean_leftovers(const char *path, long *live, struct ema_error *err)
 		/* our own PID on an existing name: a process of an earlier
 		 * container or boot, never this one (it has not made it yet);
 		 * EPERM: alive, another user's */
-		if (pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) {
+		if (pid != (long)getpid() && pid_alive((pid_t)pid)) {
 			if (live != NULL)
 				*live = pid;
 			continue;
@@ -486,6 +574,45 @@ int ema_outdir_reserve_sub(struct ema_outdir *od, const struct ema_outdir *paren
 	return make_tmp(od, "--out", err);
 }
 
+int ema_outdir_reserve_part(struct ema_outdir *od, const char *dir, const char *name,
+			    struct ema_error *err)
+{
+	struct stat st;
+	long live = 0;
+	int n, rc;
+
+	memset(od, 0, sizeof *od);
+	od->slot = -1;
+	od->exact = true;
+	n = snprintf(od->path, sizeof od->path, "%s/%s", dir, name);
+	if (n < 0 || (size_t)n >= sizeof od->path)
+		return ema_error_set(err, EMA_ERR_INPUT, "%s/%s: name too long", dir, name);
+	snprintf(od->shown, sizeof od->shown, "%s", od->path);
+	/* a writer killed a moment ago (kill -9 of a whole sweep) may still be
+	 * dying: give it 2 s before calling it another live writer */
+	for (int i = 0; i < 20; i++) {
+		struct timespec ts = { 0, 100000000 };
+
+		rc = ema_out_clean_leftovers(od->path, &live, err);
+		if (rc != EMA_OK)
+			return rc;
+		if (live == 0)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	if (lstat(od->path, &st) == 0)
+		return ema_error_set(err, EMA_ERR_INPUT, "%s: already exists", od->shown);
+	if (live != 0)
+		return ema_error_set(err, EMA_ERR_INPUT,
+				     "%s: %s.tmp-%ld is being written by process %ld (another ema on "
+				     "the same folder?)", od->shown, od->path, live, live);
+	rc = make_tmp(od, "output", err);
+	if (rc != EMA_OK)
+		return rc;
+	od->slot = ema_cleanup_add(od->tmp);
+	return EMA_OK;
+}
+
 /* rename that fails with EEXIST rather than replace an empty folder
  * (plain rename(2) replaces one). */
 static int rename_noreplace(const char *from, const char *to)
@@ -510,6 +637,19 @@ int ema_outdir_commit(struct ema_outdir *od, struct ema_error *err)
 {
 	char alt[EMA_PATH_MAX];
 	int rc = rename_noreplace(od->tmp, od->path);
+
+	/* a part of a folder that stays keeps its name or fails: a sweep
+	 * point under another name would not be found */
+	if (rc != 0 && od->exact) {
+		int e = errno;
+
+		ema_outdir_abort(od);
+		if (e == EEXIST || e == ENOTEMPTY)
+			return ema_error_set(err, EMA_ERR_IO, "%s: appeared while this process wrote "
+					     "it (another ema on the same folder?)", od->shown);
+		return ema_error_set(err, EMA_ERR_IO, "%s: cannot rename %s to it: %s", od->shown,
+				     od->tmp, strerror(e));
+	}
 
 	/* taken during the run by something that is not ema (another ema
 	 * would have seen the reservation): keep the results nearby */
@@ -559,6 +699,7 @@ const char *const ema_run_file_names[EMA_RUN_FILES] = {
 	[EMA_RUN_TIMELINE] = "timeline.csv",
 	[EMA_RUN_LINKS] = "links.csv",
 	[EMA_RUN_TRANSFERS] = "transfers.csv",
+	[EMA_RUN_RECLAIMS] = "reclaims.csv",
 	[EMA_RUN_CONFIG] = "config.json",
 	[EMA_RUN_JSON] = "run.json",
 };

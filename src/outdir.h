@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "ema_error.h"
@@ -20,6 +21,7 @@ struct ema_outdir {
 	char tmp[EMA_PATH_MAX + 32];  /* where it is written: PATH.tmp-PID */
 	int slot;                     /* in the list removed on a signal, or -1 */
 	bool made_parent;             /* runs/ was created for it: removed again if empty */
+	bool exact;                   /* commit under path or fail, never PATH-2 */
 };
 
 /* Reserves the output folder of a command before it runs: out (the user's
@@ -37,6 +39,15 @@ int ema_outdir_reserve(struct ema_outdir *od, const char *opt, const char *out,
  * PARENT.tmp/NAME.tmp-PID, the parent's registration covering it. */
 int ema_outdir_reserve_sub(struct ema_outdir *od, const struct ema_outdir *parent,
 			   const char *name, struct ema_error *err);
+
+/* Reserves DIR/NAME inside a folder that stays (a point of a sweep,
+ * DIR/point-NNN): removes leftovers DIR/NAME.tmp-PID of dead processes
+ * (with a note), refuses (EMA_ERR_INPUT) when DIR/NAME exists or a live
+ * process is writing it, creates DIR/NAME.tmp-PID (this process's PID) and
+ * registers it for removal on SIGINT, SIGTERM and SIGHUP. Its commit
+ * renames it to DIR/NAME or fails: never DIR/NAME-2. */
+int ema_outdir_reserve_part(struct ema_outdir *od, const char *dir, const char *name,
+			    struct ema_error *err);
 
 /* Renames od->tmp to od->path, never over an existing folder. When the
  * name was taken meanwhile (not by ema, which sees the reservation), the
@@ -57,6 +68,7 @@ enum ema_run_file {
 	EMA_RUN_TIMELINE,
 	EMA_RUN_LINKS,
 	EMA_RUN_TRANSFERS,
+	EMA_RUN_RECLAIMS,
 	EMA_RUN_CONFIG,
 	EMA_RUN_JSON,
 	EMA_RUN_FILES
@@ -122,6 +134,15 @@ int ema_out_clean_leftovers(const char *path, long *live, struct ema_error *err)
 int ema_cleanup_add(const char *path);
 /* Unregisters a slot (after the rename, or after removing it). */
 void ema_cleanup_drop(int slot);
+/* Registers a worker process: SIGINT, SIGTERM and SIGHUP received here are
+ * passed on to it (it removes its own unfinished output) before this
+ * process dies of the signal. Returns -1 when the list is full. */
+int ema_cleanup_add_child(pid_t pid);
+void ema_cleanup_drop_child(pid_t pid);
+/* In a process just forked: forgets the parent's registrations (folders
+ * and workers) without removing anything, so that the child's own start
+ * afresh and a signal here never removes the parent's folders. */
+void ema_cleanup_forked(void);
 
 /* Finishes a file written through stdio by a writer that returned rc
  * (EMA_ERR_IO when it saw ferror): flushes and closes f. Any failure is

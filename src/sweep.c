@@ -1,188 +1,76 @@
-/* sweep.c: `ema sweep --vary KEY=V1,V2,... [--vary ...] [--config FILE]
- * [--set KEY=VALUE ...] [--out DIR] [--no-plots] [--quiet]`. Every point of
+/* sweep.c: `ema sweep --vary KEY=V1,V2,... [--vary ...]`: every point of
  * the cartesian product of the --vary lists runs like `ema run` with those
  * values added as --set overrides (so every error is the same as
- * `ema run`'s), in DIR/point-NNN/, and DIR/sweep.csv gathers the summary
- * rows of all points with one leading column per swept key. Swept seeds
- * are repetitions: DIR/sweep_stats.csv then gives, per combination of the
- * other keys and per (policy, tenant), the mean, standard deviation and
- * 95% confidence interval of the main metrics over the seeds. Like a run,
- * the folder appears complete or not at all. */
+ * `ema run`'s), into DIR/point-NNN/, and DIR/sweep.csv gathers the summary
+ * rows of all points with one leading column per swept key.
+ *
+ * A sweep of thousands of points outlives processes, so the sweep folder
+ * is not written whole like a run folder: it is made once, with its
+ * manifest (sweep.json: the keys and the hash of every point's effective
+ * configuration), and each point appears in it by one rename when
+ * complete. Running the same command again skips the complete points and
+ * redoes the others; a command whose points would have another
+ * configuration is refused rather than mixed with the old points. The
+ * folder's sweep.csv and sweep_stats.csv are built from the complete
+ * points (sweep_merge.c). */
+#define _GNU_SOURCE /* sched_getaffinity */
+#include "sweep.h"
+
 #include <errno.h>
-#include <gsl/gsl_cdf.h>
-#include <math.h>
-#include <stdbool.h>
-#include <stdio.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
-#include "cli.h"
+#include <cjson/cJSON.h>
+
 #include "ema_build.h"
 #include "experiment.h"
-#include "plots.h"
+#include "readfile.h"
+#include "wallclock.h"
 
-#define SWEEP_MAX_KEYS EMA_CLI_MAX_VARY
-#define SWEEP_MAX_VALUES 64
-#define SWEEP_MAX_SETS EMA_CLI_MAX_SETS
-#define SWEEP_MAX_POINTS 4096
+/* ---- the plan ---------------------------------------------------------------- */
 
-struct sweep_key {
-	char name[256];
-	int n;
-	char values[SWEEP_MAX_VALUES][128];
-};
-
-/* The metrics sweep_stats.csv summarises over seeds. */
-#define SWEEP_N_STATS 5
-static const char *const stat_names[SWEEP_N_STATS] = {
-	"throughput_tok_s", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms",
-};
-
-/* One (point, policy, tenant) row kept for the statistics. */
-struct sweep_row {
-	int idx[SWEEP_MAX_KEYS];
-	char policy[EMA_NAME_MAX];
-	char tenant[EMA_NAME_MAX];
-	double v[SWEEP_N_STATS];
-	bool done;
-};
-
-struct sweep_rows {
-	struct sweep_row *r;
-	size_t n, cap;
-};
-
-static int keep_rows(struct sweep_rows *rows, const struct ema_experiment *x, const int *idx,
-		     int n_keys)
+void ema_sweep_point_idx(const struct ema_sweep *s, long pt, int *idx)
 {
-	for (int i = 0; i < x->n_runs; i++)
-		for (int t = 0; t < x->cfg.n_tenants; t++) {
-			const struct ema_tenant_result *res = &x->runs[i].results[t];
-			struct sweep_row *w;
-
-			if (rows->n == rows->cap) {
-				size_t cap = rows->cap ? 2 * rows->cap : 64;
-				struct sweep_row *r = realloc(rows->r, cap * sizeof *r);
-
-				if (r == NULL)
-					return EMA_ERR_NOMEM;
-				rows->r = r;
-				rows->cap = cap;
-			}
-			w = &rows->r[rows->n++];
-			memset(w, 0, sizeof *w);
-			memcpy(w->idx, idx, (size_t)n_keys * sizeof *idx);
-			snprintf(w->policy, sizeof w->policy, "%s", res->policy);
-			snprintf(w->tenant, sizeof w->tenant, "%s", res->tenant);
-			w->v[0] = res->throughput_tok_s;
-			w->v[1] = res->ttft_ms[0];
-			w->v[2] = res->ttft_ms[2];
-			w->v[3] = res->tpot_ms[0];
-			w->v[4] = res->tpot_ms[2];
-		}
-	return EMA_OK;
-}
-
-static void put_stat(FILE *f, double v)
-{
-	if (isnan(v) || isinf(v))
-		fputs(",", f);
-	else
-		fprintf(f, ",%.6g", v);
-}
-
-/* Writes sweep_stats.csv: rows that differ only in the seed key form one
- * group. The interval is mean +- t(0.975, n - 1) x sd / sqrt(n), with the
- * sample standard deviation; a metric a seed could not measure (no
- * request finished) is left out of that metric's n. */
-static int write_stats(FILE *f, struct sweep_rows *rows, const struct sweep_key *keys,
-		       int n_keys, int seed_key)
-{
-	for (int k = 0; k < n_keys; k++)
-		if (k != seed_key)
-			fprintf(f, "%s,", keys[k].name);
-	fputs("policy,tenant,seeds", f);
-	for (int m = 0; m < SWEEP_N_STATS; m++)
-		fprintf(f, ",%s_mean,%s_sd,%s_ci95_low,%s_ci95_high", stat_names[m],
-			stat_names[m], stat_names[m], stat_names[m]);
-	fputc('\n', f);
-	for (size_t i = 0; i < rows->n; i++) {
-		const struct sweep_row *a = &rows->r[i];
-		int seeds = 0;
-
-		if (a->done)
-			continue;
-		for (int k = 0; k < n_keys; k++) {
-			const char *v = keys[k].values[a->idx[k]];
-
-			if (k == seed_key)
-				continue;
-			fprintf(f, strchr(v, ',') != NULL ? "\"%s\"," : "%s,", v);
-		}
-		fprintf(f, "%s,%s", a->policy, a->tenant);
-		for (size_t j = i; j < rows->n; j++) {
-			struct sweep_row *b = &rows->r[j];
-			bool same = strcmp(a->policy, b->policy) == 0 &&
-				    strcmp(a->tenant, b->tenant) == 0;
-
-			for (int k = 0; k < n_keys && same; k++)
-				same = k == seed_key || a->idx[k] == b->idx[k];
-			if (same) {
-				b->done = true;
-				seeds++;
-			}
-		}
-		fprintf(f, ",%d", seeds);
-		for (int m = 0; m < SWEEP_N_STATS; m++) {
-			double sum = 0, sq = 0, mean, sd = NAN, half = NAN;
-			int n = 0;
-
-			for (size_t j = i; j < rows->n; j++) {
-				const struct sweep_row *b = &rows->r[j];
-				bool same = strcmp(a->policy, b->policy) == 0 &&
-					    strcmp(a->tenant, b->tenant) == 0;
-
-				for (int k = 0; k < n_keys && same; k++)
-					same = k == seed_key || a->idx[k] == b->idx[k];
-				if (same && !isnan(b->v[m])) {
-					sum += b->v[m];
-					n++;
-				}
-			}
-			mean = n > 0 ? sum / n : NAN;
-			for (size_t j = i; j < rows->n && n > 1; j++) {
-				const struct sweep_row *b = &rows->r[j];
-				bool same = strcmp(a->policy, b->policy) == 0 &&
-					    strcmp(a->tenant, b->tenant) == 0;
-
-				for (int k = 0; k < n_keys && same; k++)
-					same = k == seed_key || a->idx[k] == b->idx[k];
-				if (same && !isnan(b->v[m]))
-					sq += (b->v[m] - mean) * (b->v[m] - mean);
-			}
-			if (n > 1) {
-				sd = sqrt(sq / (n - 1));
-				half = gsl_cdf_tdist_Pinv(0.975, n - 1) * sd / sqrt((double)n);
-			}
-			put_stat(f, mean);
-			put_stat(f, sd);
-			put_stat(f, mean - half);
-			put_stat(f, mean + half);
-		}
-		fputc('\n', f);
+	for (int k = s->n_keys - 1; k >= 0; k--) {
+		idx[k] = (int)(pt % s->keys[k].n);
+		pt /= s->keys[k].n;
 	}
-	return ferror(f) ? EMA_ERR_IO : EMA_OK;
 }
 
-static int parse_vary(const char *arg, struct sweep_key *k, struct ema_error *err)
+void ema_sweep_point_sets(const struct ema_sweep *s, long pt, char sets[][512])
+{
+	int idx[EMA_SWEEP_MAX_KEYS];
+
+	ema_sweep_point_idx(s, pt, idx);
+	for (int k = 0; k < s->n_keys; k++)
+		snprintf(sets[k], 512, "%s=%s", s->keys[k].name, s->keys[k].values[idx[k]]);
+}
+
+void ema_sweep_point_name(long pt, char name[32])
+{
+	snprintf(name, 32, "point-%03ld", pt);
+}
+
+int ema_sweep_parse_vary(const char *arg, struct ema_sweep_key *k, struct ema_error *err)
 {
 	const char *eq = strchr(arg, '=');
 	const char *p;
 
 	if (eq == NULL || eq == arg || eq[1] == '\0')
 		return ema_error_set(err, EMA_ERR_INPUT, "--vary %s: expected KEY=V1,V2,...", arg);
+	if ((size_t)(eq - arg) >= sizeof k->name)
+		return ema_error_set(err, EMA_ERR_INPUT, "--vary %.60s...: a key of at most %zu characters",
+				     arg, sizeof k->name - 1);
 	snprintf(k->name, sizeof k->name, "%.*s", (int)(eq - arg), arg);
 	k->n = 0;
 	for (p = eq + 1; *p != '\0';) {
@@ -193,9 +81,9 @@ static int parse_vary(const char *arg, struct sweep_key *k, struct ema_error *er
 			return ema_error_set(err, EMA_ERR_INPUT,
 					     "--vary %s: expected non-empty values of at most %zu characters",
 					     arg, sizeof k->values[0] - 1);
-		if (k->n == SWEEP_MAX_VALUES)
+		if (k->n == EMA_SWEEP_MAX_VALUES)
 			return ema_error_set(err, EMA_ERR_INPUT, "--vary %s: at most %d values",
-					     arg, SWEEP_MAX_VALUES);
+					     arg, EMA_SWEEP_MAX_VALUES);
 		snprintf(k->values[k->n++], sizeof k->values[0], "%.*s", (int)len, p);
 		p += len + (c ? 1 : 0);
 	}
@@ -203,226 +91,815 @@ static int parse_vary(const char *arg, struct sweep_key *k, struct ema_error *er
 		if (*q == ',' || *q == '"' || *q == '\n')
 			return ema_error_set(err, EMA_ERR_INPUT,
 					     "--vary %s: a key cannot hold commas or quotes", arg);
+	/* values travel in sweep.csv (quoted when they hold a comma) and in
+	 * sweep.json; a quote or a line break could not */
+	for (int v = 0; v < k->n; v++)
+		for (const char *q = k->values[v]; *q; q++)
+			if (*q == '"' || *q == '\n' || *q == '\\')
+				return ema_error_set(err, EMA_ERR_INPUT,
+						     "--vary %s: a value cannot hold quotes, "
+						     "backslashes or line breaks", arg);
 	return EMA_OK;
 }
 
-/* Appends a point's summary rows to the sweep CSV, each prefixed with the
- * point's values (and the header once, prefixed with the keys). A value
- * with a comma is quoted. */
-static int append_summary(FILE *out, const struct ema_experiment *x, bool header,
-			  const struct sweep_key *keys, int n_keys, const int *idx, long point)
+int ema_sweep_layout(struct ema_sweep *s, struct ema_error *err)
+{
+	s->n_points = 1;
+	s->seed_key = -1;
+	for (int k = 0; k < s->n_keys; k++) {
+		if (strcmp(s->keys[k].name, "seed") == 0 && s->keys[k].n >= 2)
+			s->seed_key = k;
+		for (int j = 0; j < k; j++)
+			if (strcmp(s->keys[j].name, s->keys[k].name) == 0)
+				return ema_error_set(err, EMA_ERR_INPUT, "--vary %s: the key is "
+						     "varied twice", s->keys[k].name);
+		s->n_points *= s->keys[k].n;
+		if (s->n_points > EMA_SWEEP_MAX_POINTS)
+			return ema_error_set(err, EMA_ERR_INPUT, "sweep: more than %d points",
+					     EMA_SWEEP_MAX_POINTS);
+	}
+	free(s->hash);
+	s->hash = calloc((size_t)s->n_points, sizeof *s->hash);
+	if (s->hash == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	return EMA_OK;
+}
+
+void ema_sweep_compute_id(struct ema_sweep *s)
+{
+	struct ema_sha256 h;
+
+	ema_sha256_init(&h);
+	for (int k = 0; k < s->n_keys; k++) {
+		ema_sha256_update(&h, s->keys[k].name, strlen(s->keys[k].name) + 1);
+		for (int v = 0; v < s->keys[k].n; v++)
+			ema_sha256_update(&h, s->keys[k].values[v], strlen(s->keys[k].values[v]) + 1);
+	}
+	for (long pt = 0; pt < s->n_points; pt++)
+		ema_sha256_update(&h, s->hash[pt], EMA_SHA256_HEX - 1);
+	ema_sha256_hex(&h, s->id);
+}
+
+void ema_sweep_free(struct ema_sweep *s)
+{
+	free(s->hash);
+	s->hash = NULL;
+}
+
+/* ---- the manifest -------------------------------------------------------------- */
+
+static void put_json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+int ema_sweep_write_manifest(const struct ema_sweep *s, FILE *f)
+{
+	char sets[EMA_SWEEP_MAX_KEYS][512];
+
+	fprintf(f, "{\n  \"program\": \"ema\",\n  \"version\": \"%s\",\n  \"scenario\": ",
+		PACKAGE_VERSION);
+	put_json_string(f, s->scenario);
+	fputs(",\n  \"command\": ", f);
+	put_json_string(f, s->command);
+	fprintf(f, ",\n  \"id\": \"%s\",\n  \"keys\": [\n", s->id);
+	for (int k = 0; k < s->n_keys; k++) {
+		fputs("    {\"name\": ", f);
+		put_json_string(f, s->keys[k].name);
+		fputs(", \"values\": [", f);
+		for (int v = 0; v < s->keys[k].n; v++) {
+			if (v > 0)
+				fputs(", ", f);
+			put_json_string(f, s->keys[k].values[v]);
+		}
+		fprintf(f, "]}%s\n", k + 1 < s->n_keys ? "," : "");
+	}
+	fputs("  ],\n  \"points\": [\n", f);
+	for (long pt = 0; pt < s->n_points; pt++) {
+		ema_sweep_point_sets(s, pt, sets);
+		fprintf(f, "    {\"point\": %ld, \"sha256\": \"%s\", \"set\": [", pt, s->hash[pt]);
+		for (int k = 0; k < s->n_keys; k++) {
+			if (k > 0)
+				fputs(", ", f);
+			put_json_string(f, sets[k]);
+		}
+		fprintf(f, "]}%s\n", pt + 1 < s->n_points ? "," : "");
+	}
+	fputs("  ]\n}\n", f);
+	return ferror(f) ? EMA_ERR_IO : EMA_OK;
+}
+
+static const char *json_str(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+int ema_sweep_read_manifest(struct ema_sweep *s, const char *dir, struct ema_error *err)
+{
+	char path[EMA_PATH_MAX + 32];
+	char *text = NULL;
+	size_t len = 0;
+	struct stat st;
+	cJSON *root = NULL;
+	const cJSON *keys, *points, *it;
+	const char *v;
+	int rc;
+
+	snprintf(path, sizeof path, "%s/sweep.json", dir);
+	if (stat(dir, &st) != 0)
+		return ema_error_set(err, EMA_ERR_INPUT, "%s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return ema_error_set(err, EMA_ERR_INPUT, "%s: not a folder, expected a sweep folder", dir);
+	if (stat(path, &st) != 0)
+		return ema_error_set(err, EMA_ERR_INPUT,
+				     "%s: not a sweep folder (no sweep.json: made by an older ema, or "
+				     "by something else)", dir);
+	rc = ema_read_file(path, "a sweep manifest", 0, &text, &len, err);
+	if (rc != EMA_OK)
+		return rc;
+	root = cJSON_ParseWithLength(text, len);
+	free(text);
+	rc = ema_error_set(err, EMA_ERR_INPUT, "%s: expected the manifest ema writes "
+			   "(program, keys, points)", path);
+	if (root == NULL || !cJSON_IsObject(root))
+		goto out;
+	v = json_str(root, "program");
+	keys = cJSON_GetObjectItemCaseSensitive(root, "keys");
+	points = cJSON_GetObjectItemCaseSensitive(root, "points");
+	if (v == NULL || strcmp(v, "ema") != 0 || !cJSON_IsArray(keys) || !cJSON_IsArray(points))
+		goto out;
+	s->n_keys = 0;
+	cJSON_ArrayForEach(it, keys) {
+		const cJSON *vals = cJSON_GetObjectItemCaseSensitive(it, "values"), *x;
+		struct ema_sweep_key *k = &s->keys[s->n_keys];
+
+		v = json_str(it, "name");
+		if (s->n_keys == EMA_SWEEP_MAX_KEYS || v == NULL || strlen(v) >= sizeof k->name ||
+		    !cJSON_IsArray(vals))
+			goto out;
+		snprintf(k->name, sizeof k->name, "%s", v);
+		k->n = 0;
+		cJSON_ArrayForEach(x, vals) {
+			if (!cJSON_IsString(x) || k->n == EMA_SWEEP_MAX_VALUES ||
+			    strlen(x->valuestring) >= sizeof k->values[0])
+				goto out;
+			snprintf(k->values[k->n++], sizeof k->values[0], "%s", x->valuestring);
+		}
+		if (k->n == 0)
+			goto out;
+		s->n_keys++;
+	}
+	if (s->n_keys == 0 || ema_sweep_layout(s, err) != EMA_OK)
+		goto out;
+	if (cJSON_GetArraySize(points) != s->n_points)
+		goto out;
+	{
+		long pt = 0;
+
+		cJSON_ArrayForEach(it, points) {
+			v = json_str(it, "sha256");
+			if (v == NULL || strlen(v) != EMA_SHA256_HEX - 1)
+				goto out;
+			snprintf(s->hash[pt++], EMA_SHA256_HEX, "%s", v);
+		}
+	}
+	v = json_str(root, "scenario");
+	snprintf(s->scenario, sizeof s->scenario, "%s", v ? v : "");
+	v = json_str(root, "command");
+	snprintf(s->command, sizeof s->command, "%s", v ? v : "");
+	snprintf(s->dir, sizeof s->dir, "%s", dir);
+	ema_sweep_compute_id(s);
+	rc = EMA_OK;
+out:
+	cJSON_Delete(root);
+	return rc;
+}
+
+int ema_sweep_point_done(const struct ema_sweep *s, long pt, bool *done, struct ema_error *err)
+{
+	char name[32], path[EMA_PATH_MAX + 64], hash[EMA_SHA256_HEX] = "";
+	struct stat st;
+	FILE *f;
+
+	ema_sweep_point_name(pt, name);
+	snprintf(path, sizeof path, "%s/%s", s->dir, name);
+	*done = false;
+	if (lstat(path, &st) != 0)
+		return EMA_OK;
+	if (!S_ISDIR(st.st_mode))
+		return ema_error_set(err, EMA_ERR_INPUT, "%s: not a point folder (a file?); remove it",
+				     path);
+	snprintf(path, sizeof path, "%s/%s/config.sha256", s->dir, name);
+	f = fopen(path, "r");
+	if (f != NULL) {
+		if (fscanf(f, "%64s", hash) != 1)
+			hash[0] = '\0';
+		fclose(f);
+	}
+	if (strcmp(hash, s->hash[pt]) != 0)
+		return ema_error_set(err, EMA_ERR_INPUT,
+				     "%s/%s: made from another configuration than this sweep's point "
+				     "%ld (config.sha256 %s, expected %.12s...): the folder mixes "
+				     "sweeps; remove that point to redo it", s->dir, name,
+				     pt, hash[0] ? hash : "missing", s->hash[pt]);
+	*done = true;
+	return EMA_OK;
+}
+
+/* ---- running a point --------------------------------------------------------- */
+
+
+/* The effective configuration's hash: that of the config.json a run of
+ * it writes. */
+static int config_hash(const struct ema_config *cfg, char hex[EMA_SHA256_HEX],
+		       struct ema_error *err)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&buf, &len);
-	char *line, *save = NULL;
-	bool first = true;
+	int rc;
 
 	if (m == NULL)
-		return EMA_ERR_NOMEM;
-	ema_experiment_write_summary_csv(x, m);
-	fclose(m);
-	for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
-		if (first) {
-			first = false;
-			if (header) {
-				for (int k = 0; k < n_keys; k++)
-					fprintf(out, "%s,", keys[k].name);
-				fprintf(out, "point,%s\n", line);
-			}
-			continue;
-		}
-		for (int k = 0; k < n_keys; k++) {
-			const char *v = keys[k].values[idx[k]];
-
-			if (strchr(v, ',') != NULL)
-				fprintf(out, "\"%s\",", v);
-			else
-				fprintf(out, "%s,", v);
-		}
-		fprintf(out, "%ld,%s\n", point, line);
-	}
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	rc = ema_config_write_json(cfg, m, err);
+	if (fclose(m) != 0 && rc == EMA_OK)
+		rc = ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	if (rc == EMA_OK)
+		ema_sha256_of(buf, len, hex);
 	free(buf);
-	return ferror(out) ? EMA_ERR_IO : EMA_OK;
+	return rc;
+}
+
+/* Loads every point's configuration, so that a bad value fails at once
+ * with the --set it came from, before anything runs, and hashes it. */
+static int plan_points(struct ema_sweep_run *r, struct ema_error *err)
+{
+	struct ema_sweep *s = r->s;
+	struct ema_config *cfg = malloc(sizeof *cfg);
+	char sets[EMA_SWEEP_MAX_KEYS][512];
+	int rc = EMA_OK;
+
+	if (cfg == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	for (long pt = 0; pt < s->n_points && rc == EMA_OK; pt++) {
+		ema_sweep_point_sets(s, pt, sets);
+		for (int k = 0; k < s->n_keys; k++)
+			r->sets[r->n_sets + k] = sets[k];
+		rc = ema_config_load(cfg, r->config, r->sets, r->n_sets + s->n_keys, err);
+		if (rc == EMA_OK)
+			rc = config_hash(cfg, s->hash[pt], err);
+		if (rc == EMA_OK && pt == 0)
+			snprintf(s->scenario, sizeof s->scenario, "%s", cfg->name);
+	}
+	free(cfg);
+	if (rc == EMA_OK)
+		ema_sweep_compute_id(s);
+	return rc;
+}
+
+/* Runs point pt and writes DIR/point-NNN/ (through DIR/point-NNN.tmp-PID,
+ * renamed when complete, so that a kill at any moment leaves no partial
+ * point). The simulation runs before the folder is reserved: a point
+ * killed while simulating leaves nothing at all. */
+int ema_sweep_run_point(struct ema_sweep_run *r, long pt, struct ema_error *err)
+{
+	struct ema_sweep *s = r->s;
+	char sets[EMA_SWEEP_MAX_KEYS][512], name[32], hash[EMA_SHA256_HEX];
+	char path[EMA_PATH_MAX + 64];
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_outdir pod;
+	size_t clen = 0;
+	FILE *f;
+	int rc;
+
+	if (x == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	ema_sweep_point_sets(s, pt, sets);
+	ema_sweep_point_name(pt, name);
+	for (int k = 0; k < s->n_keys; k++)
+		r->sets[r->n_sets + k] = sets[k];
+	x->quiet = true;
+	clen += (size_t)snprintf(x->command, sizeof x->command, "ema sweep point %ld:", pt);
+	for (int k = 0; k < s->n_keys && clen < sizeof x->command; k++)
+		clen += (size_t)snprintf(x->command + clen, sizeof x->command - clen, " --set %s",
+					 sets[k]);
+	rc = ema_config_load(&x->cfg, r->config, r->sets, r->n_sets + s->n_keys, err);
+	if (rc == EMA_OK)
+		rc = config_hash(&x->cfg, hash, err);
+	if (rc == EMA_OK && strcmp(hash, s->hash[pt]) != 0)
+		rc = ema_error_set(err, EMA_ERR_INPUT, "%s/%s: its configuration changed while the "
+				   "sweep ran (a file it reads was edited?)", s->dir, name);
+	if (rc == EMA_OK)
+		rc = ema_experiment_run(x, err);
+	if (rc == EMA_OK)
+		rc = ema_outdir_reserve_part(&pod, s->dir, name, err);
+	if (rc == EMA_OK) {
+		/* the hash first: a point without it is never complete */
+		snprintf(path, sizeof path, "%s/config.sha256", pod.tmp);
+		f = fopen(path, "w");
+		if (f == NULL) {
+			rc = ema_error_set(err, EMA_ERR_IO, "%s/config.sha256: cannot write: %s",
+					   pod.shown, strerror(errno));
+		} else {
+			errno = 0;
+			fprintf(f, "%s  config.json\n", hash);
+			snprintf(path, sizeof path, "%s/config.sha256", pod.shown);
+			rc = ema_file_close(f, EMA_OK, path, err);
+		}
+		if (rc == EMA_OK)
+			rc = ema_experiment_write(x, &pod, r->plots, err);
+		else
+			ema_outdir_abort(&pod);
+	}
+	ema_experiment_free(x);
+	free(x);
+	return rc;
+}
+
+/* ---- the pool -------------------------------------------------------------------- */
+
+/* The cores this process may run on (a Slurm task's or a container's
+ * share, not the machine's). */
+static int default_jobs(void)
+{
+	long n;
+#ifdef CPU_COUNT
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+#endif
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)(n < 1024 ? n : 1024) : 1;
+}
+
+static void progress(const struct ema_sweep *s, long pt, long done, long n, int running,
+		     double secs)
+{
+	char sets[EMA_SWEEP_MAX_KEYS][512];
+
+	ema_sweep_point_sets(s, pt, sets);
+	fprintf(stderr, "ema: sweep: %ld/%ld done, point-%03ld (%.1f s", done, n, pt, secs);
+	if (running > 0)
+		fprintf(stderr, ", %d running", running);
+	fputs("):", stderr);
+	for (int k = 0; k < s->n_keys; k++)
+		fprintf(stderr, " %s", sets[k]);
+	fputc('\n', stderr);
+}
+
+/* A worker: one point, in a process of its own, which dies with the
+ * sweep (a parent killed with kill -9 takes its workers along, instead of
+ * leaving them to write into a folder that the next run will use). */
+static _Noreturn void worker(struct ema_sweep_run *r, long pt, pid_t parent)
+{
+	struct ema_error err = {0};
+	int rc;
+
+	ema_cleanup_forked();
+#ifdef PR_SET_PDEATHSIG
+	/* SIGTERM, not SIGKILL: the worker removes its unfinished point */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+#endif
+	if (getppid() != parent)
+		_exit(1);
+	rc = ema_sweep_run_point(r, pt, &err);
+	if (rc != EMA_OK)
+		fprintf(stderr, "ema: %s\n", err.msg[0] ? err.msg : ema_status_str(rc));
+	fflush(NULL);
+	_exit(ema_status_exit(rc));
+}
+
+/* Runs the points todo[0..n-1]: in this process with one job, else in up
+ * to `jobs` worker processes at once. The first failure stops new points
+ * from starting; the running ones finish (their points are whole). */
+static int run_points(struct ema_sweep_run *r, const long *todo, long n, int jobs, bool quiet,
+		      long *ran, struct ema_error *err)
+{
+	struct { pid_t pid; long pt; double t0; } *w;
+	const struct ema_sweep *s = r->s;
+	pid_t parent = getpid();
+	int running = 0, rc = EMA_OK;
+	long next = 0;
+
+	*ran = 0;
+	if (jobs <= 1 || n <= 1) {
+		for (long i = 0; i < n && rc == EMA_OK; i++) {
+			double t0 = ema_wall_now();
+
+			rc = ema_sweep_run_point(r, todo[i], err);
+			if (rc == EMA_OK) {
+				(*ran)++;
+				if (!quiet)
+					progress(s, todo[i], *ran, n, 0, ema_wall_now() - t0);
+			}
+		}
+		return rc;
+	}
+	w = calloc((size_t)jobs, sizeof *w);
+	if (w == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	while (running > 0 || (next < n && rc == EMA_OK)) {
+		int status, i;
+		pid_t pid;
+
+		while (rc == EMA_OK && next < n && running < jobs) {
+			fflush(NULL); /* or the workers would write it again */
+			pid = fork();
+			if (pid < 0) {
+				rc = ema_error_set(err, EMA_ERR_IO, "sweep: cannot start a worker "
+						   "process: %s", strerror(errno));
+				break;
+			}
+			if (pid == 0)
+				worker(r, todo[next], parent);
+			ema_cleanup_add_child(pid);
+			w[running].pid = pid;
+			w[running].pt = todo[next++];
+			w[running].t0 = ema_wall_now();
+			running++;
+		}
+		if (running == 0)
+			break;
+		pid = waitpid(-1, &status, 0);
+		if (pid < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = ema_error_set(err, EMA_ERR_INTERNAL, "sweep: waitpid: %s", strerror(errno));
+			break;
+		}
+		for (i = 0; i < running && w[i].pid != pid; i++)
+			;
+		if (i == running)
+			continue; /* not a worker */
+		ema_cleanup_drop_child(pid);
+		{
+			long pt = w[i].pt;
+			double t0 = w[i].t0;
+
+			w[i] = w[--running];
+			if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+				(*ran)++;
+				if (!quiet)
+					progress(s, pt, *ran, n, running, ema_wall_now() - t0);
+			} else if (rc == EMA_OK) {
+				char why[64];
+
+				if (WIFSIGNALED(status))
+					snprintf(why, sizeof why, "killed by signal %d", WTERMSIG(status));
+				else
+					snprintf(why, sizeof why, "exit status %d", WEXITSTATUS(status));
+				rc = ema_error_set(err, WIFEXITED(status) && WEXITSTATUS(status) == 2 ?
+						   EMA_ERR_INPUT : EMA_ERR_IO,
+						   "sweep %s: point-%03ld failed (%s%s); no new point was "
+						   "started", s->dir, pt, why,
+						   WIFEXITED(status) ? ", its message is above" : "");
+			}
+		}
+	}
+	free(w);
+	return rc;
+}
+
+/* ---- the sweep folder ---------------------------------------------------------- */
+
+static bool same_keys(const struct ema_sweep *a, const struct ema_sweep *b)
+{
+	if (a->n_keys != b->n_keys)
+		return false;
+	for (int k = 0; k < a->n_keys; k++) {
+		if (strcmp(a->keys[k].name, b->keys[k].name) != 0 || a->keys[k].n != b->keys[k].n)
+			return false;
+		for (int v = 0; v < a->keys[k].n; v++)
+			if (strcmp(a->keys[k].values[v], b->keys[k].values[v]) != 0)
+				return false;
+	}
+	return true;
+}
+
+/* The folder exists: it must be this very sweep. */
+static int check_existing(const struct ema_sweep *s, const char *opt, struct ema_error *err)
+{
+	struct ema_sweep *old = calloc(1, sizeof *old);
+	char sets[EMA_SWEEP_MAX_KEYS][512], list[1024] = "";
+	int rc;
+
+	if (old == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	rc = ema_sweep_read_manifest(old, s->dir, err);
+	if (rc != EMA_OK) {
+		char why[EMA_ERROR_MSG_MAX];
+
+		snprintf(why, sizeof why, "%s", err->msg);
+		rc = ema_error_set(err, rc, "%s %s: already exists and cannot be resumed (%s); choose "
+				   "another, nothing was run", opt, s->dir, why);
+	} else if (!same_keys(s, old)) {
+		for (int k = 0; k < old->n_keys; k++) {
+			size_t l = strlen(list);
+
+			snprintf(list + l, sizeof list - l, "%s--vary %s=%s%s", k ? " " : "",
+				 old->keys[k].name, old->keys[k].values[0],
+				 old->keys[k].n > 1 ? ",..." : "");
+		}
+		rc = ema_error_set(err, EMA_ERR_INPUT, "%s %s: holds another sweep (%s); choose another "
+				   "--out, nothing was run", opt, s->dir, list);
+	} else {
+		for (long pt = 0; pt < s->n_points; pt++)
+			if (strcmp(s->hash[pt], old->hash[pt]) != 0) {
+				size_t l = 0;
+
+				ema_sweep_point_sets(s, pt, sets);
+				for (int k = 0; k < s->n_keys; k++)
+					l += (size_t)snprintf(list + l, sizeof list - l, " --set %s",
+							      sets[k]);
+				rc = ema_error_set(err, EMA_ERR_INPUT,
+						   "%s %s: the sweep's configuration changed since the folder "
+						   "was made (point %ld,%s, now hashes to %.12s..., was "
+						   "%.12s...: the scenario, a --set or a default differs); "
+						   "nothing was run: use another --out, or remove %s to start "
+						   "again", opt, s->dir, pt, list, s->hash[pt], old->hash[pt],
+						   s->dir);
+				break;
+			}
+	}
+	ema_sweep_free(old);
+	free(old);
+	return rc;
+}
+
+/* Makes the sweep folder with its manifest, or finds the same sweep there.
+ * The folder appears by one rename with sweep.json inside, so that shards
+ * starting together agree on one folder and none sees it half made. */
+static int open_folder(struct ema_sweep *s, const char *out, struct ema_error *err)
+{
+	const char *opt = out != NULL ? "--out" : "output folder";
+	bool made_runs = false;
+	int rc = EMA_OK;
+
+	if (out != NULL) {
+		size_t n = strlen(out);
+
+		if (n == 0)
+			return ema_error_set(err, EMA_ERR_INPUT, "--out: expected a name, not an empty one");
+		if (n >= sizeof s->dir - 64)
+			return ema_error_set(err, EMA_ERR_INPUT, "--out %.60s...: too long", out);
+		snprintf(s->dir, sizeof s->dir, "%s", out);
+		while (n > 1 && s->dir[n - 1] == '/')
+			s->dir[--n] = '\0';
+	} else {
+		/* named after the sweep, so that the same command finds its
+		 * folder again and another sweep gets its own */
+		snprintf(s->dir, sizeof s->dir, "runs/sweep-%.8s", s->id);
+		if (mkdir("runs", 0777) == 0)
+			made_runs = true;
+		else if (errno != EEXIST)
+			return ema_error_set(err, EMA_ERR_INPUT, "runs: cannot create: %s",
+					     strerror(errno));
+	}
+	for (int attempt = 0;; attempt++) {
+		struct ema_outdir od;
+		struct stat st;
+		long live = 0;
+		char path[EMA_PATH_MAX + 64];
+		FILE *f;
+
+		if (lstat(s->dir, &st) == 0)
+			return check_existing(s, opt, err);
+		rc = ema_out_check_parent(opt, s->dir, err);
+		if (rc == EMA_OK)
+			rc = ema_out_clean_leftovers(s->dir, &live, err);
+		if (rc != EMA_OK)
+			break;
+		if (live != 0) {
+			/* another shard making it right now: a moment */
+			if (attempt < 100) {
+				struct timespec ts = { 0, 100000000 };
+
+				nanosleep(&ts, NULL);
+				continue;
+			}
+			rc = ema_error_set(err, EMA_ERR_INPUT, "%s %s: %s.tmp-%ld is being written by "
+					   "process %ld; choose another", opt, s->dir, s->dir, live, live);
+			break;
+		}
+		rc = ema_outdir_reserve(&od, opt, s->dir, NULL, err);
+		if (rc != EMA_OK) {
+			if (lstat(s->dir, &st) == 0 && attempt < 100)
+				continue;
+			break;
+		}
+		snprintf(path, sizeof path, "%s/sweep.json", od.tmp);
+		f = fopen(path, "w");
+		if (f == NULL) {
+			rc = ema_error_set(err, EMA_ERR_IO, "%s/sweep.json: cannot write: %s", s->dir,
+					   strerror(errno));
+			ema_outdir_abort(&od);
+			break;
+		}
+		errno = 0;
+		rc = ema_sweep_write_manifest(s, f);
+		snprintf(path, sizeof path, "%s/sweep.json", s->dir);
+		rc = ema_file_close(f, rc, path, err);
+		if (rc != EMA_OK) {
+			ema_outdir_abort(&od);
+			break;
+		}
+		od.exact = true;
+		rc = ema_outdir_commit(&od, err);
+		if (rc == EMA_OK)
+			return EMA_OK;
+		if (lstat(s->dir, &st) == 0 && attempt < 100)
+			continue; /* another shard won: check its manifest */
+		break;
+	}
+	if (made_runs)
+		rmdir("runs");
+	return rc;
+}
+
+/* ---- the command ----------------------------------------------------------------- */
+
+static int sweep_merge_exec(const struct ema_cli_args *a, struct ema_error *err)
+{
+	struct ema_sweep *s;
+	long missing = 0;
+	int rc;
+
+	if (a->n_args != 2)
+		return ema_error_set(err, EMA_ERR_INPUT, "ema sweep merge: expected the sweep folder: "
+				     "ema sweep merge DIR (see 'ema help sweep')");
+	if (a->n_vary > 0 || a->n_sets > 0 || a->config != NULL || a->out != NULL)
+		return ema_error_set(err, EMA_ERR_INPUT, "ema sweep merge: takes the folder only; its "
+				     "keys and configuration are in DIR/sweep.json (see 'ema help "
+				     "sweep')");
+	s = calloc(1, sizeof *s);
+	if (s == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	rc = ema_sweep_read_manifest(s, a->args[1], err);
+	if (rc == EMA_OK)
+		rc = ema_sweep_merge(s, a->plots, a->quiet, &missing, err);
+	if (rc == EMA_OK)
+		printf("sweep merge: %ld of %ld points, results in %s/ (sweep.csv%s)\n",
+		       s->n_points - missing, s->n_points, s->dir,
+		       s->seed_key >= 0 ? ", sweep_stats.csv" : "");
+	ema_sweep_free(s);
+	free(s);
+	return rc;
 }
 
 static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 {
-	static struct sweep_key keys[SWEEP_MAX_KEYS];
-	const char *config = a->config, *out = a->out;
-	const char *sets[SWEEP_MAX_SETS + SWEEP_MAX_KEYS];
-	static char point_sets[SWEEP_MAX_KEYS][512];
-	int n_keys = 0, n_sets = 0, idx[SWEEP_MAX_KEYS] = {0};
-	bool plots = a->plots, quiet = a->quiet;
-	long points = 1;
-	char path[EMA_PATH_MAX + 128], shown[EMA_PATH_MAX + 128];
-	FILE *csv = NULL;
-	struct ema_outdir od;
-	struct sweep_rows rows = { NULL, 0, 0 };
-	int rc = EMA_OK, seed_key = -1;
+	struct ema_sweep *s;
+	struct ema_sweep_run *r;
+	long done = 0, missing = 0, ran = 0, shard_i = 0, shard_n = 1;
+	char shard_from[128] = "";
+	int rc = EMA_OK;
 
-	for (int i = 0; i < a->n_vary; i++) {
-		rc = parse_vary(a->vary[i], &keys[n_keys++], err);
-		if (rc != EMA_OK)
-			return rc;
+	if (a->n_args > 0) {
+		if (strcmp(a->args[0], "merge") == 0)
+			return sweep_merge_exec(a, err);
+		return ema_error_set(err, EMA_ERR_INPUT, "ema sweep: unexpected argument %.200s; "
+				     "expected merge DIR (see 'ema help sweep')", a->args[0]);
 	}
-	for (int i = 0; i < a->n_sets; i++)
-		sets[n_sets++] = a->sets[i];
-	if (n_keys == 0)
+	if (a->n_vary == 0 && a->max_rate == NULL)
 		return ema_error_set(err, EMA_ERR_INPUT, "sweep: expected at least one --vary KEY=V1,V2,...");
-	for (int k = 0; k < n_keys; k++)
-		if (strcmp(keys[k].name, "seed") == 0 && keys[k].n >= 2)
-			seed_key = k;
-	for (int k = 0; k < n_keys; k++) {
-		points *= keys[k].n;
-		if (points > SWEEP_MAX_POINTS)
-			return ema_error_set(err, EMA_ERR_INPUT, "sweep: more than %d points",
-					     SWEEP_MAX_POINTS);
-	}
-	/* Every point's configuration is checked before anything runs, so a
-	 * bad value fails at once with the --set it came from. */
-	for (long pt = 0; pt < points; pt++) {
-		struct ema_config *cfg = malloc(sizeof *cfg);
-		long r = pt;
+	if ((a->slo != NULL || a->resolution != NULL) && a->max_rate == NULL)
+		return ema_error_set(err, EMA_ERR_INPUT, "sweep: --slo and --resolution go with "
+				     "--max-rate KEY");
+	if (a->max_rate != NULL && (a->shard != NULL || a->sbatch != NULL))
+		return ema_error_set(err, EMA_ERR_INPUT, "sweep: --max-rate runs on one machine (-j N); "
+				     "it takes no --shard or --sbatch");
+	if ((a->tasks > 0 || a->throttle > 0) && a->sbatch == NULL)
+		return ema_error_set(err, EMA_ERR_INPUT, "sweep: --tasks and --throttle go with "
+				     "--sbatch FILE");
+	if (a->sbatch != NULL && a->shard != NULL)
+		return ema_error_set(err, EMA_ERR_INPUT, "sweep: --sbatch writes the jobs of every "
+				     "shard; it takes no --shard");
+	{
+		long si, sn;
+		char from[128];
 
-		if (cfg == NULL)
-			return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
-		for (int k = n_keys - 1; k >= 0; k--) {
-			idx[k] = (int)(r % keys[k].n);
-			r /= keys[k].n;
-			snprintf(point_sets[k], sizeof point_sets[k], "%s=%s", keys[k].name,
-				 keys[k].values[idx[k]]);
-			sets[n_sets + k] = point_sets[k];
-		}
-		rc = ema_config_load(cfg, config, sets, n_sets + n_keys, err);
-		free(cfg);
+		/* a bad --shard (or SLURM_ARRAY_TASK_*) fails before anything runs */
+		rc = ema_sweep_shard(a->shard, &si, &sn, from, sizeof from, err);
 		if (rc != EMA_OK)
 			return rc;
 	}
-	/* Reserved before the first point runs. The points are written
-	 * inside od.tmp, so one registration removes them all on a signal,
-	 * and a sweep killed outright leaves one OUT.tmp-PID, which the
-	 * next sweep with the same --out removes. */
-	rc = ema_outdir_reserve(&od, "--out", out, "sweep", err);
-	if (rc != EMA_OK)
-		return rc;
-	snprintf(path, sizeof path, "%s/sweep.csv", od.tmp);
-	snprintf(shown, sizeof shown, "%s/sweep.csv", od.shown);
-	csv = fopen(path, "w");
-	if (csv == NULL) {
-		rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s", shown, strerror(errno));
-		goto fail;
+	s = calloc(1, sizeof *s);
+	r = calloc(1, sizeof *r);
+	if (s == NULL || r == NULL) {
+		free(s);
+		free(r);
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
 	}
-	for (long pt = 0; pt < points && rc == EMA_OK; pt++) {
-		struct ema_experiment *x = calloc(1, sizeof *x);
-		long r = pt;
-		size_t clen = 0;
+	r->s = s;
+	r->config = a->config;
+	r->plots = a->plots;
+	for (int i = 0; i < a->n_sets; i++)
+		r->sets[r->n_sets++] = a->sets[i];
+	snprintf(s->command, sizeof s->command, "%s", a->command);
+	for (int i = 0; i < a->n_vary && rc == EMA_OK; i++)
+		rc = ema_sweep_parse_vary(a->vary[i], &s->keys[s->n_keys++], err);
+	if (rc == EMA_OK)
+		rc = ema_sweep_layout(s, err);
+	if (rc == EMA_OK && a->max_rate != NULL) {
+		rc = ema_capacity_exec(r, a, a->jobs > 0 ? a->jobs : default_jobs(), err);
+		ema_sweep_free(s);
+		free(s);
+		free(r);
+		return rc;
+	}
+	if (rc == EMA_OK)
+		rc = plan_points(r, err);
+	if (rc == EMA_OK && a->sbatch != NULL) {
+		/* the script's path is checked before the folder is made */
+		struct ema_outfile of;
 
-		if (x == NULL) {
+		rc = ema_outfile_reserve(&of, "--sbatch", a->sbatch, err);
+	}
+	if (rc == EMA_OK)
+		rc = open_folder(s, a->out, err);
+	for (long pt = 0; pt < s->n_points && rc == EMA_OK; pt++) {
+		bool d;
+
+		rc = ema_sweep_point_done(s, pt, &d, err);
+		done += d;
+	}
+	if (rc == EMA_OK && a->sbatch != NULL) {
+		if (!a->quiet)
+			fprintf(stderr, "ema: sweep %s: %ld points, %ld complete\n", s->dir,
+				s->n_points, done);
+		rc = ema_sweep_sbatch(r, a, err);
+		ema_sweep_free(s);
+		free(s);
+		free(r);
+		return rc;
+	}
+	if (rc == EMA_OK)
+		rc = ema_sweep_shard(a->shard, &shard_i, &shard_n, shard_from, sizeof shard_from, err);
+	if (rc == EMA_OK) {
+		long *todo = malloc((size_t)s->n_points * sizeof *todo), n = 0, mine = 0;
+		int jobs = a->jobs > 0 ? a->jobs : default_jobs();
+
+		for (long pt = shard_i; pt < s->n_points && todo != NULL && rc == EMA_OK;
+		     pt += shard_n) {
+			bool d;
+
+			rc = ema_sweep_point_done(s, pt, &d, err);
+			if (!d)
+				todo[n++] = pt;
+			mine++;
+		}
+		if (todo == NULL)
 			rc = ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
-			break;
-		}
-		for (int k = n_keys - 1; k >= 0; k--) {
-			idx[k] = (int)(r % keys[k].n);
-			r /= keys[k].n;
-			snprintf(point_sets[k], sizeof point_sets[k], "%s=%s", keys[k].name,
-				 keys[k].values[idx[k]]);
-			sets[n_sets + k] = point_sets[k];
-		}
-		if (!quiet) {
-			fprintf(stderr, "ema: sweep point %ld/%ld:", pt + 1, points);
-			for (int k = 0; k < n_keys; k++)
-				fprintf(stderr, " %s", point_sets[k]);
+		if (jobs > n)
+			jobs = n > 0 ? (int)n : 1;
+		if (rc == EMA_OK && !a->quiet) {
+			if (shard_n > 1)
+				fprintf(stderr, "ema: sweep %s: shard %ld/%ld%s%s%s: %ld of the %ld "
+					"points, %ld complete, %ld to run", s->dir, shard_i, shard_n,
+					shard_from[0] ? " (" : "", shard_from, shard_from[0] ? ")" : "",
+					mine, s->n_points, mine - n, n);
+			else
+				fprintf(stderr, "ema: sweep %s: %ld points, %ld complete, %ld to run",
+					s->dir, s->n_points, done, n);
+			if (n > 0)
+				fprintf(stderr, " in %d process%s", jobs, jobs > 1 ? "es" : "");
 			fputc('\n', stderr);
 		}
-		x->quiet = true;
-		clen += (size_t)snprintf(x->command, sizeof x->command, "ema sweep point %ld:", pt);
-		for (int k = 0; k < n_keys && clen < sizeof x->command; k++)
-			clen += (size_t)snprintf(x->command + clen, sizeof x->command - clen,
-						 " --set %s", point_sets[k]);
-		rc = ema_config_load(&x->cfg, config, sets, n_sets + n_keys, err);
 		if (rc == EMA_OK)
-			rc = ema_experiment_run(x, err);
-		if (rc == EMA_OK) {
-			struct ema_outdir pod;
-			char name[32];
-
-			snprintf(name, sizeof name, "point-%03ld", pt);
-			rc = ema_outdir_reserve_sub(&pod, &od, name, err);
-			if (rc == EMA_OK)
-				rc = ema_experiment_write(x, &pod, plots, err);
-		}
-		if (rc == EMA_OK) {
-			errno = 0;
-			rc = append_summary(csv, x, pt == 0, keys, n_keys, idx, pt);
-			if (rc != EMA_OK) {
-				/* say why: a full disk shows here first */
-				rc = ema_file_close(csv, rc, shown, err);
-				csv = NULL;
-			}
-		}
-		if (rc == EMA_OK && seed_key >= 0 && keep_rows(&rows, x, idx, n_keys) != EMA_OK)
-			rc = ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
-		ema_experiment_free(x);
-		free(x);
+			rc = run_points(r, todo, n, jobs, a->quiet, &ran, err);
+		free(todo);
 	}
-	if (rc == EMA_OK) {
-		rc = ema_file_close(csv, EMA_OK, shown, err);
-		csv = NULL;
-	}
-	if (rc != EMA_OK)
-		goto fail;
-	if (seed_key >= 0) {
-		snprintf(path, sizeof path, "%s/sweep_stats.csv", od.tmp);
-		snprintf(shown, sizeof shown, "%s/sweep_stats.csv", od.shown);
-		csv = fopen(path, "w");
-		if (csv == NULL) {
-			rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s", shown,
-					   strerror(errno));
-			goto fail;
-		}
-		errno = 0;
-		rc = write_stats(csv, &rows, keys, n_keys, seed_key);
-		rc = ema_file_close(csv, rc, shown, err);
-		csv = NULL;
-		if (rc != EMA_OK)
-			goto fail;
-	}
-	/* load curves against the swept value: one numeric key besides the
-	 * seed (with seeds, means and their intervals from sweep_stats.csv) */
-	if (plots && n_keys - (seed_key >= 0) == 1) {
-		int x = seed_key == 0 ? 1 : 0;
-		bool numeric = true;
-
-		for (int v = 0; v < keys[x].n && numeric; v++) {
-			char *end;
-
-			strtod(keys[x].values[v], &end);
-			numeric = *end == '\0';
-		}
-		if (numeric) {
-			int rendered = 0;
-
-			rc = ema_plots_render_sweep(od.tmp, EMA_GNUPLOT, keys[x].name, seed_key >= 0,
-						    &rendered, err);
-			if (rc != EMA_OK)
-				goto fail;
-		}
-	}
-	rc = ema_outdir_commit(&od, err);
-	if (rc != EMA_OK) {
-		free(rows.r);
-		return rc;
-	}
-	printf("sweep: %ld points, results in %s/ (sweep.csv%s, point-NNN/)\n", points, od.path,
-	       seed_key >= 0 ? ", sweep_stats.csv" : "");
-	free(rows.r);
-	return EMA_OK;
-fail:
-	if (csv != NULL)
-		fclose(csv);
-	free(rows.r);
-	ema_outdir_abort(&od);
+	/* a shard leaves the tables to the merge job: shards ending together
+	 * would write them at once, perhaps from different machines */
+	if (rc == EMA_OK && shard_n > 1)
+		printf("sweep: shard %ld/%ld: %ld points run now, results in %s/ (point-NNN/; "
+		       "tables once every shard is done: ema sweep merge %s)\n", shard_i, shard_n,
+		       ran, s->dir, s->dir);
+	if (rc == EMA_OK && shard_n == 1)
+		rc = ema_sweep_merge(s, a->plots, a->quiet, &missing, err);
+	if (rc == EMA_OK && shard_n == 1)
+		printf("sweep: %ld points (%ld run now), results in %s/ (sweep.csv%s, point-NNN/)\n",
+		       s->n_points, ran, s->dir, s->seed_key >= 0 ? ", sweep_stats.csv" : "");
+	if (rc != EMA_OK && done + ran > 0 && s->dir[0] != '\0' && rc != EMA_ERR_INPUT)
+		fprintf(stderr, "ema: sweep %s: the complete points are kept; the same command "
+			"runs the others\n", s->dir);
+	ema_sweep_free(s);
+	free(s);
+	free(r);
 	return rc;
 }
 
@@ -431,8 +908,17 @@ static const struct ema_cli_optuse sweep_options[] = {
 	{ EMA_OPT_CONFIG, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_SET, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_SEED, NULL, NULL, EMA_VALUE_NONE },
-	{ EMA_OPT_OUT, "the sweep folder to create, as for ema run (one run folder per point "
-	  "inside); default runs/sweep, runs/sweep-2, ...", NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_OUT, "the sweep folder: made when missing (its parent must exist), resumed when "
+	  "it holds the same sweep, refused (exit 2) when it holds another; default "
+	  "runs/sweep-ID, ID from the sweep's configuration", NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_JOBS, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_SHARD, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_SBATCH, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_TASKS, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_THROTTLE, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_MAX_RATE, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_SLO, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_RESOLUTION, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_NO_PLOTS, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_QUIET, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_HELP, NULL, NULL, EMA_VALUE_NONE },
@@ -443,7 +929,12 @@ static const char *const sweep_examples[] = {
 	"ema sweep --vary tenants.0.workload.rate_rps=8,10,12,14 "
 	"--vary policy.borrow_rule=always,throughput --set policies=static,ideal,ema",
 	"ema sweep --vary seed=1,2,3,4,5 --vary tenants.0.workload.rate_rps=10,14 "
-	"--set policies=static,ema",
+	"--set policies=static,ema -o runs/load",
+	"ema sweep --vary seed=1,2,3 --vary tenants.0.workload.rate_rps=6,8,10,12 -o /scratch/load "
+	"--sbatch load.sh && sh load.sh --partition=cpu",
+	"ema sweep merge runs/load",
+	"ema sweep --max-rate tenants.0.workload.rate_rps --slo ttft_p90_ms=2000,tpot_p99_ms=200 "
+	"--vary seed=1,2,3 --set policies=static,ema -o runs/cap",
 	NULL,
 };
 
@@ -451,19 +942,47 @@ const struct ema_cli_cmd ema_cmd_sweep = {
 	.name = "sweep",
 	.summary = "run a scenario over every combination of --vary KEY=V1,V2,...",
 	.usage = "--vary KEY=V1,V2,... [--vary ...] [-c FILE] [-s KEY=VALUE]... [--seed N] "
-		 "[-o DIR] [--no-plots] [-q]",
+		 "[-o DIR] [-j N] [--shard I/N | --sbatch FILE [--tasks N] [--throttle M]] "
+		 "[--no-plots] [-q] | --max-rate KEY[=LO,HI] --slo METRIC=MAX,... [--resolution R] "
+		 "[--vary ...] [-j N] [-o DIR] | merge DIR [--no-plots] [-q]",
 	.options = sweep_options,
+	.max_args = 2,
 	.description =
 		"Every point of the cartesian product of the --vary lists runs like 'ema run' with "
 		"those values as extra --set overrides (after the others), into DIR/point-NNN/, a "
 		"full run folder each; DIR/sweep.csv holds every point's summary rows with one "
 		"leading column per swept key and a point column. Seeds swept with --vary "
 		"seed=1,2,... are repetitions: DIR/sweep_stats.csv then gives, per combination of "
-		"the other keys and per policy and tenant, the mean, standard deviation and 95% "
-		"confidence interval of throughput and TTFT/TPOT p50/p99. With one numeric key "
-		"besides the seed, and plots on, it draws the load curves "
-		"DIR/sweep_METRIC.pdf and .png.\nEvery point's configuration is checked before "
-		"anything runs; the folder appears complete or not at all.",
+		"the other keys and per policy and tenant, the mean, standard deviation, geometric "
+		"mean and 95% interval (on the log scale: it stays above zero) of the main "
+		"metrics. With one numeric key besides the seed, and plots on, it draws the load "
+		"curves DIR/sweep_METRIC.pdf and .png.\n"
+		"The points run in up to -j N processes at once (default: the number of cores), "
+		"each a fork of this one; the results are the same bytes whatever N is. Progress "
+		"goes to stderr, a line per point.\n"
+		"Every point's configuration is checked before anything runs. DIR/sweep.json holds "
+		"the keys and the hash of every point's effective configuration; each point "
+		"appears whole (written as point-NNN.tmp-PID, renamed when complete) with its hash "
+		"in point-NNN/config.sha256. Running the same command again skips the complete "
+		"points and runs the others; a sweep whose configuration changed is refused (exit "
+		"2) rather than mixed with the old points.\n"
+		"A shard, --shard I/N, runs every N-th point from point I and leaves the tables to "
+		"'ema sweep merge'; in a Slurm array task it is taken from SLURM_ARRAY_TASK_ID, "
+		"SLURM_ARRAY_TASK_COUNT and SLURM_ARRAY_TASK_MIN. --sbatch FILE runs the first and "
+		"last points as a trial and writes FILE, an array job of --tasks shards "
+		"(--array=0-(N-1)%M) with the time and memory per task estimated from the trial, "
+		"and a merge job that runs after every task: 'sh FILE' submits both "
+		"(doc/sweeps.md).\n"
+		"'ema sweep merge DIR' builds sweep.csv, sweep_stats.csv and the figures from the "
+		"points that are complete and lists the missing ones.\n"
+		"A capacity search, --max-rate KEY --slo ttft_p90_ms=2000,tpot_p99_ms=200, finds "
+		"per policy and combination of the --vary values the largest value of KEY at which "
+		"every tenant completes every request within the targets, by bisection to "
+		"--resolution; seeds are repetitions. It writes DIR/capacity.csv (mean, 95% "
+		"interval, min and max over seeds, units in the column names), "
+		"DIR/capacity_seeds.csv and DIR/probes/HASH/, one run folder per probe named by "
+		"its configuration's hash, so that the same command resumes (default DIR "
+		"runs/capacity).",
 	.examples = sweep_examples,
 	.fn = sweep_exec,
 };

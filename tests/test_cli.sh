@@ -100,7 +100,7 @@ check "list nothing_like_this: exit 2" [ "$rc" -eq 2 ]
 
 # ---- the command line: help, options, man page, completion --------------
 
-COMMANDS="run config list sweep bench calibrate validate version help"
+COMMANDS="run config list sweep figures bench calibrate validate version help"
 # same_output NAME ARGS...: `ema ARGS` exits 0 with the stdout of the
 # last `ema` call ($T/log/out saved as $T/log/want), nothing on stderr.
 same_output() {
@@ -139,7 +139,8 @@ for c in $COMMANDS; do
 		case $opt in
 		--set | --vary) val=seed=2 ;;
 		--backend) val=sim ;;
-		--config | --out | --csv | --trace | --name | --seed) val=2 ;;
+		--config | --out | --csv | --trace | --name | --seed | --jobs | --shard | --sbatch | \
+			--tasks | --throttle | --max-rate | --slo | --resolution) val=2 ;;
 		*) val= ;;
 		esac
 		same_output "$c $opt $val --help" "$c" $opt $val --help
@@ -266,6 +267,8 @@ if command -v bash >/dev/null 2>&1; then
 	done
 	completes "--config" run --con
 	completes "figures" list f
+	completes "merge" sweep m
+	mkdir -p "$T/sdir/one" && completes "$T/sdir/one" sweep merge "$T/sdir/o" && rm -rf "$T/sdir"
 	completes "default" config d
 	completes "sim" bench --backend s
 	completes "$("$EMA" list policies | awk '{ print "policies=" $1 }' | sort | tr '\n' ' ' |
@@ -673,39 +676,27 @@ rm -rf sw
 ema sweep --quiet $SHORT --set policies=static,ema --vary seed=1,2,3 --out sw
 check "sweep seeds: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
 check "sweep seeds: stats header" \
-	grep -q '^policy,tenant,seeds,throughput_tok_s_mean,throughput_tok_s_sd,throughput_tok_s_ci95_low,throughput_tok_s_ci95_high,ttft_p50_ms_mean,' sw/sweep_stats.csv
+	grep -q '^policy,tenant,seeds,throughput_tok_s_mean,throughput_tok_s_sd,throughput_tok_s_gmean,throughput_tok_s_ci95_low,throughput_tok_s_ci95_high,req_s_mean,' sw/sweep_stats.csv
 rows=$(($(wc -l <sw/sweep_stats.csv) - 1))
 check "sweep seeds: one stats row per policy and tenant (got $rows)" [ "$rows" -eq 4 ]
 check "sweep seeds: 3 seeds each" [ "$(cut -d, -f3 sw/sweep_stats.csv | sort -u | head -1)" = 3 ]
-check "sweep seeds: no load curve against the seed" [ -z "$(ls sw | grep '^sweep_.*png$')" ]
-# the mean, sd and t(0.975, 2) = 4.302653 interval, from sweep.csv by hand
+check "sweep seeds: no load curve against the seed" [ ! -e sw/figures/throughput.png ]
+# the mean, sd, geometric mean and the t(0.975, 2) = 4.302653 interval on
+# the log scale, from sweep.csv by hand
 tput=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "throughput_tok_s") c = i; next }
-	$3 == "static" && $4 == "t0" { n++; s += $c; q += $c * $c }
-	END { m = s / n; sd = sqrt((q - n * m * m) / (n - 1)); printf "%.6g %.6g %.6g", m, sd, m + 4.302653 * sd / sqrt(n) }' sw/sweep.csv)
-stats=$(awk -F, '$1 == "static" && $2 == "t0" { printf "%s %s %s", $4, $5, $7 }' sw/sweep_stats.csv)
-check "sweep seeds: static t0 throughput mean, sd, upper bound by hand ($tput) = ($stats)" \
+	$3 == "static" && $4 == "t0" { n++; s += $c; q += $c * $c; l[n] = log($c); ls += l[n] }
+	END { m = s / n; sd = sqrt((q - n * m * m) / (n - 1)); lm = ls / n
+		for (i = 1; i <= n; i++) lq += (l[i] - lm) ^ 2
+		h = 4.302653 * sqrt(lq / (n - 1)) / sqrt(n)
+		printf "%.6g %.6g %.6g %.6g %.6g", m, sd, exp(lm), exp(lm - h), exp(lm + h) }' sw/sweep.csv)
+stats=$(awk -F, '$1 == "static" && $2 == "t0" { printf "%s %s %s %s %s", $4, $5, $6, $7, $8 }' sw/sweep_stats.csv)
+check "sweep seeds: static t0 throughput mean, sd, gmean, interval by hand ($tput) = ($stats)" \
 	awk -v a="$tput" -v b="$stats" 'BEGIN { split(a, x, " "); split(b, y, " ");
-		for (i = 1; i <= 3; i++) if (x[i] - y[i] > 1e-4 * x[i] || y[i] - x[i] > 1e-4 * x[i]) exit 1 }'
+		for (i = 1; i <= 5; i++) if (x[i] - y[i] > 1e-4 * x[i] || y[i] - x[i] > 1e-4 * x[i]) exit 1 }'
+check "sweep seeds: the interval is above zero and around the geometric mean" \
+	awk -v b="$stats" 'BEGIN { split(b, y, " "); exit !(y[4] > 0 && y[4] < y[3] && y[3] < y[5]) }'
 rm -rf sw
-# one numeric key: load curves of throughput, TTFT p50 and TPOT p50
-if command -v gnuplot >/dev/null 2>&1; then
-	ema sweep --quiet $SHORT --set policies=static --vary tenants.0.workload.rate_rps=6,10 --out sw
-	check "sweep figures: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
-	for m in throughput_tok_s ttft_p50_ms tpot_p50_ms; do
-		check "sweep figure $m.png" [ -s "sw/sweep_$m.png" ]
-		check "sweep figure $m.pdf" [ -s "sw/sweep_$m.pdf" ]
-	done
-	rm -rf sw
-	# with seeds (two keys): the means and their intervals against the
-	# other key; two keys without a seed draw nothing
-	ema sweep --quiet $SHORT --set policies=static --vary seed=1,2 \
-		--vary tenants.0.workload.rate_rps=6,10 --out sw
-	check "sweep figures with seeds: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
-	for m in throughput_tok_s ttft_p50_ms tpot_p50_ms; do
-		check "sweep figure with seeds $m.png" [ -s "sw/sweep_$m.png" ]
-	done
-	rm -rf sw
-fi
+# the figures of a sweep: tests/test_sweep.sh
 # a bad value fails before anything runs, naming the --set it came from
 ema sweep --quiet $SHORT --vary tenants.0.workload.rate_rps=6,-1 --out sw
 check "sweep bad value: exit 2 (got $rc)" [ "$rc" -eq 2 ]

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "outdir.h"
@@ -376,6 +377,120 @@ static void test_signals(void)
 	leave_tmp();
 }
 
+/* ---- parts of a folder that stays (sweep points) ---- */
+
+static void test_reserve_part(void)
+{
+	struct ema_error err = {0};
+	struct ema_outdir od;
+	char name[128], msg[1024], want[1024];
+	long dead;
+
+	enter_tmp();
+	CU_ASSERT_EQUAL_FATAL(mkdir("sw", 0777), 0);
+	CU_ASSERT_EQUAL_FATAL(ema_outdir_reserve_part(&od, "sw", "point-000", &err), EMA_OK);
+	snprintf(want, sizeof want, "sw/point-000.tmp-%ld", (long)getpid());
+	CU_ASSERT_STRING_EQUAL(od.tmp, want);
+	CU_ASSERT_STRING_EQUAL(od.path, "sw/point-000");
+	CU_ASSERT(exists(want));
+	CU_ASSERT(!exists("sw/point-000"));
+	CU_ASSERT_EQUAL(ema_outdir_commit(&od, &err), EMA_OK);
+	CU_ASSERT(exists("sw/point-000"));
+	CU_ASSERT(!exists(want));
+	/* a complete point is never reserved again */
+	CU_ASSERT_EQUAL(ema_outdir_reserve_part(&od, "sw", "point-000", &err), EMA_ERR_INPUT);
+	CU_ASSERT_STRING_EQUAL(err.msg, "sw/point-000: already exists");
+	/* taken while it was written: the commit fails, never point-001-2 */
+	CU_ASSERT_EQUAL_FATAL(ema_outdir_reserve_part(&od, "sw", "point-001", &err), EMA_OK);
+	CU_ASSERT_EQUAL(mkdir("sw/point-001", 0777), 0);
+	CU_ASSERT_EQUAL(ema_outdir_commit(&od, &err), EMA_ERR_IO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "sw/point-001: appeared while this process wrote it"));
+	CU_ASSERT(!exists("sw/point-001-2"));
+	CU_ASSERT(!exists(od.tmp));
+	/* a leftover of a dead process is removed with a note; a live
+	 * writer (this process's parent) is refused */
+	dead = dead_pid();
+	snprintf(name, sizeof name, "sw/point-002.tmp-%ld", dead);
+	CU_ASSERT_EQUAL(mkdir(name, 0777), 0);
+	capture_begin();
+	CU_ASSERT_EQUAL(ema_outdir_reserve_part(&od, "sw", "point-002", &err), EMA_OK);
+	capture_end(msg, sizeof msg);
+	snprintf(want, sizeof want, "ema: removing leftover %s from a run that was killed\n", name);
+	CU_ASSERT_STRING_EQUAL(msg, want);
+	CU_ASSERT(!exists(name));
+	ema_outdir_abort(&od);
+	CU_ASSERT(!exists(od.tmp));
+	snprintf(name, sizeof name, "sw/point-003.tmp-%ld", (long)getppid());
+	CU_ASSERT_EQUAL(mkdir(name, 0777), 0);
+	CU_ASSERT_EQUAL(ema_outdir_reserve_part(&od, "sw", "point-003", &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "is being written by process"));
+	leave_tmp();
+}
+
+/* A parent with a worker registered: a signal to the parent reaches the
+ * worker, which removes its own unfinished point, and both die of it. */
+static void test_signal_to_workers(void)
+{
+	int status, pfd[2];
+	pid_t parent;
+	char c;
+
+	enter_tmp();
+	CU_ASSERT_EQUAL_FATAL(mkdir("sw", 0777), 0);
+	CU_ASSERT_EQUAL_FATAL(pipe(pfd), 0);
+	fflush(NULL);
+	parent = fork();
+	CU_ASSERT_FATAL(parent >= 0);
+	if (parent == 0) {
+		struct ema_error err = {0};
+		pid_t worker;
+
+		close(pfd[0]);
+		signal(SIGTERM, SIG_DFL);
+		worker = fork();
+		if (worker == 0) {
+			struct ema_outdir od;
+
+			ema_cleanup_forked();
+			if (ema_outdir_reserve_part(&od, "sw", "point-000", &err) != EMA_OK)
+				_exit(3);
+			if (write(pfd[1], "w", 1) != 1)
+				_exit(4);
+			for (;;)
+				pause();
+		}
+		ema_cleanup_add_child(worker);
+		/* registered: tell the test, then wait for the signal */
+		if (write(pfd[1], "p", 1) != 1)
+			_exit(5);
+		for (;;)
+			pause();
+	}
+	close(pfd[1]);
+	/* the worker has reserved its point, the parent registered it */
+	CU_ASSERT_EQUAL(read(pfd[0], &c, 1), 1);
+	CU_ASSERT_EQUAL(read(pfd[0], &c, 1), 1);
+	close(pfd[0]);
+	{
+		char msg[1024];
+
+		capture_begin();
+		CU_ASSERT_EQUAL(kill(parent, SIGTERM), 0);
+		CU_ASSERT_EQUAL(waitpid(parent, &status, 0), parent);
+		/* the worker is the parent's child, reparented now: wait for
+		 * its folder to go (at most 5 s) */
+		for (int i = 0; i < 500 && entries("sw") > 0; i++) {
+			struct timespec ts = { 0, 10000000 };
+
+			nanosleep(&ts, NULL);
+		}
+		capture_end(msg, sizeof msg);
+	}
+	CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+	CU_ASSERT_EQUAL(entries("sw"), 0);
+	leave_tmp();
+}
+
 /* ---- the reason of a failed write ---- */
 
 static void test_full_disk(void)
@@ -456,9 +571,9 @@ static void test_run_files(void)
 	fclose(m);
 	CU_ASSERT_STRING_EQUAL(line,
 		"results: r/ (summary.csv, requests.csv, timeline.csv, links.csv, transfers.csv, "
-		"config.json, run.json, plots/)\n"
+		"reclaims.csv, config.json, run.json, plots/)\n"
 		"results: r/ (summary.csv, requests.csv, timeline.csv, links.csv, transfers.csv, "
-		"config.json, run.json)\n");
+		"reclaims.csv, config.json, run.json)\n");
 	free(line);
 
 	fail_at = EMA_RUN_TIMELINE;
@@ -539,6 +654,8 @@ int main(void)
 		{"default names runs/NAME, -2, a live one skipped", test_default_names},
 		{"leftovers of dead processes removed with a note", test_leftovers},
 		{"SIGINT, SIGTERM, SIGHUP remove the folder and kill", test_signals},
+		{"a part of a folder that stays: exact name, leftovers, live writer", test_reserve_part},
+		{"a signal reaches the workers, which remove their points", test_signal_to_workers},
 		{"a full disk says why", test_full_disk},
 		{"the files of a run folder and the line that lists them", test_run_files},
 		{"one file replaced whole, or not at all", test_outfile},

@@ -8,7 +8,7 @@
 # the bash-completion package.
 # shellcheck shell=bash
 
-_ema_commands="run config list sweep bench calibrate validate version help"
+_ema_commands="run config list sweep figures bench calibrate validate version help"
 
 # _ema_options CMD: the options CMD takes.
 _ema_options()
@@ -17,7 +17,8 @@ _ema_options()
 	run) echo "--config -c --set -s --seed --out -o --backend --hw --verify --no-plots --quiet -q --help -h" ;;
 	config) echo "--config -c --set -s --seed --help -h" ;;
 	list) echo "--help -h" ;;
-	sweep) echo "--vary --config -c --set -s --seed --out -o --no-plots --quiet -q --help -h" ;;
+	sweep) echo "--vary --config -c --set -s --seed --out -o --jobs -j --shard --sbatch --tasks --throttle --max-rate --slo --resolution --no-plots --quiet -q --help -h" ;;
+	figures) echo "--out -o --quiet -q --help -h" ;;
 	bench) echo "--quick --trace --backend --hw --csv --help -h" ;;
 	calibrate) echo "--out -o --csv --name --quick --help -h" ;;
 	validate) echo "--config -c --set -s --seed --csv --quiet -q --help -h" ;;
@@ -125,7 +126,7 @@ _ema()
 	fi
 	cmd=${COMP_WORDS[1]}
 	case $prev in
-	-c | --config | --trace | --csv)
+	-c | --config | --trace | --csv | --sbatch)
 		compopt -o filenames 2>/dev/null
 		_ema_reply_lines < <(compgen -f -- "$cur")
 		return
@@ -147,7 +148,7 @@ _ema()
 		_ema_key_value "$ema"
 		return
 		;;
-	--seed | --name)
+	--seed | --name | -j | --jobs | --shard | --tasks | --throttle | --max-rate | --slo | --resolution)
 		COMPREPLY=()
 		return
 		;;
@@ -161,6 +162,19 @@ _ema()
 	case $cmd in
 	list) _ema_reply policies models hardware figures ;;
 	config) _ema_reply default ;;
+	figures)
+		compopt -o filenames 2>/dev/null
+		_ema_reply_lines < <(compgen -d -- "$cur")
+		;;
+	sweep)
+		# ema sweep merge DIR
+		if [[ $prev == merge ]]; then
+			compopt -o filenames 2>/dev/null
+			_ema_reply_lines < <(compgen -d -- "$cur")
+		else
+			_ema_reply merge
+		fi
+		;;
 	help) _ema_reply $_ema_commands ;;
 	*) COMPREPLY=() ;;
 	esac
