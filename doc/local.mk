@@ -6,4 +6,4 @@ EXTRA_DIST += doc/README.md doc/install.md doc/cli.md doc/configuration.md \
 	doc/hardware.md doc/tuning.md doc/limitations.md doc/reference-figures.md \
 	results/README.md results/h200x2/README.md results/published/README.md \
 	results/published/borrow-rule-throughput.md \
-	results/published/lender-max-slowdown.md
+	results/published/lender-max-slowdown.md results/paper/README.md

@@ -590,7 +590,7 @@ static int reclaim_figure(struct fig *g, int set, struct ema_error *err)
 			 "datafile = \"%s.csv\"\npolicies = \"%s\"\ntenants = \"%s\"\nfloor = 0.001\n"
 			 "xlab = \"reclaim latency (ms, log scale; 0 ms drawn at 0.001)\"\n"
 			 "figtitle = \"Reclaim latency CDFs at %s = %g (seeds pooled), scenario %s%s\"\n",
-			 name, name, pols, tl, g->s->keys[g->lk].name, xmax, g->s->scenario, stitle);
+			 name, name, pols, tl, g->xlab, xmax, g->s->scenario, stitle);
 		rc = spec(g, name, vars, err);
 	}
 	if (rc == EMA_OK)
@@ -602,7 +602,7 @@ static int reclaim_figure(struct fig *g, int set, struct ema_error *err)
 static int memory_figure(struct fig *g, int set, struct ema_error *err)
 {
 	char stitle[512], suffix[256], name[320], pols[1024], map[2048] = "", in[EMA_PATH_MAX + 64];
-	char out[EMA_PATH_MAX + 128], pname[32], scen[512];
+	char out[EMA_PATH_MAX + 128], pname[32], scen[1024];
 	const char *extra[4];
 	long best = -1;
 	double xmax = -INFINITY;
@@ -647,7 +647,7 @@ static int memory_figure(struct fig *g, int set, struct ema_error *err)
 			return rc;
 	}
 	snprintf(out, sizeof out, "%s/%s", g->out, name);
-	snprintf(scen, sizeof scen, "%s (%s, %s = %g)", g->s->scenario, pname, g->s->keys[g->lk].name, xmax);
+	snprintf(scen, sizeof scen, "%s (%s: %s = %g)", g->s->scenario, pname, g->xlab, xmax);
 	extra[0] = pols;
 	extra[1] = scen;
 	extra[2] = map;
@@ -705,9 +705,9 @@ static int capacity_figure(struct fig *g, const char *cdir, struct ema_error *er
 					cy = i;
 					snprintf(col, sizeof col, "%.*s", (int)(l - 6), fl[i]);
 				}
-				if (!strncmp(fl[i], "max_rate", 8) && l > 10 && !strcmp(fl[i] + l - 10, "_ci95_low"))
+				if (!strncmp(fl[i], "max_rate", 8) && l > 9 && !strcmp(fl[i] + l - 9, "_ci95_low"))
 					clo = i;
-				if (!strncmp(fl[i], "max_rate", 8) && l > 11 && !strcmp(fl[i] + l - 11, "_ci95_high"))
+				if (!strncmp(fl[i], "max_rate", 8) && l > 10 && !strcmp(fl[i] + l - 10, "_ci95_high"))
 					chi = i;
 			}
 			cg = cp; /* the columns before policy are the other keys */
@@ -758,14 +758,20 @@ static int capacity_figure(struct fig *g, const char *cdir, struct ema_error *er
 		return rc;
 	{
 		const char *unit = ema_config_key_unit(key);
+		const char *last = strrchr(key, '.') ? strrchr(key, '.') + 1 : key;
+		char who[EMA_NAME_MAX + 4] = "";
 
+		/* tenants.N.workload.rate_rps: the tenant's name */
+		if (!strncmp(key, "tenants.", 8) && g->s != NULL && g->nt > atoi(key + 8))
+			snprintf(who, sizeof who, "%s ", g->tenants[atoi(key + 8)]);
 		snprintf(vars, sizeof vars,
 			 "# capacity.spec.gp: what capacity.gp draws (written by ema figures)\n"
 			 "datafile = \"capacity.csv\"\npolicies = \"%s\"\ngroups = \"%s\"\n"
-			 "ylab = \"largest %s meeting the SLO (%s)\"\n"
-			 "figtitle = \"Capacity under the SLO (%s; every request completed), geometric mean "
-			 "over seeds with 95%% interval%s%s\"\n",
-			 pols, groups, key, unit && unit[0] ? unit : col, slo, scen[0] ? ", scenario " : "", scen);
+			 "ylab = \"largest %s%s meeting the SLO (%s)\"\n"
+			 "figtitle = \"Capacity under the SLO%s%s\\n(%s, every request completed; geometric "
+			 "mean over seeds, 95%% interval)\"\n",
+			 pols, groups, who, last, unit && unit[0] ? unit : col, scen[0] ? ", scenario " : "",
+			 scen, slo);
 	}
 	rc = spec(g, "capacity", vars, err);
 	if (rc == EMA_OK)

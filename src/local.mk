@@ -25,6 +25,14 @@ sweep-demo: ema$(EXEEXT)
 .PHONY: sweep-demo
 EXTRA_DIST += tools/sweep-demo.sh
 
+# The paper's figures for the published scenarios (doc/sweeps.md):
+# PAPER_OUT/SCENARIO/figures/.
+PAPER_OUT = paper
+paper: ema$(EXEEXT)
+	$(SHELL) $(srcdir)/tools/paper.sh ./ema$(EXEEXT) $(PAPER_OUT)
+.PHONY: paper
+EXTRA_DIST += tools/paper.sh
+
 bench: ema$(EXEEXT)
 	./ema$(EXEEXT) bench --trace $(abs_top_srcdir)/../shared/traces/AzureLLMInferenceTrace_conv.csv
 .PHONY: bench
