@@ -21,19 +21,21 @@
 #include "plots.h"
 #include "readfile.h"
 
-/* The metrics of the load figures, by summary.csv column (user_tok_s_p50
- * comes from requests.csv). */
+/* The metrics of the load figures, by summary.csv column: steady-state
+ * throughput (steady_tok_s, the window of issue 11's metrics), per-user
+ * throughput (user_tok_s_p50; computed from requests.csv for run folders
+ * older than that column), % of ideal on the steady state. */
 enum {
 	FM_TPUT, FM_USER, FM_IDEAL, FM_TTFT50, FM_TTFT99, FM_TPOT50, FM_TPOT99, FM_STTFT99,
 	FM_STPOT99, FM_BORROWED, FM_LENT, FM_GPU, FM_N
 };
 static const char *const fm_col[FM_N] = {
-	"throughput_tok_s", NULL, "vs_ideal_throughput", "ttft_p50_ms", "ttft_p99_ms",
+	"steady_tok_s", "user_tok_s_p50", "vs_ideal_steady_tok_s", "ttft_p50_ms", "ttft_p99_ms",
 	"tpot_p50_ms", "tpot_p99_ms", "vs_static_ttft_p99", "vs_static_tpot_p99",
 	"borrowed_peak_gib", "lent_peak_gib", "gpu",
 };
 static const char *const fm_name[FM_N] = {
-	"throughput_tok_s", "user_tok_s_p50", "pct_of_ideal", "ttft_p50_ms", "ttft_p99_ms",
+	"steady_tok_s", "user_tok_s_p50", "pct_of_ideal", "ttft_p50_ms", "ttft_p99_ms",
 	"tpot_p50_ms", "tpot_p99_ms", "vs_static_ttft_p99", "vs_static_tpot_p99", "", "", "",
 };
 
@@ -249,7 +251,8 @@ static int read_point(struct fig *g, long pt, struct ema_error *err)
 		for (int m = 0; m < FM_N; m++)
 			w->v[m] = col[m] >= 0 && col[m] < nf ? num(f[col[m]]) : NAN;
 		w->v[FM_IDEAL] *= 100.0; /* % of ideal */
-		w->v[FM_USER] = user_p50(dir, w->policy, w->tenant);
+		if (isnan(w->v[FM_USER]))
+			w->v[FM_USER] = user_p50(dir, w->policy, w->tenant);
 		add_policy(g, w->policy);
 		{
 			int t = add_tenant(g, w->tenant);
@@ -377,10 +380,12 @@ struct load_fig {
 static const struct load_fig load_figs[] = {
 	{ "throughput", "Throughput against load (geometric mean over seeds, 95% interval)",
 	  "throughput (tokens/s)", { FM_TPUT, FM_USER },
-	  { "output throughput (tokens/s)", "per-user throughput, median request (tokens/s)" },
+	  { "steady-state output throughput (tokens/s)",
+	    "per-user throughput, median request (tokens/s)" },
 	  false, false, NAN, NULL },
-	{ "pct_of_ideal", "Throughput as % of ideal (2x memory) against load", "% of ideal (%)",
-	  { FM_IDEAL, -1 }, { "throughput / ideal's (%)", NULL }, false, false, 100, "ideal" },
+	{ "pct_of_ideal", "Steady-state throughput as % of ideal (2x memory) against load",
+	  "% of ideal (%)", { FM_IDEAL, -1 }, { "steady-state throughput / ideal's (%)", NULL },
+	  false, false, 100, "ideal" },
 	{ "ttft", "Time to first token against load", "TTFT (ms, log scale)",
 	  { FM_TTFT50, FM_TTFT99 }, { "TTFT p50 (ms)", "TTFT p99 (ms)" }, true, false, NAN, NULL },
 	{ "tpot", "Time per output token against load", "TPOT (ms, log scale)",
