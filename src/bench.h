@@ -1,6 +1,7 @@
-/* bench.h: `ema bench`, the speed figures: event-queue rate, wall time of
- * a full-trace replay on 8 GPUs, and the cost of the ema policy against
- * static on the same run. */
+/* bench.h: `ema bench`, the speed figures of the simulator's targets:
+ * event-queue rate, whole-process and simulation time, CPU time and peak
+ * memory of full-trace replays run as child processes, and the cost of
+ * the ema policy against static on the same runs. */
 #ifndef EMA_BENCH_H
 #define EMA_BENCH_H
 

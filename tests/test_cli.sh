@@ -522,6 +522,40 @@ ema sweep --quiet $SHORT --out sw
 check "sweep without --vary: exit 2 (got $rc)" [ "$rc" -eq 2 ]
 check "sweep without --vary: nothing written" [ -z "$(ls -A)" ]
 
+# ---- ema bench ---------------------------------------------------------
+
+# From any folder, with a trace path relative to it: the replays run as
+# child processes and their scenario lives in a temporary folder, which
+# must not change what the path means, and which goes away after.
+mkdir "$T/tmp" && cp "$DATA/trace_ok.csv" "$T/in/bench.csv" || exit 99
+old_tmpdir=${TMPDIR-}
+TMPDIR=$T/tmp
+export TMPDIR
+ema bench --quick --trace ../in/bench.csv
+check "bench relative trace: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+rows=$(($(wc -l <"$DATA/trace_ok.csv") - 1))
+check "bench: 8 tenants x the trace's $rows rows replayed" \
+	grep -q "^8 tenants x trace, h200x8, static .*($((8 * rows)) requests" "$T/log/out"
+check "bench: the trace 4x over has 4 times the requests" \
+	grep -q "^8 tenants, static, trace 4x over .*($((32 * rows)) requests" "$T/log/out"
+check "bench: 1 tenant replay" grep -q "^1 tenant, h100x8, llama-2-7b, static .*($rows requests" "$T/log/out"
+check "bench: whole-process and simulation times" grep -q ' s whole .* s sim .* MiB' "$T/log/out"
+check "bench: the targets" grep -q '1 tenant, h100x8, whole process' "$T/log/out"
+check "bench: nothing left in the current folder" [ -z "$(ls -A)" ]
+check "bench: temporary folder removed ($(ls "$T/tmp"))" [ -z "$(ls -A "$T/tmp")" ]
+# (the temporary folder is TMPDIR's: one that does not exist fails)
+TMPDIR=$T/no-such-folder
+ema bench --quick --trace ../in/bench.csv
+check "bench without a temporary folder: exit 1 (got $rc)" [ "$rc" -eq 1 ]
+check "bench without a temporary folder: says so" grep -qF 'temporary folder' "$T/log/err"
+TMPDIR=$old_tmpdir
+ema bench --quick --trace ../in/missing.csv
+check "bench missing trace: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+check "bench missing trace: says which" grep -qF 'missing.csv' "$T/log/err"
+ema bench --runs 0
+check "bench --runs 0: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+check "bench --runs 0: says what is expected" grep -qF -- '--runs expects a whole number' "$T/log/err"
+
 # ---- the hardware backend without a GPU --------------------------------
 
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
