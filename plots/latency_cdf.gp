@@ -1,66 +1,54 @@
 # latency_cdf.gp: cumulative distributions of time to first token and time
-# per output token under each policy, from an ema run's requests.csv; the
-# tails, not the means, are where memory pressure shows.
+# per output token under each policy, from an ema run; the tails, not the
+# means, are where memory pressure shows.
 #
-# Usage: gnuplot -d -c latency_cdf.gp requests.csv OUT.pdf|OUT.png ["POLICY ..."]
+# Usage: gnuplot -d -c latency_cdf.gp latency_cdf.dat OUT.pdf|OUT.png ["POLICY ..."]
+# latency_cdf.dat is written by ema beside this script from requests.csv:
+# two blocks per policy (TTFT, then TPOT), rows "value_ms fraction policy",
+# the CDF's points cut to what the figure can show. TTFT fractions count all
+# of the policy's requests, so a policy that leaves requests unfinished tops
+# out below 1 instead of looking fast; TPOT fractions count the requests
+# that have one (finished, two tokens or more).
 # The optional third argument lists the policies (space-separated) in the
 # order ema ran them; ema passes it so that every figure of a run gives a
-# policy the same colour. Without it the policies are read from the data.
-# Columns are addressed by name: later versions of ema may append columns.
+# policy the same colour. Without it they are taken from the data.
 
 if (ARGC < 2) {
-	print "usage: gnuplot -d -c latency_cdf.gp requests.csv OUT.pdf|OUT.png [\"POLICY ...\"]"
+	print "usage: gnuplot -d -c latency_cdf.gp latency_cdf.dat OUT.pdf|OUT.png [\"POLICY ...\"]"
 	exit status 2
 }
 in = ARG1
 out = ARG2
 ext = strlen(out) >= 4 ? out[strlen(out) - 3:] : ""
 
-set datafile separator comma
-set datafile columnheaders
-# NaN from a filter must skip the row, not cut a curve or a smoothing run.
+# An empty curve is a row of NaN: skipped, not drawn.
 set datafile missing NaN
 set terminal unknown
 
 add(l, w) = (strstrt(" " . l . " ", " " . w . " ") > 0) ? l : (l eq "" ? w : l . " " . w)
-policies = ""
-do for [a = 3:ARGC] { policies = policies . (policies eq "" ? "" : " ") . ARGV[a] }
-if (policies eq "") {
-	# A throw-away table plot is gnuplot's only loop over data rows.
-	set table $scratch
-	plot in using (policies = add(policies, strcol("policy")), 0):(0) with table
-	unset table
-}
-np = words(policies)
-if (np == 0) {
-	print sprintf("%s: no data rows (need columns policy, ttft_ms, tpot_ms)", in)
-	exit status 2
-}
-
-mine(p) = strcol("policy") eq word(policies, p)
-# Empty fields (unfinished requests) and non-positive values (no second
-# token) cannot sit on a log axis; they become NaN and are left out.
-val(p, c) = mine(p) ? (column(c) > 0 ? column(c) : NaN) : NaN
-
-# TTFT is divided by all of the policy's requests, so a policy that leaves
-# requests unfinished tops out below 1 instead of looking fast; TPOT is
-# divided by the requests that have one (finished, two tokens or more).
-# Counted in one table pass rather than with `stats`, which fails outright
-# when a policy finished no request.
 idx(l, w, i) = i > words(l) ? 0 : (word(l, i) eq w ? i : idx(l, w, i + 1))
-ok(c) = column(c) > 0 ? 1 : 0
-array nall[np]
-array nttft[np]
-array ntpot[np]
-do for [p = 1:np] { nall[p] = 0; nttft[p] = 0; ntpot[p] = 0 }
-set table $scratch
-plot in using (k = idx(policies, strcol("policy"), 1), \
-	k > 0 ? (nall[k] = nall[k] + 1, nttft[k] = nttft[k] + ok("ttft_ms"), \
-		 ntpot[k] = ntpot[k] + ok("tpot_ms")) : 0, 0):(0) with table
-unset table
+# The data's own policy order numbers its blocks; points counted per
+# metric (column -2 is the block number), because a plot of nothing but
+# NaN fails where a panel should say why it is empty.
+dpol = ""
 anyttft = 0
 anytpot = 0
-do for [p = 1:np] { anyttft = anyttft + nttft[p]; anytpot = anytpot + ntpot[p] }
+set table $scratch
+plot in using (dpol = add(dpol, strcol(3)), \
+	int(column(-2)) % 2 == 0 ? (anyttft = anyttft + (column(1) > 0)) : \
+				   (anytpot = anytpot + (column(1) > 0)), 0):(0) with table
+unset table
+policies = ""
+do for [a = 3:ARGC] { policies = policies . (policies eq "" ? "" : " ") . ARGV[a] }
+if (policies eq "") { policies = dpol }
+np = words(policies)
+if (np == 0) {
+	print sprintf("%s: no data rows (need rows \"value_ms fraction policy\")", in)
+	exit status 2
+}
+# Block of policy p's TTFT curve (its TPOT curve is the next); a policy
+# missing from the data points to no block and draws nothing.
+blk(p) = idx(dpol, word(policies, p), 1) > 0 ? 2 * (idx(dpol, word(policies, p), 1) - 1) : -1
 
 array palette[8] = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442"]
 colour(i) = palette[(i - 1) % 8 + 1]
@@ -99,8 +87,8 @@ if (anyttft == 0) {
 	set xrange [1 : 1000]
 	set label 1 "no request got a first token" at graph 0.5, 0.5 center
 }
-plot for [p = 1:np] in using (val(p, "ttft_ms")):(nall[p] > 0 ? 1.0 / nall[p] : NaN) \
-	smooth cumulative with steps lw 2 dt dash(p) lc rgb colour(p) title word(policies, p) noenhanced
+plot for [p = 1:np] in index (blk(p) >= 0 ? blk(p) : 0) using 1:(blk(p) >= 0 ? $2 : NaN) \
+	with steps lw 2 dt dash(p) lc rgb colour(p) title word(policies, p) noenhanced
 
 set title "time per output token"
 set xlabel "TPOT (ms, log scale)"
@@ -112,7 +100,7 @@ if (anytpot == 0) {
 	set label 1 "no request has a TPOT" at graph 0.5, 0.5 center
 }
 set key outside right top vertical Left reverse title "policy"
-plot for [p = 1:np] in using (val(p, "tpot_ms")):(ntpot[p] > 0 ? 1.0 / ntpot[p] : NaN) \
-	smooth cumulative with steps lw 2 dt dash(p) lc rgb colour(p) title word(policies, p) noenhanced
+plot for [p = 1:np] in index (blk(p) >= 0 ? blk(p) + 1 : 1) using 1:(blk(p) >= 0 ? $2 : NaN) \
+	with steps lw 2 dt dash(p) lc rgb colour(p) title word(policies, p) noenhanced
 
 unset multiplot

@@ -1,51 +1,54 @@
 # memory.gp: how each GPU's memory is divided over time under each policy,
-# from an ema run's timeline.csv: one panel per (policy, GPU), rows are
-# policies and columns GPUs, so lending on one GPU lines up with borrowing
-# on its peer in the same row.
+# from an ema run: one panel per (policy, GPU), rows are policies and
+# columns GPUs, so lending on one GPU lines up with borrowing on its peer
+# in the same row.
 #
 # Each panel stacks the GPU's own memory from the bottom: weights, KV cache
 # in use, staging buffers, memory lent to peers, free; these add up to the
 # GPU's capacity. KV cache borrowed from peers lives on other GPUs, so it is
 # stacked above the capacity, hatched.
 #
-# Usage: gnuplot -d -c memory.gp timeline.csv OUT.pdf|OUT.png ["POLICY ..."]
+# Usage: gnuplot -d -c memory.gp memory.dat OUT.pdf|OUT.png ["POLICY ..."]
+# memory.dat is written by ema beside this script from timeline.csv: one
+# block per (policy, GPU), rows "time_s s1 s2 s3 s4 s5 s6 policy gpu" where
+# s1..s6 are the tops of the stacked areas (weights, + KV in use, + staging,
+# + lent, + free, + borrowed, GiB), cut to what a panel can show.
 # The optional third argument lists the policies (space-separated) in the
 # order ema ran them; ema passes it so that every figure of a run gives a
-# policy the same order. Without it the policies are read from the data.
-# Columns are addressed by name: later versions of ema may append columns.
+# policy the same order. Without it they are taken from the data.
 
 if (ARGC < 2) {
-	print "usage: gnuplot -d -c memory.gp timeline.csv OUT.pdf|OUT.png [\"POLICY ...\"]"
+	print "usage: gnuplot -d -c memory.gp memory.dat OUT.pdf|OUT.png [\"POLICY ...\"]"
 	exit status 2
 }
 in = ARG1
 out = ARG2
 ext = strlen(out) >= 4 ? out[strlen(out) - 3:] : ""
 
-set datafile separator comma
-set datafile columnheaders
-# Rows of the GPUs are interleaved; a filtered-out row must be skipped
-# rather than cut the area being drawn.
+# A (policy, GPU) without rows is one row of NaN: skipped, not drawn.
 set datafile missing NaN
 set terminal unknown
 
 add(l, w) = (strstrt(" " . l . " ", " " . w . " ") > 0) ? l : (l eq "" ? w : l . " " . w)
+idx(l, w, i) = i > words(l) ? 0 : (word(l, i) eq w ? i : idx(l, w, i + 1))
+# The data's own order of policies and GPUs numbers its blocks.
+dpol = ""
+gpus = ""
+set table $scratch
+plot in using (dpol = add(dpol, strcol(8)), gpus = add(gpus, strcol(9)), 0):(0) with table
+unset table
 policies = ""
 do for [a = 3:ARGC] { policies = policies . (policies eq "" ? "" : " ") . ARGV[a] }
-gpus = ""
-# A throw-away table plot is gnuplot's only loop over data rows.
-set table $scratch
-if (policies eq "") {
-	plot in using (policies = add(policies, strcol("policy")), 0):(0) with table
-}
-plot in using (gpus = add(gpus, strcol("gpu")), 0):(0) with table
-unset table
+if (policies eq "") { policies = dpol }
 np = words(policies)
 ng = words(gpus)
 if (np == 0 || ng == 0) {
-	print sprintf("%s: no data rows (need columns policy, time_s, gpu, *_gib)", in)
+	print sprintf("%s: no data rows (need rows \"time_s s1 .. s6 policy gpu\")", in)
 	exit status 2
 }
+# Block of (policy p, GPU g); -1 for a policy the data does not have.
+blk(p, g) = idx(dpol, word(policies, p), 1) > 0 ? \
+	(idx(dpol, word(policies, p), 1) - 1) * ng + g - 1 : -1
 
 if (ext eq ".pdf") {
 	set terminal pdfcairo noenhanced color size (2 + 11 * ng) cm, (3 + 6.5 * np) cm font "Sans,9"
@@ -59,17 +62,8 @@ if (ext eq ".pdf") {
 }
 set output out
 
-sel(p, g) = strcol("policy") eq word(policies, p) && strcol("gpu") eq word(gpus, g)
-# Running sums of the stack, bottom to top.
-s1 = 'column("weights_gib")'
-s2 = s1 . ' + column("kv_used_gib")'
-s3 = s2 . ' + column("staging_gib")'
-s4 = s3 . ' + column("lent_gib")'
-s5 = s4 . ' + column("free_gib")'
-s6 = s5 . ' + column("borrowed_gib")'
-
 # One y scale for every panel, so that panels can be compared at a glance.
-stats in using (@s6) nooutput
+stats in using 7 nooutput
 ymax = STATS_max > 0 ? STATS_max * 1.05 : 1
 
 # Panels are placed by hand, in units of the canvas size in cm, because a
@@ -121,20 +115,16 @@ do for [p = 1:np] {
 		# into the titles of the panels below.
 		if (p == np) { set xlabel "time (s)" } else { unset xlabel }
 		if (g == 1) { set ylabel "memory (GiB)" } else { unset ylabel }
-		plot in using "time_s":(sel(p, g) ? 0 : NaN):(@s1) \
-				with filledcurves lc rgb "#7f7f7f", \
-			'' using "time_s":(sel(p, g) ? @s1 : NaN):(@s2) \
-				with filledcurves lc rgb "#0072B2", \
-			'' using "time_s":(sel(p, g) ? @s2 : NaN):(@s3) \
-				with filledcurves lc rgb "#56B4E9", \
-			'' using "time_s":(sel(p, g) ? @s3 : NaN):(@s4) \
-				with filledcurves lc rgb "#E69F00", \
-			'' using "time_s":(sel(p, g) ? @s4 : NaN):(@s5) \
-				with filledcurves lc rgb "#e8f3e8", \
-			'' using "time_s":(sel(p, g) ? @s5 : NaN):(@s6) \
+		k = blk(p, g)
+		if (k < 0) { k = 0; z = NaN } else { z = 0 }
+		plot in index k using 1:($2 * 0 + z):2 with filledcurves lc rgb "#7f7f7f", \
+			'' index k using 1:($2 + z):3 with filledcurves lc rgb "#0072B2", \
+			'' index k using 1:($3 + z):4 with filledcurves lc rgb "#56B4E9", \
+			'' index k using 1:($4 + z):5 with filledcurves lc rgb "#E69F00", \
+			'' index k using 1:($5 + z):6 with filledcurves lc rgb "#e8f3e8", \
+			'' index k using 1:($6 + z):7 \
 				with filledcurves fs pattern 4 border lc rgb "#CC79A7" lc rgb "#CC79A7", \
-			'' using "time_s":(sel(p, g) ? @s5 : NaN) \
-				with lines lc rgb "#000000" dt 2 lw 1.2
+			'' index k using 1:($6 + z) with lines lc rgb "#000000" dt 2 lw 1.2
 	}
 }
 unset multiplot

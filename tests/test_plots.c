@@ -164,9 +164,19 @@ static void test_render(void)
 	CU_ASSERT(access(path, X_OK) == 0);
 	/* Policies in order of first appearance in summary.csv. */
 	CU_ASSERT(file_contains(path, "policies='static elastic_lru'"));
-	CU_ASSERT(file_contains(path, "latency_cdf.gp ../requests.csv"));
+	CU_ASSERT(file_contains(path, "latency_cdf.gp latency_cdf.dat"));
+	CU_ASSERT(file_contains(path, "memory.gp memory.dat"));
+	CU_ASSERT(file_contains(path, "throughput.gp ../summary.csv"));
+	/* the data the scripts draw, and no per-format log left behind */
+	snprintf(path, sizeof path, "%s/plots/memory.dat", dir);
+	CU_ASSERT(file_size(path) > 100);
+	snprintf(path, sizeof path, "%s/plots/latency_cdf.dat", dir);
+	CU_ASSERT(file_size(path) > 100);
+	snprintf(path, sizeof path, "%s/plots/gnuplot.memory.png.log", dir);
+	CU_ASSERT_EQUAL(file_size(path), -1);
 	snprintf(path, sizeof path, "%s/plots/gnuplot.log", dir);
 	CU_ASSERT(file_contains(path, "== memory.png"));
+	CU_ASSERT(file_contains(path, "== latency_cdf.pdf"));
 	if (getenv("EMA_KEEP_PLOTS") != NULL)
 		fprintf(stderr, "\nfigures kept in %s/plots\n", dir);
 	else
@@ -188,6 +198,9 @@ static void test_skip(void)
 	snprintf(path, sizeof path, "%s/plots/memory.gp", dir);
 	CU_ASSERT(file_size(path) > 100);
 	snprintf(path, sizeof path, "%s/plots/render.sh", dir);
+	CU_ASSERT(file_size(path) > 100);
+	/* render.sh needs the prepared data as well */
+	snprintf(path, sizeof path, "%s/plots/memory.dat", dir);
 	CU_ASSERT(file_size(path) > 100);
 	snprintf(path, sizeof path, "%s/plots/memory.pdf", dir);
 	CU_ASSERT_EQUAL(file_size(path), -1);
