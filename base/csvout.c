@@ -69,10 +69,19 @@ static int put_scaled(char *buf, bool neg, u128 q, int p)
 	char tmp[64];
 	int n = 0, len = 0;
 
-	do {
+	/* 128-bit division is a library call: digits of 64 bits at a time */
+	while (q > UINT64_MAX) {
 		tmp[n++] = (char)('0' + (int)(q % 10));
 		q /= 10;
-	} while (q != 0);
+	}
+	{
+		uint64_t u = (uint64_t)q;
+
+		do {
+			tmp[n++] = (char)('0' + (int)(u % 10));
+			u /= 10;
+		} while (u != 0);
+	}
 	while (n < p + 1)
 		tmp[n++] = '0';
 	if (neg)

@@ -211,6 +211,16 @@ static void req_free_pages(struct ema_engine *e, struct ema_tenant *t, struct em
 	memset(r->pages_on, 0, sizeof r->pages_on);
 }
 
+/* A finished request's pages go back, and so does its page array: a
+ * replay of a long trace would otherwise keep every request's array. */
+static void req_done_pages(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r)
+{
+	req_free_pages(e, t, r);
+	free(r->pages);
+	r->pages = NULL;
+	r->cap_pages = 0;
+}
+
 int32_t ema_request_pages_on(const struct ema_request *r, int gpu)
 {
 	int32_t n = 0;
@@ -534,7 +544,7 @@ static void xfer_done(void *arg, int64_t now)
 		r->pinned = 0;
 		if (r->free_on_unpin) {
 			r->free_on_unpin = 0;
-			req_free_pages(e, t, r);
+			req_done_pages(e, t, r);
 		} else if (x->kind == XFER_SWAP_OUT) {
 			t->swapped[t->swapped_n++] = r->id;
 		} else if (x->kind == XFER_SWAP_IN) {
@@ -653,12 +663,29 @@ static int ensure_bufs(struct ema_tenant *t, int32_t need)
 	return EMA_OK;
 }
 
+/* Tokens the request's pages hold: whole blocks of n_pages x page bytes,
+ * so that pages_for_tokens(tokens) <= n_pages exactly when tokens <= it.
+ * Recomputed (one division) only when its pages changed. */
+static inline int64_t tokens_held(const struct ema_engine *e, struct ema_request *r)
+{
+	if (r->cap_tok_pages != r->n_pages) {
+		r->cap_tok = e->block_bytes == 0 ? INT64_MAX :
+			(int64_t)((uint64_t)r->n_pages * e->page_bytes / e->block_bytes) *
+			e->cfg->serving.block_tokens;
+		r->cap_tok_pages = r->n_pages;
+	}
+	return r->cap_tok;
+}
+
 /* Makes sure request r holds pages for `tokens` tokens. */
 static int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r,
 			int64_t tokens)
 {
-	int32_t need = ema_engine_pages_for_tokens(e, tokens);
+	int32_t need;
 
+	if (tokens <= tokens_held(e, r))
+		return ALLOC_OK;
+	need = ema_engine_pages_for_tokens(e, tokens);
 	while (r->n_pages < need) {
 		int gpu;
 		int32_t page;
@@ -685,77 +712,57 @@ static int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 static void launch(struct ema_engine *e, struct ema_tenant *t)
 {
 	struct ema_iteration it;
-	const struct ema_model *m = &e->cfg->model;
 	int32_t n_local = 0, n_rem[EMA_MAX_GPUS] = {0};
-	uint64_t rem_bytes[EMA_MAX_GPUS] = {0};
-	int32_t total_pages = 0;
 
+	/* FLOPs, tokens and bytes were summed as requests joined the batch
+	 * (batch_add); only the page lists the hw backend reads need a walk. */
 	memset(&it, 0, sizeof it);
+	it.n_seqs = t->iter_work.n_seqs;
+	it.prefill_tokens = t->iter_work.prefill_tokens;
+	it.decode_tokens = t->iter_work.decode_tokens;
+	it.flops = t->iter_work.flops;
+	it.attention_flops = t->iter_work.attention_flops;
+	it.act_bytes = t->iter_work.act_bytes;
+	it.kv_local_bytes = t->iter_kv_local;
 	it.tenant = t->index;
 	it.gpu = t->gpu;
-	it.weight_bytes = ema_model_weight_bytes(m);
+	it.weight_bytes = e->weight_bytes;
 	it.layer_groups = e->cfg->serving.layer_groups;
 	it.staging_pages = NULL;
-	for (int32_t i = 0; e->page_lists && i < t->iter_n; i++)
-		total_pages += t->reqs[t->iter_batch[i]].n_pages;
-	if (ensure_bufs(t, total_pages + 1) != EMA_OK) {
-		engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
-		return;
-	}
-	for (int32_t i = 0; i < t->iter_n; i++) {
-		struct ema_request *r = &t->reqs[t->iter_batch[i]];
-		uint64_t kv = 0;
+	if (e->page_lists) {
+		int32_t total_pages = 0;
 
-		ema_work_add_request(&it, m, r->computed, t->iter_chunk[i], &kv);
-		if (r->n_remote == 0) {
-			it.kv_local_bytes += kv;
-			if (e->page_lists)
-				for (int32_t k = 0; k < r->n_pages; k++)
-					t->local_buf[n_local++] = r->pages[k].page;
-			continue;
+		for (int32_t i = 0; i < t->iter_n; i++)
+			total_pages += t->reqs[t->iter_batch[i]].n_pages;
+		if (ensure_bufs(t, total_pages + 1) != EMA_OK) {
+			engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+			return;
 		}
-		/* KV read is spread evenly over the request's pages. */
-		if (!e->page_lists) {
-			uint64_t share = kv / (uint64_t)r->n_pages;
+		for (int32_t i = 0; i < t->iter_n; i++) {
+			struct ema_request *r = &t->reqs[t->iter_batch[i]];
 
-			for (int g = 0; g < e->ledger.n_gpus; g++) {
-				if (r->pages_on[g] == 0)
-					continue;
-				if (g == t->gpu) {
-					it.kv_local_bytes += share * (uint64_t)r->pages_on[g];
-				} else {
-					rem_bytes[g] += share * (uint64_t)r->pages_on[g];
-					n_rem[g] += r->pages_on[g];
-				}
-			}
-			continue;
-		}
-		for (int32_t k = 0; k < r->n_pages; k++) {
-			int g = r->pages[k].gpu;
-			uint64_t share = kv / (uint64_t)r->n_pages;
+			for (int32_t k = 0; k < r->n_pages; k++) {
+				int g = r->pages[k].gpu;
 
-			if (g == t->gpu) {
-				it.kv_local_bytes += share;
-				if (e->page_lists)
+				if (g == t->gpu)
 					t->local_buf[n_local++] = r->pages[k].page;
-			} else {
-				rem_bytes[g] += share;
-				if (e->page_lists)
-					t->remote_buf[g][n_rem[g]] = r->pages[k].page;
-				n_rem[g]++;
+				else
+					t->remote_buf[g][n_rem[g]++] = r->pages[k].page;
 			}
 		}
+	} else if (t->iter_rem_mask != 0) {
+		memcpy(n_rem, t->iter_rem_pages, sizeof n_rem);
 	}
 	it.n_local_pages = n_local;
 	it.local_pages = t->local_buf;
-	for (int g = 0; g < e->ledger.n_gpus; g++) {
-		if (rem_bytes[g] == 0 && n_rem[g] == 0)
+	for (int g = 0; t->iter_rem_mask != 0 && g < e->ledger.n_gpus; g++) {
+		if (t->iter_rem_bytes[g] == 0 && n_rem[g] == 0)
 			continue;
 		it.remote[it.n_remote].gpu = g;
 		it.remote[it.n_remote].n_pages = n_rem[g];
 		it.remote[it.n_remote].pages = e->page_lists ? t->remote_buf[g] : NULL;
-		it.remote[it.n_remote].bytes = rem_bytes[g];
-		t->stats.remote_bytes += rem_bytes[g];
+		it.remote[it.n_remote].bytes = t->iter_rem_bytes[g];
+		t->stats.remote_bytes += t->iter_rem_bytes[g];
 		it.n_remote++;
 	}
 	it.staging_pages = NULL;
@@ -770,19 +777,57 @@ static void launch(struct ema_engine *e, struct ema_tenant *t)
 		engine_fail_op(e, EMA_ERR_DEVICE, "engine: iteration failed to start");
 }
 
-static void batch_add(struct ema_tenant *t, int32_t r, int32_t chunk)
+/* The batch being built starts empty. */
+static void batch_clear(struct ema_tenant *t)
 {
-	t->iter_batch[t->iter_n] = r;
+	for (int32_t i = 0; i < t->iter_n; i++)
+		t->reqs[t->iter_batch[i]].in_iter = 0;
+	t->iter_n = 0;
+	memset(&t->iter_work, 0, sizeof t->iter_work);
+	t->iter_kv_local = 0;
+	if (t->iter_rem_mask != 0) {
+		memset(t->iter_rem_bytes, 0, sizeof t->iter_rem_bytes);
+		memset(t->iter_rem_pages, 0, sizeof t->iter_rem_pages);
+		t->iter_rem_mask = 0;
+	}
+}
+
+/* Request r joins the batch: its work is added in batch order, its KV
+ * read split over the GPUs that hold its pages (spread evenly over them). */
+static void batch_add(struct ema_engine *e, struct ema_tenant *t, int32_t id, int32_t chunk)
+{
+	struct ema_request *r = &t->reqs[id];
+	uint64_t kv = 0;
+
+	t->iter_batch[t->iter_n] = id;
 	t->iter_chunk[t->iter_n] = chunk;
 	t->iter_n++;
+	r->in_iter = 1;
+	ema_work_add(&t->iter_work, &e->work, r->computed, chunk, &kv);
+	if (r->n_remote == 0) {
+		t->iter_kv_local += kv;
+		return;
+	}
+	{
+		uint64_t share = kv / (uint64_t)r->n_pages;
+
+		for (int g = 0; g < e->ledger.n_gpus; g++) {
+			if (r->pages_on[g] == 0)
+				continue;
+			if (g == t->gpu) {
+				t->iter_kv_local += share * (uint64_t)r->pages_on[g];
+			} else {
+				t->iter_rem_bytes[g] += share * (uint64_t)r->pages_on[g];
+				t->iter_rem_pages[g] += r->pages_on[g];
+				t->iter_rem_mask |= 1u << g;
+			}
+		}
+	}
 }
 
 static bool in_batch(const struct ema_tenant *t, int32_t r)
 {
-	for (int32_t i = 0; i < t->iter_n; i++)
-		if (t->iter_batch[i] == r)
-			return true;
-	return false;
+	return t->reqs[r].in_iter != 0;
 }
 
 /* Nothing of the tenant runs, is about to, or has pages moving: no
@@ -835,7 +880,7 @@ static int64_t admit(struct ema_engine *e, struct ema_tenant *t, int64_t budget,
 		r->state = EMA_REQ_RUNNING;
 		r->admit_seq = e->admit_counter++;
 		t->running[t->running_n++] = r->id;
-		batch_add(t, r->id, (int32_t)chunk);
+		batch_add(e, t, r->id, (int32_t)chunk);
 		used += chunk;
 	}
 	return used;
@@ -849,7 +894,7 @@ static void tenant_try_start(struct ema_engine *e, struct ema_tenant *t)
 
 	if (t->busy || e->error)
 		return;
-	t->iter_n = 0;
+	batch_clear(t);
 	if (!s->chunked_prefill && t->swapped_n == 0) {
 		/* vLLM without chunked prefill: a prefill-only iteration whenever
 		 * a waiting request can be admitted. */
@@ -896,7 +941,7 @@ static void tenant_try_start(struct ema_engine *e, struct ema_tenant *t)
 		if (rc != ALLOC_OK || r->state != EMA_REQ_RUNNING)
 			break; /* r itself was preempted: the rest are newer */
 		/* A decode step computes one token; report it as chunk 0. */
-		batch_add(t, id, remaining == 1 ? 0 : (int32_t)chunk);
+		batch_add(e, t, id, remaining == 1 ? 0 : (int32_t)chunk);
 		budget -= chunk;
 	}
 	/* As vLLM: swapped requests come back (before new admissions) only
@@ -965,13 +1010,13 @@ static void iteration_done(void *arg, const struct ema_iteration_result *res)
 			if (r->pending_xfers > 0)
 				r->free_on_unpin = 1;
 			else
-				req_free_pages(e, t, r);
+				req_done_pages(e, t, r);
 			running_remove(t, r->id);
 			t->n_done++;
 			e->done_requests++;
 		}
 	}
-	t->iter_n = 0;
+	batch_clear(t);
 	if (e->policy->after_iteration != NULL)
 		e->policy->after_iteration(&e->ctx, e->policy_state, t->index);
 	progress(e);
@@ -1395,6 +1440,8 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 	e->page_bytes = params.page_bytes;
 	e->kv_bytes_per_token = ema_model_kv_bytes_per_token(&cfg->model);
 	e->block_bytes = e->kv_bytes_per_token * (uint64_t)cfg->serving.block_tokens;
+	e->weight_bytes = ema_model_weight_bytes(&cfg->model);
+	ema_work_model_init(&e->work, &cfg->model);
 	e->weight_pages = (int32_t)((ema_model_weight_bytes(&cfg->model) + e->page_bytes - 1) /
 				    e->page_bytes);
 	e->n_tenants = cfg->n_tenants;

@@ -7,6 +7,7 @@
 
 #include "engine.h"
 #include "ledger.h"
+#include "work.h"
 
 enum ema_req_state {
 	EMA_REQ_FUTURE = 0,   /* not arrived yet */
@@ -45,6 +46,11 @@ struct ema_request {
 	int64_t recomputed_tokens;
 	int32_t pending_xfers;/* transfers in flight for this request */
 	int8_t free_on_unpin; /* finished while its pages moved: free after */
+	int8_t in_iter;       /* in the batch its tenant is building or running */
+	/* Tokens its pages hold (whole blocks), computed for cap_tok_pages
+	 * pages: growing is a comparison until the next page is due. */
+	int32_t cap_tok_pages;
+	int64_t cap_tok;
 };
 
 /* Per-tenant counters that end up in summary.csv. */
@@ -73,6 +79,13 @@ struct ema_tenant {
 	int32_t xfers_in_flight;      /* transfers of its requests in flight */
 	int32_t *iter_batch; int32_t iter_n;     /* requests of the iteration in flight */
 	int32_t *iter_chunk;                     /* tokens each computes (0 = decode) */
+	/* The iteration's work, summed as requests join the batch (in batch
+	 * order, so that its doubles are those of a walk over the batch). */
+	struct ema_work_sum iter_work;
+	uint64_t iter_kv_local;                  /* KV read from its own GPU */
+	uint32_t iter_rem_mask;                  /* peers it reads KV from */
+	uint64_t iter_rem_bytes[EMA_MAX_GPUS];   /* KV read from each peer */
+	int32_t iter_rem_pages[EMA_MAX_GPUS];
 	int32_t *local_buf; int32_t *remote_buf[EMA_MAX_GPUS]; int32_t page_buf_cap;
 	struct ema_tenant_stats stats;
 };
@@ -90,6 +103,8 @@ struct ema_engine {
 	uint64_t page_bytes;
 	uint64_t kv_bytes_per_token;
 	uint64_t block_bytes;
+	uint64_t weight_bytes;
+	struct ema_work_model work;   /* the cost model's constants */
 	int32_t weight_pages;
 	int n_tenants;
 	struct ema_tenant tenants[EMA_MAX_TENANTS];
