@@ -87,6 +87,13 @@ struct ema_tenant {
 	uint64_t iter_rem_bytes[EMA_MAX_GPUS];   /* KV read from each peer */
 	int32_t iter_rem_pages[EMA_MAX_GPUS];
 	int32_t *local_buf; int32_t *remote_buf[EMA_MAX_GPUS]; int32_t page_buf_cap;
+	/* Decode leaping (engine.c, "leaps"): the platform runs leap_k
+	 * iterations of this batch as one event; leap_end[j] is the end of
+	 * the j-th (leap_end[0] its start). */
+	bool leaping;
+	int32_t leap_k;
+	int64_t *leap_end; int32_t cap_leap;
+	int32_t *leap_scratch; int32_t cap_scratch;  /* planning a leap */
 	struct ema_tenant_stats stats;
 };
 
@@ -133,6 +140,13 @@ struct ema_engine {
 	struct ema_error op_err;      /* what the platform said of a failed op */
 	ema_progress_fn progress_fn;  /* called after every iteration, or NULL */
 	void *progress_arg;
+	/* Decode leaping: on unless switched off or impossible (a policy
+	 * hook that could see other tenants, a platform without leaps). */
+	bool leap_on;
+	int n_leaping;                /* tenants in a leap */
+	uint64_t leaps, leap_steps;   /* made so far, and the steps they ran */
+	bool replay;                  /* a leap's iterations are being played back: */
+	int64_t vnow;                 /* ... the time it is for them */
 };
 
 /* ema_engine_new and ema_engine_free in place, for tests that keep an

@@ -10,8 +10,11 @@ bench: ema$(EXEEXT)
 .PHONY: bench
 
 if HAVE_CUNIT
-check_PROGRAMS += tests/test_experiment tests/test_outdir
-TESTS += tests/test_experiment tests/test_outdir tests/test_cli.sh
+check_PROGRAMS += tests/test_experiment tests/test_outdir tests/test_leap
+TESTS += tests/test_experiment tests/test_outdir tests/test_leap tests/test_cli.sh
+tests_test_leap_SOURCES = tests/test_leap.c tests/test_main.h
+tests_test_leap_CFLAGS = $(TEST_CFLAGS)
+tests_test_leap_LDADD = $(TEST_LIBS)
 tests_test_experiment_SOURCES = tests/test_experiment.c tests/test_main.h
 tests_test_experiment_CFLAGS = $(TEST_CFLAGS)
 tests_test_experiment_LDADD = $(TEST_LIBS)
