@@ -13,6 +13,7 @@ typedef void (*ema_event_fn)(void *arg, int64_t now_ns);
 struct ema_event {
 	int64_t time_ns;
 	uint64_t seq;
+	int64_t push_ns;    /* the queue's now_ns when it was pushed */
 	ema_event_fn fn;
 	void *arg;
 };
@@ -22,6 +23,10 @@ struct ema_eventq {
 	size_t n;
 	size_t cap;
 	uint64_t next_seq;
+	/* The owner's clock, recorded in every event pushed: the simulator
+	 * orders a leap of iterations among events of the same time by it
+	 * (sim_platform.c). */
+	int64_t now_ns;
 };
 
 int ema_eventq_init(struct ema_eventq *q, size_t initial_cap);
@@ -33,6 +38,17 @@ int ema_eventq_pop(struct ema_eventq *q, struct ema_event *ev);
 static inline size_t ema_eventq_size(const struct ema_eventq *q) { return q->n; }
 /* Earliest time, or INT64_MAX when empty. */
 int64_t ema_eventq_peek_time(const struct ema_eventq *q);
+/* The earliest event, or NULL when empty. */
+static inline const struct ema_event *ema_eventq_peek(const struct ema_eventq *q)
+{
+	return q->n ? &q->heap[0] : NULL;
+}
+/* Takes the next sequence number without pushing: an event that will be
+ * ordered as if it had been pushed now. */
+static inline uint64_t ema_eventq_take_seq(struct ema_eventq *q)
+{
+	return q->next_seq++;
+}
 
 /* Keeps `pending` events in a queue and does `ops` pop+push pairs (each
  * pushed event lands a pseudo-random, fixed-seed delay after the popped

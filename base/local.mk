@@ -3,7 +3,8 @@
 libema_base_a_CPPFLAGS = $(BASE_CPPFLAGS)
 libema_base_a_SOURCES = base/ema_error.c base/ema_error.h base/ledger.c base/ledger.h \
 	base/platform.h base/platform.c base/embedded.c base/embedded.h base/ema_limits.h base/hardware.c \
-	base/hardware.h base/knobs.h base/knobs.c base/step_cost.c base/step_cost.h base/keys.h base/readfile.c base/readfile.h base/wallclock.h base/eventq.c base/eventq.h
+	base/hardware.h base/knobs.h base/knobs.c base/step_cost.c base/step_cost.h base/keys.h base/readfile.c base/readfile.h base/wallclock.h base/eventq.c base/eventq.h \
+	base/csvout.c base/csvout.h
 
 if HAVE_CUNIT
 check_PROGRAMS += tests/test_ledger
@@ -11,6 +12,12 @@ TESTS += tests/test_ledger
 tests_test_ledger_SOURCES = tests/test_ledger.c tests/test_main.h
 tests_test_ledger_CFLAGS = $(TEST_CFLAGS)
 tests_test_ledger_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/test_csvout
+TESTS += tests/test_csvout
+tests_test_csvout_SOURCES = tests/test_csvout.c
+tests_test_csvout_CFLAGS = $(TEST_CFLAGS)
+tests_test_csvout_LDADD = $(TEST_LIBS)
 
 check_PROGRAMS += tests/test_eventq
 TESTS += tests/test_eventq

@@ -157,6 +157,25 @@ struct ema_platform_ops {
 	int (*tag_pages)(struct ema_platform *p, int gpu, int n, const int32_t *pages,
 			 const uint64_t *tags, struct ema_error *err);
 	void (*destroy)(struct ema_platform *p);
+	/* Optional (NULL: the core steps one iteration at a time): decode
+	 * leaping, k iterations of one batch run as one event. A simulator
+	 * offers it; its results must be those of k calls of iteration(),
+	 * each made when the previous one ended.
+	 * iteration_time: how long `it` would take if started now on its
+	 * GPU, or EMA_ERR_UNSUPPORTED where the platform cannot tell without
+	 * running it (remote KV, transfers through the GPU); the caller
+	 * promises that nothing else will touch that GPU meanwhile.
+	 * leap: runs k >= 2 iterations on gpu back to back, the j-th ending
+	 * at end[j] (end[0] = now; from iteration_time); fn is called once,
+	 * at the end of the last, with its result (start end[k-1]).
+	 * leap_cut: the leap on gpu now ends with its first iteration that
+	 * ends after the event being dispatched (at or after now, in event
+	 * order); returns how many iterations it has. */
+	int (*iteration_time)(struct ema_platform *p, const struct ema_iteration *it,
+			      int64_t *ns, struct ema_error *err);
+	int (*leap)(struct ema_platform *p, int gpu, int k, const int64_t *end,
+		    ema_iteration_fn fn, void *arg, struct ema_error *err);
+	int (*leap_cut)(struct ema_platform *p, int gpu);
 };
 
 struct ema_platform {

@@ -4,6 +4,7 @@
  * (arrival timers, iteration and transfer completions), so the same code
  * runs in simulated and in real time. */
 #include "engine_priv.h"
+#include "ema_build.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +15,12 @@
 #include "policy.h"
 
 enum { ALLOC_OK = 0, ALLOC_NOSPACE = 1, ALLOC_WAIT = 2 };
+
+/* Decode leaping on by default; configure --disable-leap makes stepping
+ * the default (ema_engine_set_leap switches either way). */
+#ifndef EMA_LEAP_DEFAULT
+#define EMA_LEAP_DEFAULT 1
+#endif
 
 /* Context of a transfer the engine started for a request. */
 enum xfer_kind { XFER_MOVE_HOME, XFER_SWAP_OUT, XFER_SWAP_IN };
@@ -34,11 +41,14 @@ struct xfer_ctx {
 
 static void tenant_kick(struct ema_engine *e, struct ema_tenant *t);
 static void kick_all(struct ema_engine *e);
+static bool try_leap(struct ema_engine *e, struct ema_tenant *t, const struct ema_iteration *it);
+static void check_leaps(struct ema_engine *e);
 static void timeline_advance(struct ema_engine *e, int64_t now);
 
 int64_t ema_engine_now(struct ema_engine *e)
 {
-	return e->platform->ops->now(e->platform);
+	/* while a leap's iterations are played back, the time of each */
+	return e->replay ? e->vnow : e->platform->ops->now(e->platform);
 }
 
 static void engine_fail(struct ema_engine *e, int code, const char *what)
@@ -209,6 +219,16 @@ static void req_free_pages(struct ema_engine *e, struct ema_tenant *t, struct em
 	r->n_pages = 0;
 	r->n_remote = 0;
 	memset(r->pages_on, 0, sizeof r->pages_on);
+}
+
+/* A finished request's pages go back, and so does its page array: a
+ * replay of a long trace would otherwise keep every request's array. */
+static void req_done_pages(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r)
+{
+	req_free_pages(e, t, r);
+	free(r->pages);
+	r->pages = NULL;
+	r->cap_pages = 0;
 }
 
 int32_t ema_request_pages_on(const struct ema_request *r, int gpu)
@@ -534,7 +554,7 @@ static void xfer_done(void *arg, int64_t now)
 		r->pinned = 0;
 		if (r->free_on_unpin) {
 			r->free_on_unpin = 0;
-			req_free_pages(e, t, r);
+			req_done_pages(e, t, r);
 		} else if (x->kind == XFER_SWAP_OUT) {
 			t->swapped[t->swapped_n++] = r->id;
 		} else if (x->kind == XFER_SWAP_IN) {
@@ -545,6 +565,7 @@ static void xfer_done(void *arg, int64_t now)
 	}
 	xfer_free(x);
 	kick_all(e);
+	check_leaps(e);
 }
 
 /* Swap a request back in from host memory: all its pages at once. */
@@ -653,12 +674,29 @@ static int ensure_bufs(struct ema_tenant *t, int32_t need)
 	return EMA_OK;
 }
 
+/* Tokens the request's pages hold: whole blocks of n_pages x page bytes,
+ * so that pages_for_tokens(tokens) <= n_pages exactly when tokens <= it.
+ * Recomputed (one division) only when its pages changed. */
+static inline int64_t tokens_held(const struct ema_engine *e, struct ema_request *r)
+{
+	if (r->cap_tok_pages != r->n_pages) {
+		r->cap_tok = e->block_bytes == 0 ? INT64_MAX :
+			(int64_t)((uint64_t)r->n_pages * e->page_bytes / e->block_bytes) *
+			e->cfg->serving.block_tokens;
+		r->cap_tok_pages = r->n_pages;
+	}
+	return r->cap_tok;
+}
+
 /* Makes sure request r holds pages for `tokens` tokens. */
 static int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r,
 			int64_t tokens)
 {
-	int32_t need = ema_engine_pages_for_tokens(e, tokens);
+	int32_t need;
 
+	if (tokens <= tokens_held(e, r))
+		return ALLOC_OK;
+	need = ema_engine_pages_for_tokens(e, tokens);
 	while (r->n_pages < need) {
 		int gpu;
 		int32_t page;
@@ -685,77 +723,57 @@ static int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 static void launch(struct ema_engine *e, struct ema_tenant *t)
 {
 	struct ema_iteration it;
-	const struct ema_model *m = &e->cfg->model;
 	int32_t n_local = 0, n_rem[EMA_MAX_GPUS] = {0};
-	uint64_t rem_bytes[EMA_MAX_GPUS] = {0};
-	int32_t total_pages = 0;
 
+	/* FLOPs, tokens and bytes were summed as requests joined the batch
+	 * (batch_add); only the page lists the hw backend reads need a walk. */
 	memset(&it, 0, sizeof it);
+	it.n_seqs = t->iter_work.n_seqs;
+	it.prefill_tokens = t->iter_work.prefill_tokens;
+	it.decode_tokens = t->iter_work.decode_tokens;
+	it.flops = t->iter_work.flops;
+	it.attention_flops = t->iter_work.attention_flops;
+	it.act_bytes = t->iter_work.act_bytes;
+	it.kv_local_bytes = t->iter_kv_local;
 	it.tenant = t->index;
 	it.gpu = t->gpu;
-	it.weight_bytes = ema_model_weight_bytes(m);
+	it.weight_bytes = e->weight_bytes;
 	it.layer_groups = e->cfg->serving.layer_groups;
 	it.staging_pages = NULL;
-	for (int32_t i = 0; e->page_lists && i < t->iter_n; i++)
-		total_pages += t->reqs[t->iter_batch[i]].n_pages;
-	if (ensure_bufs(t, total_pages + 1) != EMA_OK) {
-		engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
-		return;
-	}
-	for (int32_t i = 0; i < t->iter_n; i++) {
-		struct ema_request *r = &t->reqs[t->iter_batch[i]];
-		uint64_t kv = 0;
+	if (e->page_lists) {
+		int32_t total_pages = 0;
 
-		ema_work_add_request(&it, m, r->computed, t->iter_chunk[i], &kv);
-		if (r->n_remote == 0) {
-			it.kv_local_bytes += kv;
-			if (e->page_lists)
-				for (int32_t k = 0; k < r->n_pages; k++)
-					t->local_buf[n_local++] = r->pages[k].page;
-			continue;
+		for (int32_t i = 0; i < t->iter_n; i++)
+			total_pages += t->reqs[t->iter_batch[i]].n_pages;
+		if (ensure_bufs(t, total_pages + 1) != EMA_OK) {
+			engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+			return;
 		}
-		/* KV read is spread evenly over the request's pages. */
-		if (!e->page_lists) {
-			uint64_t share = kv / (uint64_t)r->n_pages;
+		for (int32_t i = 0; i < t->iter_n; i++) {
+			struct ema_request *r = &t->reqs[t->iter_batch[i]];
 
-			for (int g = 0; g < e->ledger.n_gpus; g++) {
-				if (r->pages_on[g] == 0)
-					continue;
-				if (g == t->gpu) {
-					it.kv_local_bytes += share * (uint64_t)r->pages_on[g];
-				} else {
-					rem_bytes[g] += share * (uint64_t)r->pages_on[g];
-					n_rem[g] += r->pages_on[g];
-				}
-			}
-			continue;
-		}
-		for (int32_t k = 0; k < r->n_pages; k++) {
-			int g = r->pages[k].gpu;
-			uint64_t share = kv / (uint64_t)r->n_pages;
+			for (int32_t k = 0; k < r->n_pages; k++) {
+				int g = r->pages[k].gpu;
 
-			if (g == t->gpu) {
-				it.kv_local_bytes += share;
-				if (e->page_lists)
+				if (g == t->gpu)
 					t->local_buf[n_local++] = r->pages[k].page;
-			} else {
-				rem_bytes[g] += share;
-				if (e->page_lists)
-					t->remote_buf[g][n_rem[g]] = r->pages[k].page;
-				n_rem[g]++;
+				else
+					t->remote_buf[g][n_rem[g]++] = r->pages[k].page;
 			}
 		}
+	} else if (t->iter_rem_mask != 0) {
+		memcpy(n_rem, t->iter_rem_pages, sizeof n_rem);
 	}
 	it.n_local_pages = n_local;
 	it.local_pages = t->local_buf;
-	for (int g = 0; g < e->ledger.n_gpus; g++) {
-		if (rem_bytes[g] == 0 && n_rem[g] == 0)
+	for (int g = 0; t->iter_rem_mask != 0 && g < e->ledger.n_gpus; g++) {
+		if (t->iter_rem_bytes[g] == 0 && n_rem[g] == 0)
 			continue;
 		it.remote[it.n_remote].gpu = g;
 		it.remote[it.n_remote].n_pages = n_rem[g];
 		it.remote[it.n_remote].pages = e->page_lists ? t->remote_buf[g] : NULL;
-		it.remote[it.n_remote].bytes = rem_bytes[g];
-		t->stats.remote_bytes += rem_bytes[g];
+		it.remote[it.n_remote].bytes = t->iter_rem_bytes[g];
+		t->stats.remote_bytes += t->iter_rem_bytes[g];
 		it.n_remote++;
 	}
 	it.staging_pages = NULL;
@@ -766,23 +784,65 @@ static void launch(struct ema_engine *e, struct ema_tenant *t)
 	t->stats.iterations++;
 	/* the window, decided here once for every platform */
 	it.window_depth = ema_iteration_window_depth(&it, e->page_bytes);
+	if (e->replay)
+		return; /* a leap's iteration: the platform has run it */
+	if (e->leap_on && try_leap(e, t, &it))
+		return;
 	if (e->platform->ops->iteration(e->platform, &it, iteration_done, t, &e->op_err) != EMA_OK)
 		engine_fail_op(e, EMA_ERR_DEVICE, "engine: iteration failed to start");
 }
 
-static void batch_add(struct ema_tenant *t, int32_t r, int32_t chunk)
+/* The batch being built starts empty. */
+static void batch_clear(struct ema_tenant *t)
 {
-	t->iter_batch[t->iter_n] = r;
+	for (int32_t i = 0; i < t->iter_n; i++)
+		t->reqs[t->iter_batch[i]].in_iter = 0;
+	t->iter_n = 0;
+	memset(&t->iter_work, 0, sizeof t->iter_work);
+	t->iter_kv_local = 0;
+	if (t->iter_rem_mask != 0) {
+		memset(t->iter_rem_bytes, 0, sizeof t->iter_rem_bytes);
+		memset(t->iter_rem_pages, 0, sizeof t->iter_rem_pages);
+		t->iter_rem_mask = 0;
+	}
+}
+
+/* Request r joins the batch: its work is added in batch order, its KV
+ * read split over the GPUs that hold its pages (spread evenly over them). */
+static void batch_add(struct ema_engine *e, struct ema_tenant *t, int32_t id, int32_t chunk)
+{
+	struct ema_request *r = &t->reqs[id];
+	uint64_t kv = 0;
+
+	t->iter_batch[t->iter_n] = id;
 	t->iter_chunk[t->iter_n] = chunk;
 	t->iter_n++;
+	r->in_iter = 1;
+	ema_work_add(&t->iter_work, &e->work, r->computed, chunk, &kv);
+	if (r->n_remote == 0) {
+		t->iter_kv_local += kv;
+		return;
+	}
+	{
+		uint64_t share = kv / (uint64_t)r->n_pages;
+
+		for (int g = 0; g < e->ledger.n_gpus; g++) {
+			if (r->pages_on[g] == 0)
+				continue;
+			if (g == t->gpu) {
+				t->iter_kv_local += share * (uint64_t)r->pages_on[g];
+			} else {
+				t->iter_rem_bytes[g] += share * (uint64_t)r->pages_on[g];
+				t->iter_rem_pages[g] += r->pages_on[g];
+				t->iter_rem_mask |= 1u << g;
+			}
+		}
+	}
 }
 
 static bool in_batch(const struct ema_tenant *t, int32_t r)
 {
-	for (int32_t i = 0; i < t->iter_n; i++)
-		if (t->iter_batch[i] == r)
-			return true;
-	return false;
+	return t->reqs[r].in_iter != 0;
 }
 
 /* Nothing of the tenant runs, is about to, or has pages moving: no
@@ -835,7 +895,7 @@ static int64_t admit(struct ema_engine *e, struct ema_tenant *t, int64_t budget,
 		r->state = EMA_REQ_RUNNING;
 		r->admit_seq = e->admit_counter++;
 		t->running[t->running_n++] = r->id;
-		batch_add(t, r->id, (int32_t)chunk);
+		batch_add(e, t, r->id, (int32_t)chunk);
 		used += chunk;
 	}
 	return used;
@@ -849,7 +909,7 @@ static void tenant_try_start(struct ema_engine *e, struct ema_tenant *t)
 
 	if (t->busy || e->error)
 		return;
-	t->iter_n = 0;
+	batch_clear(t);
 	if (!s->chunked_prefill && t->swapped_n == 0) {
 		/* vLLM without chunked prefill: a prefill-only iteration whenever
 		 * a waiting request can be admitted. */
@@ -896,7 +956,7 @@ static void tenant_try_start(struct ema_engine *e, struct ema_tenant *t)
 		if (rc != ALLOC_OK || r->state != EMA_REQ_RUNNING)
 			break; /* r itself was preempted: the rest are newer */
 		/* A decode step computes one token; report it as chunk 0. */
-		batch_add(t, id, remaining == 1 ? 0 : (int32_t)chunk);
+		batch_add(e, t, id, remaining == 1 ? 0 : (int32_t)chunk);
 		budget -= chunk;
 	}
 	/* As vLLM: swapped requests come back (before new admissions) only
@@ -934,18 +994,17 @@ static void progress(struct ema_engine *e)
 	e->progress_fn(e->progress_arg, &p);
 }
 
-static void iteration_done(void *arg, const struct ema_iteration_result *res)
+/* The end of an iteration of tenant t at `end`. A leap's iterations are
+ * played back with real = false: what stepping did at their ends, where
+ * kicking the other tenants did nothing (check_leaps saw to it). */
+static void iteration_end(struct ema_engine *e, struct ema_tenant *t, int64_t start, int64_t end,
+			  int64_t stall, bool real)
 {
-	struct ema_tenant *t = arg;
-	struct ema_engine *e = NULL;
-
-	/* the tenant array lives inside the engine */
-	e = (struct ema_engine *)((char *)(t - t->index) - offsetof(struct ema_engine, tenants));
-	timeline_advance(e, res->end_ns);
-	account(e, t, res->end_ns);
+	timeline_advance(e, end);
+	account(e, t, end);
 	t->busy = false;
-	t->stats.stall_ns += res->stall_ns;
-	t->stats.busy_ns += res->end_ns - res->start_ns;
+	t->stats.stall_ns += stall;
+	t->stats.busy_ns += end - start;
 	for (int32_t i = 0; i < t->iter_n; i++) {
 		struct ema_request *r = &t->reqs[t->iter_batch[i]];
 		int32_t chunk = t->iter_chunk[i] > 0 ? t->iter_chunk[i] : 1;
@@ -958,24 +1017,43 @@ static void iteration_done(void *arg, const struct ema_iteration_result *res)
 		r->generated++;
 		t->stats.generated_tokens++;
 		if (r->first_token_ns < 0)
-			r->first_token_ns = res->end_ns;
+			r->first_token_ns = end;
 		if (r->generated >= r->output_tokens) {
-			r->finish_ns = res->end_ns;
+			r->finish_ns = end;
 			r->state = EMA_REQ_DONE;
 			if (r->pending_xfers > 0)
 				r->free_on_unpin = 1;
 			else
-				req_free_pages(e, t, r);
+				req_done_pages(e, t, r);
 			running_remove(t, r->id);
 			t->n_done++;
 			e->done_requests++;
 		}
 	}
-	t->iter_n = 0;
+	batch_clear(t);
+	if (!real) {
+		tenant_kick(e, t);
+		return;
+	}
 	if (e->policy->after_iteration != NULL)
 		e->policy->after_iteration(&e->ctx, e->policy_state, t->index);
 	progress(e);
 	kick_all(e);
+}
+
+static void leap_replay(struct ema_engine *e, struct ema_tenant *t, int64_t end);
+
+static void iteration_done(void *arg, const struct ema_iteration_result *res)
+{
+	struct ema_tenant *t = arg;
+	struct ema_engine *e = NULL;
+
+	/* the tenant array lives inside the engine */
+	e = (struct ema_engine *)((char *)(t - t->index) - offsetof(struct ema_engine, tenants));
+	if (t->leaping)
+		leap_replay(e, t, res->end_ns);
+	iteration_end(e, t, res->start_ns, res->end_ns, res->stall_ns, true);
+	check_leaps(e);
 }
 
 static void tenant_kick(struct ema_engine *e, struct ema_tenant *t)
@@ -1036,6 +1114,7 @@ static void arrival(void *arg, int64_t now)
 				    &e->op_err) != EMA_OK)
 		engine_fail_op(e, EMA_ERR_NOMEM, "engine: timer failed");
 	tenant_kick(e, t);
+	check_leaps(e);
 }
 
 static void timeline_take(const struct ema_engine *e, int g, struct ema_timeline_sample *s)
@@ -1212,6 +1291,297 @@ static int borrowers_on(struct ema_engine *e, int gpu)
 		e->victims[j + 1] = x;
 	}
 	return n;
+}
+
+/* ---- leaps -------------------------------------------------------------- *
+ *
+ * A decode batch whose requests only grow by a token per step changes
+ * nothing anyone else sees while (a) the policy has no hook that could
+ * look at other tenants' GPUs (borrowable, choose_lender, reclaim,
+ * plan_iteration, after_iteration all NULL), (b) its pages come from its
+ * own free pages, (c) no request of it moves and none waits, (d) no other
+ * tenant would do anything when kicked at the end of one of its steps,
+ * (e) no grid point of the timeline and no horizon falls within, and (f)
+ * no request of its own arrives. Its steps' times then follow from the
+ * cost model alone (the platform's iteration_time), so the platform can
+ * run them as one event (leap). At the end, the steps in between are
+ * played back with the same code stepping runs, at their own times
+ * (leap_replay), and the last one ends as a real iteration. A leap ends
+ * early where (d) stops holding (check_leaps, after every callback) and
+ * where another event falls on one of its steps' ends (the platform). */
+
+#define LEAP_MAX 1024
+
+/* What tenant_kick would act on. */
+static bool kick_sensitive(const struct ema_tenant *u)
+{
+	return !u->busy && (u->reclaim_wait_since >= 0 || u->waiting_n > 0 || u->running_n > 0 ||
+			    u->swapped_n > 0);
+}
+
+/* tokens_held() for n pages. */
+static int64_t tokens_for_pages(const struct ema_engine *e, int32_t n)
+{
+	return e->block_bytes == 0 ? INT64_MAX :
+		(int64_t)((uint64_t)n * e->page_bytes / e->block_bytes) * e->cfg->serving.block_tokens;
+}
+
+static bool leap_possible(const struct ema_engine *e)
+{
+	const struct ema_platform_ops *ops = e->platform->ops;
+	const struct ema_policy_ops *po = e->policy;
+
+	return ops->iteration_time != NULL && ops->leap != NULL && ops->leap_cut != NULL &&
+	       po->borrowable == NULL && po->choose_lender == NULL && po->reclaim == NULL &&
+	       po->plan_iteration == NULL && po->after_iteration == NULL;
+}
+
+/* A request of a planned leap. */
+struct leap_req {
+	int32_t computed;  /* before the leap's first step */
+	int32_t steps;     /* steps until it finishes (the last included) */
+	int32_t pages;
+	int64_t held;      /* tokens its pages hold */
+};
+
+/* Called by launch with the first step's iteration, which the tenant's
+ * batch holds: plans as many steps as the conditions above allow and
+ * starts them as a leap; false when fewer than two (launch then starts
+ * the iteration as usual). */
+static bool try_leap(struct ema_engine *e, struct ema_tenant *t, const struct ema_iteration *it1)
+{
+	const struct ema_platform_ops *ops = e->platform->ops;
+	int32_t n = t->iter_n, live, k = 1;
+	int32_t free_pages;
+	int64_t now, limit, next_arrival, d;
+	int64_t *end;
+	struct leap_req *q;
+	struct ema_iteration it = *it1;
+
+	if (e->page_lists || e->error || n == 0 || n != t->running_n || t->waiting_n > 0 ||
+	    t->swapped_n > 0 || t->xfers_in_flight > 0 || t->reclaim_wait_since >= 0 ||
+	    t->iter_rem_mask != 0 || ema_ledger_borrowed_pages(&e->ledger, t->index) != 0)
+		return false;
+	for (int32_t i = 0; i < n; i++)
+		if (t->iter_batch[i] != t->running[i] || t->iter_chunk[i] != 0)
+			return false;
+	for (int i = 0; i < e->n_tenants; i++)
+		if (i != t->index && kick_sensitive(&e->tenants[i]))
+			return false;
+	now = ema_engine_now(e);
+	limit = timeline_grid_ns(e, e->timeline_next_k);
+	if (e->cfg->horizon_s > 0 && (int64_t)(e->cfg->horizon_s * 1e9) < limit)
+		limit = (int64_t)(e->cfg->horizon_s * 1e9);
+	next_arrival = t->next_arrival < t->n_reqs ? t->reqs[t->next_arrival].arrival_ns : INT64_MAX;
+	if (ops->iteration_time(e->platform, it1, &d, NULL) != EMA_OK || d <= 0 ||
+	    now + d > limit || now + d >= next_arrival)
+		return false;
+	if (t->cap_leap < LEAP_MAX + 1) {
+		int64_t *ne = realloc(t->leap_end, (LEAP_MAX + 1) * sizeof *ne);
+
+		if (ne == NULL)
+			return false;
+		t->leap_end = ne;
+		t->cap_leap = LEAP_MAX + 1;
+	}
+	if (t->cap_scratch < n) {
+		int32_t cap = n * 2;
+		int32_t *ns = realloc(t->leap_scratch, (size_t)cap * sizeof(struct leap_req));
+
+		if (ns == NULL)
+			return false;
+		t->leap_scratch = ns;
+		t->cap_scratch = cap;
+	}
+	end = t->leap_end;
+	q = (struct leap_req *)t->leap_scratch;
+	end[0] = now;
+	end[1] = now + d;
+	for (int32_t i = 0; i < n; i++) {
+		struct ema_request *r = &t->reqs[t->iter_batch[i]];
+
+		q[i].computed = r->computed;
+		q[i].steps = r->output_tokens - r->generated;
+		q[i].pages = r->n_pages;
+		q[i].held = tokens_held(e, r);
+	}
+	live = n;
+	free_pages = ema_ledger_free_pages(&e->ledger, t->gpu);
+	for (int32_t j = 2; j <= LEAP_MAX; j++) {
+		struct ema_work_sum sum = { 0 };
+		uint64_t kv_local = 0;
+		int32_t w = 0;
+		bool room = true;
+
+		/* step j - 1 ends: the pages of those it finishes come back */
+		for (int32_t i = 0; i < live; i++) {
+			if (q[i].steps == j - 1)
+				free_pages += q[i].pages;
+			else
+				q[w++] = q[i];
+		}
+		live = w;
+		if (live == 0)
+			break;
+		/* step j starts: each grows by a token, in batch order, from
+		 * its own GPU's free pages beyond the staging reserve */
+		for (int32_t i = 0; i < live && room; i++) {
+			int64_t tokens = (int64_t)q[i].computed + j;
+
+			if (tokens <= q[i].held)
+				continue;
+			{
+				int32_t need = ema_engine_pages_for_tokens(e, tokens);
+
+				for (int32_t a = q[i].pages; a < need && room; a++) {
+					if (free_pages <= t->local_reserve)
+						room = false;
+					else
+						free_pages--;
+				}
+				q[i].pages = need;
+				q[i].held = tokens_for_pages(e, need);
+			}
+		}
+		if (!room)
+			break;
+		/* its work, as batch_add sums it */
+		for (int32_t i = 0; i < live; i++) {
+			uint64_t kv;
+
+			ema_work_add(&sum, &e->work, (int64_t)q[i].computed + j - 1, 0, &kv);
+			kv_local += kv;
+		}
+		it.n_seqs = sum.n_seqs;
+		it.prefill_tokens = sum.prefill_tokens;
+		it.decode_tokens = sum.decode_tokens;
+		it.flops = sum.flops;
+		it.attention_flops = sum.attention_flops;
+		it.act_bytes = sum.act_bytes;
+		it.kv_local_bytes = kv_local;
+		it.window_depth = ema_iteration_window_depth(&it, e->page_bytes);
+		if (ops->iteration_time(e->platform, &it, &d, NULL) != EMA_OK || d <= 0 ||
+		    end[j - 1] + d > limit)
+			break;
+		end[j] = end[j - 1] + d;
+		k = j;
+		if (end[j] >= next_arrival)
+			break;
+	}
+	if (k < 2)
+		return false;
+	if (ops->leap(e->platform, t->gpu, k, end, iteration_done, t, &e->op_err) != EMA_OK) {
+		engine_fail_op(e, EMA_ERR_DEVICE, "engine: leap failed to start");
+		return true;
+	}
+	t->leaping = true;
+	t->leap_k = k;
+	e->n_leaping++;
+	e->leaps++;
+	e->leap_steps += (uint64_t)k;
+	return true;
+}
+
+/* The end of one step of a leap at `end`, after it started at `start`,
+ * and the start of the next: what iteration_end and tenant_try_start do
+ * for a batch of decodes that fits its pages and token budget, with no
+ * request waiting or moving and no policy hook (try_leap's conditions),
+ * in the same order, so that the ledger, the accounting doubles and the
+ * pages come out as stepping leaves them. */
+static void leap_step(struct ema_engine *e, struct ema_tenant *t, int64_t start, int64_t end)
+{
+	account(e, t, end);
+	t->stats.busy_ns += end - start;
+	for (int32_t i = 0; i < t->iter_n; i++) {
+		struct ema_request *r = &t->reqs[t->iter_batch[i]];
+
+		r->in_iter = 0;
+		r->computed++;
+		r->generated++;
+		t->stats.generated_tokens++;
+		if (r->generated >= r->output_tokens) {
+			r->finish_ns = end;
+			r->state = EMA_REQ_DONE;
+			req_done_pages(e, t, r);
+			running_remove(t, r->id);
+			t->n_done++;
+			e->done_requests++;
+		}
+	}
+	/* the next step: every running request decodes a token */
+	t->iter_n = 0;
+	for (int32_t i = 0; i < t->running_n; i++) {
+		int32_t id = t->running[i];
+		struct ema_request *r = &t->reqs[id];
+
+		if (grow_request(e, t, r, (int64_t)r->computed + 1) != ALLOC_OK) {
+			engine_fail(e, EMA_ERR_INTERNAL, "engine: a leap ran out of pages it had counted");
+			return;
+		}
+		t->iter_batch[t->iter_n] = id;
+		t->iter_chunk[t->iter_n] = 0;
+		t->iter_n++;
+		r->in_iter = 1;
+	}
+	t->stats.iterations++;
+}
+
+/* The steps of t's leap before the one ending at `end`, played back. */
+static void leap_replay(struct ema_engine *e, struct ema_tenant *t, int64_t end)
+{
+	int32_t m = 0;
+
+	for (int32_t j = 1; j <= t->leap_k; j++)
+		if (t->leap_end[j] == end) {
+			m = j;
+			break;
+		}
+	t->leaping = false;
+	e->n_leaping--;
+	if (m == 0) {
+		engine_fail(e, EMA_ERR_INTERNAL, "engine: a leap ended at a time it did not plan");
+		return;
+	}
+	/* at each step's end, it is that step's time (req_free_pages'
+	 * accounting asks for it) */
+	e->replay = true;
+	for (int32_t j = 1; j < m && !e->error; j++) {
+		e->vnow = t->leap_end[j];
+		leap_step(e, t, t->leap_end[j - 1], t->leap_end[j]);
+	}
+	e->replay = false;
+}
+
+/* After every callback: a tenant that a kick would now act on ends every
+ * leap at its next step, whose end kicks it as stepping does. */
+static void check_leaps(struct ema_engine *e)
+{
+	if (e->n_leaping == 0)
+		return;
+	for (int i = 0; i < e->n_tenants; i++)
+		if (kick_sensitive(&e->tenants[i])) {
+			for (int j = 0; j < e->n_tenants; j++)
+				if (e->tenants[j].leaping)
+					e->platform->ops->leap_cut(e->platform, e->tenants[j].gpu);
+			return;
+		}
+}
+
+void ema_engine_set_leap(struct ema_engine *e, bool on)
+{
+	e->leap_on = on && leap_possible(e);
+}
+
+bool ema_engine_leap(const struct ema_engine *e)
+{
+	return e->leap_on;
+}
+
+uint64_t ema_engine_leaps(const struct ema_engine *e, uint64_t *steps)
+{
+	if (steps != NULL)
+		*steps = e->leap_steps;
+	return e->leaps;
 }
 
 /* ---- the policy context and its mechanisms --------------------------- */
@@ -1396,6 +1766,8 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 	e->page_bytes = params.page_bytes;
 	e->kv_bytes_per_token = ema_model_kv_bytes_per_token(&cfg->model);
 	e->block_bytes = e->kv_bytes_per_token * (uint64_t)cfg->serving.block_tokens;
+	e->weight_bytes = ema_model_weight_bytes(&cfg->model);
+	ema_work_model_init(&e->work, &cfg->model);
 	e->weight_pages = (int32_t)((ema_model_weight_bytes(&cfg->model) + e->page_bytes - 1) /
 				    e->page_bytes);
 	e->n_tenants = cfg->n_tenants;
@@ -1481,6 +1853,7 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 			e->tenants[i].kv_capacity_pages;
 	for (int g = 0; g < EMA_MAX_GPUS; g++)
 		e->timeline_last_k[g] = -1;
+	ema_engine_set_leap(e, EMA_LEAP_DEFAULT);
 	return EMA_OK;
 fail:
 	ema_engine_destroy(e);
@@ -1593,6 +1966,8 @@ void ema_engine_destroy(struct ema_engine *e)
 		free(t->iter_chunk);
 		free(t->local_buf);
 		free(t->staging);
+		free(t->leap_end);
+		free(t->leap_scratch);
 		for (int g = 0; g < EMA_MAX_GPUS; g++)
 			free(t->remote_buf[g]);
 		memset(t, 0, sizeof *t);

@@ -82,6 +82,17 @@ void ema_engine_free(struct ema_engine *e);
 /* The hw backend needs the page numbers of every iteration (the
  * simulator only their counts): off by default. */
 void ema_engine_set_page_lists(struct ema_engine *e, bool on);
+/* Decode leaping: while a tenant's decode batch can change only by its
+ * own steps and no other tenant can see them, the platform runs its
+ * steps as one event; the results are those of stepping, byte for byte
+ * (tests/test_leap.c). On by default (EMA_LEAP_DEFAULT, configure
+ * --disable-leap), where the policy and the platform allow it; off
+ * steps one iteration at a time. */
+void ema_engine_set_leap(struct ema_engine *e, bool on);
+bool ema_engine_leap(const struct ema_engine *e);
+/* Leaps made so far and the iterations they ran (a check that leaping
+ * happened; no output shows them). */
+uint64_t ema_engine_leaps(const struct ema_engine *e, uint64_t *steps);
 void ema_engine_on_progress(struct ema_engine *e, ema_progress_fn fn, void *arg);
 /* Tells the configuration which policies exist and their knob tables
  * (the registry, ema_policy_table, or a test's own NULL-terminated list):

@@ -7,6 +7,7 @@
 
 #include "engine.h"
 #include "ledger.h"
+#include "work.h"
 
 enum ema_req_state {
 	EMA_REQ_FUTURE = 0,   /* not arrived yet */
@@ -45,6 +46,11 @@ struct ema_request {
 	int64_t recomputed_tokens;
 	int32_t pending_xfers;/* transfers in flight for this request */
 	int8_t free_on_unpin; /* finished while its pages moved: free after */
+	int8_t in_iter;       /* in the batch its tenant is building or running */
+	/* Tokens its pages hold (whole blocks), computed for cap_tok_pages
+	 * pages: growing is a comparison until the next page is due. */
+	int32_t cap_tok_pages;
+	int64_t cap_tok;
 };
 
 /* Per-tenant counters that end up in summary.csv. */
@@ -73,7 +79,21 @@ struct ema_tenant {
 	int32_t xfers_in_flight;      /* transfers of its requests in flight */
 	int32_t *iter_batch; int32_t iter_n;     /* requests of the iteration in flight */
 	int32_t *iter_chunk;                     /* tokens each computes (0 = decode) */
+	/* The iteration's work, summed as requests join the batch (in batch
+	 * order, so that its doubles are those of a walk over the batch). */
+	struct ema_work_sum iter_work;
+	uint64_t iter_kv_local;                  /* KV read from its own GPU */
+	uint32_t iter_rem_mask;                  /* peers it reads KV from */
+	uint64_t iter_rem_bytes[EMA_MAX_GPUS];   /* KV read from each peer */
+	int32_t iter_rem_pages[EMA_MAX_GPUS];
 	int32_t *local_buf; int32_t *remote_buf[EMA_MAX_GPUS]; int32_t page_buf_cap;
+	/* Decode leaping (engine.c, "leaps"): the platform runs leap_k
+	 * iterations of this batch as one event; leap_end[j] is the end of
+	 * the j-th (leap_end[0] its start). */
+	bool leaping;
+	int32_t leap_k;
+	int64_t *leap_end; int32_t cap_leap;
+	int32_t *leap_scratch; int32_t cap_scratch;  /* planning a leap */
 	struct ema_tenant_stats stats;
 };
 
@@ -90,6 +110,8 @@ struct ema_engine {
 	uint64_t page_bytes;
 	uint64_t kv_bytes_per_token;
 	uint64_t block_bytes;
+	uint64_t weight_bytes;
+	struct ema_work_model work;   /* the cost model's constants */
 	int32_t weight_pages;
 	int n_tenants;
 	struct ema_tenant tenants[EMA_MAX_TENANTS];
@@ -118,6 +140,13 @@ struct ema_engine {
 	struct ema_error op_err;      /* what the platform said of a failed op */
 	ema_progress_fn progress_fn;  /* called after every iteration, or NULL */
 	void *progress_arg;
+	/* Decode leaping: on unless switched off or impossible (a policy
+	 * hook that could see other tenants, a platform without leaps). */
+	bool leap_on;
+	int n_leaping;                /* tenants in a leap */
+	uint64_t leaps, leap_steps;   /* made so far, and the steps they ran */
+	bool replay;                  /* a leap's iterations are being played back: */
+	int64_t vnow;                 /* ... the time it is for them */
 };
 
 /* ema_engine_new and ema_engine_free in place, for tests that keep an

@@ -37,21 +37,32 @@ uint64_t ema_work_act_bytes(const struct ema_model *m, int64_t tokens)
 	return (uint64_t)(per_token * (double)tokens);
 }
 
+void ema_work_model_init(struct ema_work_model *w, const struct ema_model *m)
+{
+	int tp = m->tensor_parallel > 0 ? m->tensor_parallel : 1;
+	double params = m->params_b * 1e9 / tp;
+
+	/* the same expressions, in the same order, as the functions above */
+	w->linear_per_token = 2.0 * params;
+	w->attention_per_pos = 4.0 * m->layers * (double)m->heads * m->head_dim / tp;
+	w->act_per_token = (double)m->layers * m->bytes_per_param *
+			   (4.0 * m->hidden + 2.0 * m->ffn / tp);
+	w->kv_per_token = ema_model_kv_bytes_per_token(m);
+}
+
 void ema_work_add_request(struct ema_iteration *it, const struct ema_model *m,
 			  int64_t ctx_before, int64_t chunk, uint64_t *kv_read_bytes)
 {
-	int64_t tokens = chunk > 0 ? chunk : 1;
-	double attn = ema_work_attention_flops(m, ctx_before, tokens);
+	struct ema_work_model w;
+	struct ema_work_sum sum = { 0 };
 
-	it->n_seqs++;
-	if (chunk > 0)
-		it->prefill_tokens += chunk;
-	else
-		it->decode_tokens += 1;
-	it->flops += ema_work_linear_flops(m, tokens) + attn;
-	it->attention_flops += attn;
-	it->act_bytes += ema_work_act_bytes(m, tokens);
-	/* Attention reads the KV of every earlier position once per step. */
-	*kv_read_bytes = (uint64_t)ctx_before * ema_model_kv_bytes_per_token(m);
+	/* each sum starts at 0: adding it adds the same doubles */
+	ema_work_model_init(&w, m);
+	ema_work_add(&sum, &w, ctx_before, chunk, kv_read_bytes);
+	it->n_seqs += sum.n_seqs;
+	it->prefill_tokens += sum.prefill_tokens;
+	it->decode_tokens += sum.decode_tokens;
+	it->flops += sum.flops;
+	it->attention_flops += sum.attention_flops;
+	it->act_bytes += sum.act_bytes;
 }
-

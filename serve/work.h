@@ -22,6 +22,48 @@ double ema_work_attention_flops(const struct ema_model *m, int64_t ctx_before,
 /* Activation bytes written and read for `tokens` tokens (all layers). */
 uint64_t ema_work_act_bytes(const struct ema_model *m, int64_t tokens);
 
+/* The model's constants of the cost model, computed once: the serving
+ * model adds requests with ema_work_add, whose arithmetic is that of the
+ * functions above operation for operation, so that sums built request by
+ * request come out the same to the last bit. */
+struct ema_work_model {
+	double linear_per_token;   /* 2 x parameters / tensor_parallel */
+	double attention_per_pos;  /* 4 x layers x heads x head_dim / tensor_parallel */
+	double act_per_token;      /* activation bytes per token */
+	uint64_t kv_per_token;
+};
+
+void ema_work_model_init(struct ema_work_model *w, const struct ema_model *m);
+
+/* The part of an iteration's work that requests add up. */
+struct ema_work_sum {
+	int n_seqs;
+	int64_t prefill_tokens;
+	int64_t decode_tokens;
+	double flops;
+	double attention_flops;
+	uint64_t act_bytes;
+};
+
+/* ema_work_add_request into a sum, with the constants of w. */
+static inline void ema_work_add(struct ema_work_sum *s, const struct ema_work_model *w,
+				int64_t ctx_before, int64_t chunk, uint64_t *kv_read_bytes)
+{
+	int64_t tokens = chunk > 0 ? chunk : 1;
+	double n = (double)tokens;
+	double attn = w->attention_per_pos * (n * (double)ctx_before + n * (n + 1.0) / 2.0);
+
+	s->n_seqs++;
+	if (chunk > 0)
+		s->prefill_tokens += chunk;
+	else
+		s->decode_tokens += 1;
+	s->flops += w->linear_per_token * (double)tokens + attn;
+	s->attention_flops += attn;
+	s->act_bytes += (uint64_t)(w->act_per_token * (double)tokens);
+	*kv_read_bytes = (uint64_t)ctx_before * w->kv_per_token;
+}
+
 /* Adds one request's share of work to an iteration: a prefill chunk of
  * `chunk` tokens after `ctx_before` computed ones, or (chunk == 0) one
  * decode token at context `ctx_before`. KV bytes read are returned in

@@ -633,6 +633,15 @@ int ema_flownet_active(const struct ema_flownet *net)
 	return net->n_flows;
 }
 
+int ema_flownet_flows_at(const struct ema_flownet *net, int gpu)
+{
+	int n = 0;
+
+	for (int i = 0; i < net->n_flows; i++)
+		n += net->flows[i].src == gpu || net->flows[i].dst == gpu;
+	return n;
+}
+
 int ema_flownet_queued(const struct ema_flownet *net)
 {
 	int q = 0;

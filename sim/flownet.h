@@ -86,6 +86,9 @@ double ema_flownet_hbm_out_gbps(const struct ema_flownet *net, int gpu);
 double ema_flownet_hbm_in_gbps(const struct ema_flownet *net, int gpu);
 /* Flows not yet finished, queued ones included. */
 int ema_flownet_active(const struct ema_flownet *net);
+/* Flows not yet finished, in any phase, from or to gpu's HBM: while there
+ * are none and none starts, the network slows no iteration there. */
+int ema_flownet_flows_at(const struct ema_flownet *net, int gpu);
 /* Copy-engine flows waiting for an engine. */
 int ema_flownet_queued(const struct ema_flownet *net);
 /* Bumped whenever the rates may have changed. */

@@ -38,7 +38,18 @@
  * the idle rate: an approximation under contention).
  *
  * Link statistics count a transfer's bytes when it starts; remote KV of
- * iterations counts as EMA_XFER_PREFETCH. */
+ * iterations counts as EMA_XFER_PREFETCH.
+ *
+ * Leaps (the leap op): k iterations of one GPU back to back are one entry
+ * beside the heap instead of k events, with every iteration's end time
+ * known. The run loop dispatches them in the order the k events would
+ * have had: among events of the same time, the one pushed earlier first
+ * (an iteration's event is pushed when the previous one ends; the first
+ * when the leap was made, at sequence number seq0), so every event keeps
+ * its push time. An iteration of a leap that would end at the very time
+ * another event is dispatched becomes the leap's end (the leap is cut
+ * there), so that anything that happens at that time happens to a real
+ * callback, in its place. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +126,18 @@ struct iter_slot {
 	bool streaming;       /* the last iteration prefetched on the fast path */
 };
 
+/* A leap of iterations on one GPU (see the top of the file). */
+struct leap {
+	bool active;
+	int m;                /* iterations until its end: k, or fewer once cut */
+	int cur;              /* first iteration that ends at or after the last dispatch */
+	uint64_t seq0;        /* where its first iteration's event stood among pushes */
+	int64_t *end;         /* end[0]: start of the first; end[j]: end of the j-th */
+	int cap;
+	ema_iteration_fn fn;
+	void *arg;
+};
+
 struct sim {
 	struct ema_platform base;
 	struct ema_platform_params params;
@@ -135,6 +158,8 @@ struct sim {
 	struct flow_tok *free_toks;
 	struct tok_chunk *chunks;
 	struct iter_slot iters[EMA_MAX_GPUS];
+	struct leap leaps[EMA_MAX_GPUS];
+	int n_leaps;          /* active ones */
 };
 
 static struct sim *to_sim(struct ema_platform *pl)
@@ -499,6 +524,43 @@ static bool prefetch_hidden(const struct sim *p, const struct ema_iteration *it,
 	return true;
 }
 
+/* The iteration's time if it starts now: the cost model's, slowed by the
+ * transfers through its GPU as they are now (see the top of the file).
+ * *in_others: GB/s entering its HBM for other flows. */
+static double iteration_total(struct sim *p, const struct ema_iteration *it, uint64_t remote,
+			      struct ema_timing *c, double *in_others)
+{
+	const struct ema_hw_profile *hw = p->hw;
+	double out, in, f_mem, f_comp, busy;
+
+	ema_timing_iteration(hw, p->params.model, it, c);
+	out = ema_flownet_hbm_out_gbps(p->net, it->gpu);
+	in = ema_flownet_hbm_in_gbps(p->net, it->gpu);
+	*in_others = in;
+	if (it->prefetch_depth > 0 && remote > 0) {
+		/* The iteration's own prefetch writes into its HBM while it
+		 * computes (measured: a borrower's memory-bound kernel is 17-26%
+		 * slower during its own pull): spread over the busy time, each
+		 * lender at most at its own link's copy rate (several lenders
+		 * of a direct topology deliver at once). */
+		double bytes[EMA_MAX_GPUS] = {0};
+
+		for (int i = 0; i < it->n_remote; i++)
+			bytes[it->remote[i].gpu] += (double)it->remote[i].bytes;
+		in += ema_cost_stage_in_gbps(hw, it->method, bytes, hw->n_gpus,
+					     fmax(c->compute_ns, c->memory_ns));
+	}
+	f_mem = 1 + (hw->interference_lender * out + hw->interference_borrower * in) /
+		hw->hbm_read_gbps;
+	f_comp = 1 + hw->interference_compute * (in + out) / hw->link_gbps;
+	if (f_mem == 1 && f_comp == 1)
+		return c->total_ns; /* exactly the cost model's time */
+	/* in place, only the local reads slow down: the remote ones ride the
+	 * links beside them */
+	busy = fmax(c->compute_ns * f_comp, ema_timing_memory_ns(hw, c, f_mem));
+	return c->overhead_ns + busy;
+}
+
 static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 			       ema_iteration_fn fn, void *arg);
 
@@ -519,7 +581,7 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 	const struct ema_hw_profile *hw = p->hw;
 	struct iter_slot *s;
 	struct ema_timing c;
-	double out, in, in_others, f_mem, f_comp, total, busy;
+	double in_others, total;
 	int depth_eff;
 	uint64_t remote = 0;
 	int64_t over_ns, total_ns;
@@ -549,34 +611,7 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 							g, it->gpu));
 		remote += it->remote[i].bytes;
 	}
-	ema_timing_iteration(hw, p->params.model, it, &c);
-	out = ema_flownet_hbm_out_gbps(p->net, it->gpu);
-	in = ema_flownet_hbm_in_gbps(p->net, it->gpu);
-	in_others = in;
-	if (it->prefetch_depth > 0 && remote > 0) {
-		/* The iteration's own prefetch writes into its HBM while it
-		 * computes (measured: a borrower's memory-bound kernel is 17-26%
-		 * slower during its own pull): spread over the busy time, each
-		 * lender at most at its own link's copy rate (several lenders
-		 * of a direct topology deliver at once). */
-		double bytes[EMA_MAX_GPUS] = {0};
-
-		for (int i = 0; i < it->n_remote; i++)
-			bytes[it->remote[i].gpu] += (double)it->remote[i].bytes;
-		in += ema_cost_stage_in_gbps(hw, it->method, bytes, hw->n_gpus,
-					     fmax(c.compute_ns, c.memory_ns));
-	}
-	f_mem = 1 + (hw->interference_lender * out + hw->interference_borrower * in) /
-		hw->hbm_read_gbps;
-	f_comp = 1 + hw->interference_compute * (in + out) / hw->link_gbps;
-	if (f_mem == 1 && f_comp == 1) {
-		total = c.total_ns; /* exactly the cost model's time */
-	} else {
-		/* in place, only the local reads slow down: the remote ones
-		 * ride the links beside them */
-		busy = fmax(c.compute_ns * f_comp, ema_timing_memory_ns(hw, &c, f_mem));
-		total = c.overhead_ns + busy;
-	}
+	total = iteration_total(p, it, remote, &c, &in_others);
 	total_ns = (int64_t)llround(total);
 	over_ns = (int64_t)llround(c.overhead_ns);
 	if (over_ns > total_ns)
@@ -847,6 +882,165 @@ static int sim_transfer_start(struct sim *p, const struct ema_transfer *t,
 	return rc == EMA_OK ? EMA_OK : op_fail(p, rc);
 }
 
+/* ---- leaps ---------------------------------------------------------- */
+
+static int sim_iteration_time(struct ema_platform *pl, const struct ema_iteration *it,
+			      int64_t *ns, struct ema_error *err)
+{
+	struct sim *p = to_sim(pl);
+	struct ema_timing c;
+	double in_others, total;
+
+	/* Without remote KV and with no transfer through its HBM, an
+	 * iteration's time is the cost model's alone: it is the same when it
+	 * starts later, as long as no transfer comes (the caller's promise). */
+	if (it == NULL || it->gpu < 0 || it->gpu >= p->hw->n_gpus || it->n_remote != 0 ||
+	    p->iters[it->gpu].busy || ema_flownet_flows_at(p->net, it->gpu) != 0) {
+		if (err != NULL)
+			ema_error_set(err, EMA_ERR_UNSUPPORTED, "sim: no iteration time ahead here");
+		return EMA_ERR_UNSUPPORTED;
+	}
+	total = iteration_total(p, it, 0, &c, &in_others);
+	*ns = (int64_t)llround(total);
+	return EMA_OK;
+}
+
+static int sim_leap(struct ema_platform *pl, int gpu, int k, const int64_t *end,
+		    ema_iteration_fn fn, void *arg, struct ema_error *err)
+{
+	struct sim *p = to_sim(pl);
+	struct leap *l;
+
+	if (gpu < 0 || gpu >= p->hw->n_gpus || k < 2 || fn == NULL || end[0] != p->now ||
+	    p->iters[gpu].busy || p->leaps[gpu].active) {
+		ema_error_set(&p->err, EMA_ERR_INTERNAL, "sim: leap of %d iterations on GPU %d refused",
+			      k, gpu);
+		op_fail(p, EMA_ERR_INTERNAL);
+		if (err != NULL)
+			*err = p->last;
+		return EMA_ERR_INTERNAL;
+	}
+	for (int j = 1; j <= k; j++)
+		if (end[j] <= end[j - 1]) {
+			ema_error_set(&p->err, EMA_ERR_INTERNAL,
+				      "sim: leap iteration %d of GPU %d does not end after it starts", j, gpu);
+			op_fail(p, EMA_ERR_INTERNAL);
+			if (err != NULL)
+				*err = p->last;
+			return EMA_ERR_INTERNAL;
+		}
+	l = &p->leaps[gpu];
+	if (k + 1 > l->cap) {
+		int64_t *n = realloc(l->end, (size_t)(k + 1) * 2 * sizeof *n);
+
+		if (n == NULL) {
+			ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory");
+			op_fail(p, EMA_ERR_NOMEM);
+			if (err != NULL)
+				*err = p->last;
+			return EMA_ERR_NOMEM;
+		}
+		l->end = n;
+		l->cap = (k + 1) * 2;
+	}
+	memcpy(l->end, end, (size_t)(k + 1) * sizeof *end);
+	l->m = k;
+	l->cur = 1;
+	/* its first iteration's event would have been pushed now */
+	l->seq0 = ema_eventq_take_seq(&p->q);
+	l->fn = fn;
+	l->arg = arg;
+	l->active = true;
+	p->n_leaps++;
+	p->iters[gpu].busy = true;
+	return EMA_OK;
+}
+
+/* The first iteration of l that ends at or after t. */
+static int leap_at(struct leap *l, int64_t t)
+{
+	while (l->cur < l->m && l->end[l->cur] < t)
+		l->cur++;
+	return l->cur;
+}
+
+static int sim_leap_cut(struct ema_platform *pl, int gpu)
+{
+	struct sim *p = to_sim(pl);
+	struct leap *l = &p->leaps[gpu];
+
+	if (!l->active)
+		return 0;
+	/* An iteration ending right now was made the end before this
+	 * dispatch (see the run loop), so at or after now is after it. */
+	l->m = leap_at(l, p->now);
+	return l->m;
+}
+
+/* Whether heap event ev comes before iteration j of leap l, which ends at
+ * the same time: the event of iteration j would have been pushed at
+ * end[j - 1]. *bad is set when the order cannot be told (never, if the
+ * run loop cut every leap where an event was dispatched). */
+static bool event_before_leap(const struct ema_event *ev, const struct leap *l, int j, bool *bad)
+{
+	int64_t push = l->end[j - 1];
+
+	if (ev->push_ns != push)
+		return ev->push_ns < push;
+	if (j == 1)
+		return ev->seq < l->seq0;
+	*bad = true;
+	return true;
+}
+
+/* Whether iteration ja of leap a comes before iteration jb of leap b,
+ * both ending at the same time: by their push times, and at the same
+ * push time by the iterations that pushed them. */
+static bool leap_before_leap(const struct leap *a, int ja, const struct leap *b, int jb, bool *bad)
+{
+	for (;;) {
+		int64_t pa = a->end[ja - 1], pb = b->end[jb - 1];
+
+		if (pa != pb)
+			return pa < pb;
+		if (ja == 1 && jb == 1)
+			return a->seq0 < b->seq0;
+		if (ja == 1 || jb == 1) {
+			*bad = true;
+			return ja == 1;
+		}
+		ja--;
+		jb--;
+	}
+}
+
+/* The end of a leap: its iterations' own bookkeeping, as iteration()
+ * does for each one without remote KV, and the caller's callback. */
+static void leap_dispatch(struct sim *p, int gpu)
+{
+	struct leap *l = &p->leaps[gpu];
+	struct iter_slot *s = &p->iters[gpu];
+	struct ema_iteration_result r;
+
+	p->now = l->end[l->m];
+	p->q.now_ns = p->now;
+	l->active = false;
+	p->n_leaps--;
+	s->streaming = false;
+	s->spec_groups = 0;
+	s->spec_adopted = false;
+	s->spec_gen += (uint32_t)l->m;
+	p->n_events += (uint64_t)l->m;
+	memset(&s->res, 0, sizeof s->res);
+	s->res.start_ns = l->end[l->m - 1];
+	s->fn = l->fn;
+	s->arg = l->arg;
+	r = s->res;
+	r.end_ns = p->now;
+	s->busy = false;
+	l->fn(l->arg, &r);
+}
+
 /* ---- clock, timers, run --------------------------------------------- */
 
 static int64_t sim_now(struct ema_platform *pl)
@@ -871,6 +1065,57 @@ static int sim_timer(struct ema_platform *pl, int64_t at_ns, ema_timer_fn fn, vo
 	return rc;
 }
 
+/* The next thing to dispatch while leaps are active: the heap's earliest
+ * event (*gpu = -1) or a leap's end (*gpu), in the order of the events
+ * the leaps stand for. A leap with an iteration ending at that time is
+ * cut there first, and goes first where its event would have. Returns
+ * the time, INT64_MAX when nothing is left. */
+static int64_t next_with_leaps(struct sim *p, int *gpu, bool *bad)
+{
+	for (;;) {
+		const struct ema_event *ev = ema_eventq_peek(&p->q);
+		int best = -1;
+		int64_t t = ev != NULL ? ev->time_ns : INT64_MAX;
+		bool again = false;
+
+		for (int g = 0; g < EMA_MAX_GPUS; g++) {
+			struct leap *l = &p->leaps[g];
+			int64_t te;
+
+			if (!l->active)
+				continue;
+			te = l->end[l->m];
+			if (te < t || (te == t && (best >= 0 ?
+				leap_before_leap(l, l->m, &p->leaps[best], p->leaps[best].m, bad) :
+				!event_before_leap(ev, l, l->m, bad)))) {
+				best = g;
+				t = te;
+			}
+		}
+		if (t == INT64_MAX)
+			return t;
+		/* iterations of other leaps ending at t become their ends */
+		for (int g = 0; g < EMA_MAX_GPUS; g++) {
+			struct leap *l = &p->leaps[g];
+			int j;
+
+			if (!l->active || g == best)
+				continue;
+			j = leap_at(l, t);
+			if (j >= l->m || l->end[j] != t)
+				continue;
+			l->m = j;
+			if (best >= 0 ? leap_before_leap(l, j, &p->leaps[best], p->leaps[best].m, bad) :
+					!event_before_leap(ev, l, j, bad))
+				again = true;
+		}
+		if (!again) {
+			*gpu = best;
+			return t;
+		}
+	}
+}
+
 static int sim_run(struct ema_platform *pl, int64_t horizon_ns, struct ema_error *err)
 {
 	struct sim *p = to_sim(pl);
@@ -878,8 +1123,23 @@ static int sim_run(struct ema_platform *pl, int64_t horizon_ns, struct ema_error
 
 	p->stopped = false;
 	while (!p->stopped) {
-		int64_t t = ema_eventq_peek_time(&p->q);
+		int64_t t;
+		int gpu = -1;
 
+		if (p->n_leaps > 0) {
+			bool bad = false;
+
+			t = next_with_leaps(p, &gpu, &bad);
+			if (bad) {
+				ema_error_set(&p->err, EMA_ERR_INTERNAL,
+					      "sim: the order of a leap among events at %lld ns is unknown",
+					      (long long)t);
+				event_fail(p, EMA_ERR_INTERNAL);
+				break;
+			}
+		} else {
+			t = ema_eventq_peek_time(&p->q);
+		}
 		if (t == INT64_MAX)
 			break;
 		if (horizon_ns > 0 && t > horizon_ns) {
@@ -887,8 +1147,13 @@ static int sim_run(struct ema_platform *pl, int64_t horizon_ns, struct ema_error
 				p->now = horizon_ns;
 			break;
 		}
+		if (gpu >= 0) {
+			leap_dispatch(p, gpu);
+			continue;
+		}
 		ema_eventq_pop(&p->q, &ev);
 		p->now = ev.time_ns;
+		p->q.now_ns = p->now;
 		p->stale = false;
 		ev.fn(ev.arg, ev.time_ns);
 		if (!p->stale)
@@ -937,6 +1202,7 @@ static void sim_destroy(struct ema_platform *pl)
 	for (int g = 0; g < EMA_MAX_GPUS; g++) {
 		free(p->iters[g].pending);
 		free(p->iters[g].spec_inflight);
+		free(p->leaps[g].end);
 	}
 	free(p->xfers);
 	free(p);
@@ -954,6 +1220,9 @@ static const struct ema_platform_ops sim_ops = {
 	.events = sim_events,
 	.link_stats = sim_link_stats,
 	.destroy = sim_destroy,
+	.iteration_time = sim_iteration_time,
+	.leap = sim_leap,
+	.leap_cut = sim_leap_cut,
 };
 
 const char *ema_sim_platform_last_error(struct ema_platform *pl)

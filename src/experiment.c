@@ -3,6 +3,7 @@
  * all at once (temporary folder renamed when complete). */
 #include "experiment.h"
 #include "wallclock.h"
+#include "csvout.h"
 #include "backends.h"
 #include "hw.h"
 
@@ -40,9 +41,15 @@ static void print_progress(void *arg, const struct ema_progress *p)
 
 double ema_quantile(double *v, size_t n, double q)
 {
+	size_t i = 1;
+
 	if (n == 0)
 		return NAN;
-	gsl_sort(v, 1, n);
+	/* callers ask for several quantiles of one array: sort it once */
+	while (i < n && v[i - 1] <= v[i])
+		i++;
+	if (i < n)
+		gsl_sort(v, 1, n);
 	return gsl_stats_quantile_from_sorted_data(v, 1, n, q);
 }
 
@@ -350,6 +357,10 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 			return rc;
 		}
 		ema_engine_set_page_lists(run->engine, x->backend == EMA_BACKEND_HW);
+		/* EMA_LEAP=0 steps one iteration at a time (same outputs, slower):
+		 * the check that leaping changes nothing, from the command line */
+		if (getenv("EMA_LEAP") != NULL)
+			ema_engine_set_leap(run->engine, strcmp(getenv("EMA_LEAP"), "0") != 0);
 		if (!x->quiet) {
 			struct progress *pr = &x->progress;
 
@@ -484,16 +495,24 @@ int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f)
 	return ferror(f) ? EMA_ERR_IO : EMA_OK;
 }
 
-static void put_ms(FILE *f, int64_t ns)
+/* requests.csv and timeline.csv are the large files (a row per request
+ * and policy): written through csvout, whose numbers are printf's text. */
+static void put_ms(struct ema_csvout *o, int64_t ns)
 {
 	if (ns >= 0)
-		fprintf(f, "%.6f", (double)ns * 1e-6);
+		ema_csvout_fixed(o, (double)ns * 1e-6, 6);
 }
 
 static int write_requests_csv(const struct ema_experiment *x, FILE *f)
 {
-	fputs("policy,tenant,request,arrival_ms,first_token_ms,finish_ms,prompt_tokens,"
-	      "output_tokens,preemptions,ttft_ms,tpot_ms,e2e_ms,dropped\n", f);
+	struct ema_csvout *o = malloc(sizeof *o);
+	int rc;
+
+	if (o == NULL)
+		return EMA_ERR_NOMEM;
+	ema_csvout_init(o, f);
+	ema_csvout_str(o, "policy,tenant,request,arrival_ms,first_token_ms,finish_ms,prompt_tokens,"
+		       "output_tokens,preemptions,ttft_ms,tpot_ms,e2e_ms,dropped\n");
 	for (int i = 0; i < x->n_runs; i++) {
 		const struct ema_engine *e = x->runs[i].engine;
 
@@ -507,32 +526,51 @@ static int write_requests_csv(const struct ema_experiment *x, FILE *f)
 
 				ema_engine_request(e, ti, k, &rr);
 				done = r->finish_ns >= 0;
-				fprintf(f, "%s,%s,%d,", x->runs[i].policy, x->cfg.tenants[ti].name, r->id);
-				put_ms(f, r->arrival_ns);
-				fputc(',', f);
-				put_ms(f, r->first_token_ns);
-				fputc(',', f);
-				put_ms(f, r->finish_ns);
-				fprintf(f, ",%d,%d,%d,", r->prompt_tokens, r->output_tokens, r->preemptions);
+				ema_csvout_str(o, x->runs[i].policy);
+				ema_csvout_char(o, ',');
+				ema_csvout_str(o, x->cfg.tenants[ti].name);
+				ema_csvout_char(o, ',');
+				ema_csvout_int(o, r->id);
+				ema_csvout_char(o, ',');
+				put_ms(o, r->arrival_ns);
+				ema_csvout_char(o, ',');
+				put_ms(o, r->first_token_ns);
+				ema_csvout_char(o, ',');
+				put_ms(o, r->finish_ns);
+				ema_csvout_char(o, ',');
+				ema_csvout_int(o, r->prompt_tokens);
+				ema_csvout_char(o, ',');
+				ema_csvout_int(o, r->output_tokens);
+				ema_csvout_char(o, ',');
+				ema_csvout_int(o, r->preemptions);
+				ema_csvout_char(o, ',');
 				if (r->first_token_ns >= 0)
-					put_ms(f, r->first_token_ns - r->arrival_ns);
-				fputc(',', f);
+					put_ms(o, r->first_token_ns - r->arrival_ns);
+				ema_csvout_char(o, ',');
 				if (done && r->output_tokens > 1)
-					fprintf(f, "%.6f", (double)(r->finish_ns - r->first_token_ns) * 1e-6 /
-						(r->output_tokens - 1));
-				fputc(',', f);
+					ema_csvout_fixed(o, (double)(r->finish_ns - r->first_token_ns) * 1e-6 /
+							 (r->output_tokens - 1), 6);
+				ema_csvout_char(o, ',');
 				if (done)
-					put_ms(f, r->finish_ns - r->arrival_ns);
-				fputs(r->dropped ? ",1\n" : ",0\n", f);
+					put_ms(o, r->finish_ns - r->arrival_ns);
+				ema_csvout_str(o, r->dropped ? ",1\n" : ",0\n");
 			}
 		}
 	}
-	return ferror(f) ? EMA_ERR_IO : EMA_OK;
+	rc = ema_csvout_flush(o);
+	free(o);
+	return rc != EMA_OK || ferror(f) ? EMA_ERR_IO : EMA_OK;
 }
 
 static int write_timeline_csv(const struct ema_experiment *x, FILE *f)
 {
-	fputs("policy,time_s,gpu,weights_gib,kv_used_gib,staging_gib,free_gib,lent_gib,borrowed_gib\n", f);
+	struct ema_csvout *o = malloc(sizeof *o);
+	int rc;
+
+	if (o == NULL)
+		return EMA_ERR_NOMEM;
+	ema_csvout_init(o, f);
+	ema_csvout_str(o, "policy,time_s,gpu,weights_gib,kv_used_gib,staging_gib,free_gib,lent_gib,borrowed_gib\n");
 	for (int i = 0; i < x->n_runs; i++) {
 		const struct ema_engine *e = x->runs[i].engine;
 		double pg = (double)ema_engine_page_bytes(e) / GIB;
@@ -541,13 +579,26 @@ static int write_timeline_csv(const struct ema_experiment *x, FILE *f)
 
 		for (int32_t k = 0; k < n; k++) {
 			const struct ema_timeline_sample *s = &tl[k];
+			const double gib[] = {
+				s->weights * pg, s->kv_used * pg, s->staging * pg,
+				s->free_pages * pg, s->lent * pg, s->borrowed * pg,
+			};
 
-			fprintf(f, "%s,%.3f,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", x->runs[i].policy,
-				s->time_s, s->gpu, s->weights * pg, s->kv_used * pg, s->staging * pg,
-				s->free_pages * pg, s->lent * pg, s->borrowed * pg);
+			ema_csvout_str(o, x->runs[i].policy);
+			ema_csvout_char(o, ',');
+			ema_csvout_fixed(o, s->time_s, 3);
+			ema_csvout_char(o, ',');
+			ema_csvout_int(o, s->gpu);
+			for (int c = 0; c < 6; c++) {
+				ema_csvout_char(o, ',');
+				ema_csvout_fixed(o, gib[c], 4);
+			}
+			ema_csvout_char(o, '\n');
 		}
 	}
-	return ferror(f) ? EMA_ERR_IO : EMA_OK;
+	rc = ema_csvout_flush(o);
+	free(o);
+	return rc != EMA_OK || ferror(f) ? EMA_ERR_IO : EMA_OK;
 }
 
 static const char *const purpose_names[EMA_XFER_PURPOSES] = {

@@ -38,9 +38,13 @@ bench: ema$(EXEEXT)
 .PHONY: bench
 
 if HAVE_CUNIT
-check_PROGRAMS += tests/test_experiment tests/test_outdir tests/test_cli_table tests/test_sweep
+check_PROGRAMS += tests/test_experiment tests/test_outdir tests/test_cli_table tests/test_sweep \
+	tests/test_leap
 TESTS += tests/test_experiment tests/test_outdir tests/test_cli_table tests/test_cli.sh \
-	tests/test_sweep tests/test_sweep.sh tests/test_slurm.sh
+	tests/test_sweep tests/test_sweep.sh tests/test_slurm.sh tests/test_leap
+tests_test_leap_SOURCES = tests/test_leap.c tests/test_main.h
+tests_test_leap_CFLAGS = $(TEST_CFLAGS)
+tests_test_leap_LDADD = $(TEST_LIBS)
 tests_test_experiment_SOURCES = tests/test_experiment.c tests/test_main.h
 tests_test_experiment_CFLAGS = $(TEST_CFLAGS)
 tests_test_experiment_LDADD = $(TEST_LIBS)

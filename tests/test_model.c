@@ -278,6 +278,63 @@ static void test_inplace_measurements(void)
 	}
 }
 
+/* The serving model sums an iteration's work as requests join its batch
+ * (serve/work.h, ema_work_add): for every shipped model and random
+ * batches of decodes and prefill chunks, the sums are those of the cost
+ * model's functions added request by request, to the last bit. */
+static void test_cost_model_sums(void)
+{
+	static const char *const models[] = {
+		"llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b",
+		"opt-13b", "opt-30b",
+	};
+	uint64_t s = 0x9e3779b97f4a7c15ULL;
+
+	for (size_t mi = 0; mi < sizeof models / sizeof models[0]; mi++) {
+		char set[64];
+		/* a profile with room for the largest model's weights */
+		const char *sets[] = { "hardware=h200x8", "gpu_mem_cap_gib=0", set };
+		struct ema_experiment *x;
+		const struct ema_model *m;
+		struct ema_work_model w;
+
+		snprintf(set, sizeof set, "model=%s", models[mi]);
+		x = load(sets, 3);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+		m = &x->cfg.model;
+		ema_work_model_init(&w, m);
+		for (int b = 0; b < 200; b++) {
+			struct ema_work_sum sum = { 0 };
+			double flops = 0, attn = 0;
+			uint64_t act = 0, kv_ref = 0, kv_sum = 0;
+			int n = 1 + (int)(s % 256);
+
+			for (int i = 0; i < n; i++) {
+				int64_t ctx, chunk, tokens;
+				uint64_t kv;
+
+				s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+				ctx = (int64_t)(s % 20000);
+				chunk = (s >> 20) % 4 == 0 ? 1 + (int64_t)((s >> 24) % 8192) : 0;
+				tokens = chunk > 0 ? chunk : 1;
+				flops += ema_work_linear_flops(m, tokens) +
+					 ema_work_attention_flops(m, ctx, tokens);
+				attn += ema_work_attention_flops(m, ctx, tokens);
+				act += ema_work_act_bytes(m, tokens);
+				kv_ref += (uint64_t)ctx * ema_model_kv_bytes_per_token(m);
+				ema_work_add(&sum, &w, ctx, chunk, &kv);
+				kv_sum += kv;
+			}
+			CU_ASSERT(memcmp(&sum.flops, &flops, sizeof flops) == 0);
+			CU_ASSERT(memcmp(&sum.attention_flops, &attn, sizeof attn) == 0);
+			CU_ASSERT_EQUAL(sum.act_bytes, act);
+			CU_ASSERT_EQUAL(kv_sum, kv_ref);
+			CU_ASSERT_EQUAL(sum.n_seqs, n);
+		}
+		done(x);
+	}
+}
+
 static void ignore_done(void *arg, uint64_t id, uint64_t tag, int64_t now)
 {
 	(void)arg; (void)id; (void)tag; (void)now;
@@ -470,6 +527,7 @@ int main(void)
 		{ "cost model: remote KV in place or staged", test_cost_model_remote_paths },
 		{ "in place beside local: the H200 measurements within 5%", test_inplace_measurements },
 		{ "cost model: decode batch of 32 at context 1024", test_cost_model_decode_batch },
+		{ "cost model: sums built request by request", test_cost_model_sums },
 		{ "link model: single copies on h200x2", test_link_model_single_copy },
 		{ "ema's cap on h200x2 at 24 GiB: 1280 pages, reached", test_cap_h200x2 },
 		{ "ema's cap on h200x8 and a100x4_40gb", test_cap_h200x8_a100x4 },

@@ -212,6 +212,167 @@ static void test_timer_ties(void)
 	p->ops->destroy(p);
 }
 
+static void xfer_done_note(void *arg, int64_t now)
+{
+	(void)arg;
+	(void)now;
+}
+
+/* A timer that schedules another (arg: the new one's time x 100 + who). */
+static void push_timer(void *arg, int64_t now)
+{
+	intptr_t v = (intptr_t)arg;
+
+	log_timer(arg, now);
+	CU_ASSERT_EQUAL(g_log.p->ops->timer(g_log.p, v / 100, log_timer, (void *)(v % 100), NULL),
+			EMA_OK);
+}
+
+/* A timer that cuts the leap on GPU 0. */
+static void cut_timer(void *arg, int64_t now)
+{
+	log_timer(arg, now);
+	g_log.p->ops->leap_cut(g_log.p, 0);
+}
+
+/* A leap stands for the events of its iterations: each would have been
+ * pushed when the previous one ended (the first when the leap was made),
+ * so among events of the same time it goes where that push puts it, and
+ * an event dispatched at one of its iterations' ends ends it there.
+ * Leap on GPU 0: iterations end at 100, 200, 300 (who 9). */
+static void test_leap_order(void)
+{
+	static const int64_t end[] = { 0, 100, 200, 300 };
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_error err = { 0 };
+
+	plain_cfg(&cfg, 2);
+	/* a timer pushed before the leap, for 200: first at 200, and the leap
+	 * ends there (its 2nd iteration), started at 100 */
+	p = make(&cfg);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 200, log_timer, (void *)1, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->leap(p, 0, 3, end, log_iter, (void *)9, &err), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n, 2);
+	CU_ASSERT_EQUAL(g_log.who[0], 1);
+	CU_ASSERT_EQUAL(g_log.who[1], 9);
+	CU_ASSERT_EQUAL(g_log.res[0].start_ns, 100);
+	CU_ASSERT_EQUAL(g_log.res[0].end_ns, 200);
+	CU_ASSERT_EQUAL(p->ops->events(p), 3);
+	p->ops->destroy(p);
+
+	/* pushed after the leap was made, for 100: the leap's first event
+	 * came first; the leap ends at 100 */
+	p = make(&cfg);
+	CU_ASSERT_EQUAL(p->ops->leap(p, 0, 3, end, log_iter, (void *)9, &err), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 100, log_timer, (void *)1, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n, 2);
+	CU_ASSERT_EQUAL(g_log.who[0], 9);
+	CU_ASSERT_EQUAL(g_log.res[0].start_ns, 0);
+	CU_ASSERT_EQUAL(g_log.res[0].end_ns, 100);
+	CU_ASSERT_EQUAL(g_log.who[1], 1);
+	CU_ASSERT_EQUAL(p->ops->events(p), 2);
+	p->ops->destroy(p);
+
+	/* at 150 a timer pushes one for 300: pushed before the leap's 3rd
+	 * event (at 200), so first; at 250 one for 300: after it */
+	p = make(&cfg);
+	CU_ASSERT_EQUAL(p->ops->leap(p, 0, 3, end, log_iter, (void *)9, &err), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 150, push_timer, (void *)(300 * 100 + 2), NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 250, push_timer, (void *)(300 * 100 + 3), NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n, 5);
+	CU_ASSERT_EQUAL(g_log.t[0], 150);
+	CU_ASSERT_EQUAL(g_log.t[1], 250);
+	CU_ASSERT_EQUAL(g_log.who[2], 2);
+	CU_ASSERT_EQUAL(g_log.who[3], 9);
+	CU_ASSERT_EQUAL(g_log.res[0].start_ns, 200);
+	CU_ASSERT_EQUAL(g_log.res[0].end_ns, 300);
+	CU_ASSERT_EQUAL(g_log.who[4], 3);
+	CU_ASSERT_EQUAL(p->ops->events(p), 7);
+	p->ops->destroy(p);
+
+	/* a cut at 150: the leap ends with the iteration ending at 200 */
+	p = make(&cfg);
+	CU_ASSERT_EQUAL(p->ops->leap(p, 0, 3, end, log_iter, (void *)9, &err), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 150, cut_timer, (void *)4, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n, 2);
+	CU_ASSERT_EQUAL(g_log.who[1], 9);
+	CU_ASSERT_EQUAL(g_log.res[0].end_ns, 200);
+	CU_ASSERT_EQUAL(p->ops->now(p), 200);
+	CU_ASSERT_EQUAL(p->ops->events(p), 3);
+	p->ops->destroy(p);
+
+	/* two leaps with the same ends go in the order they were made */
+	for (int first = 0; first < 2; first++) {
+		p = make(&cfg);
+		CU_ASSERT_EQUAL(p->ops->leap(p, first, 3, end, log_iter, (void *)(intptr_t)(10 + first),
+					     &err), EMA_OK);
+		CU_ASSERT_EQUAL(p->ops->leap(p, 1 - first, 3, end, log_iter,
+					     (void *)(intptr_t)(11 - first), &err), EMA_OK);
+		CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+		CU_ASSERT_EQUAL_FATAL(g_log.n, 2);
+		CU_ASSERT_EQUAL(g_log.who[0], 10 + first);
+		CU_ASSERT_EQUAL(g_log.who[1], 11 - first);
+		CU_ASSERT_EQUAL(p->ops->events(p), 6);
+		p->ops->destroy(p);
+	}
+	/* a GPU in a leap takes no iteration; times that do not rise, no leap */
+	p = make(&cfg);
+	CU_ASSERT_EQUAL(p->ops->leap(p, 0, 3, end, log_iter, (void *)9, &err), EMA_OK);
+	{
+		struct ema_iteration it;
+		int64_t ns;
+		static const int64_t flat[] = { 0, 100, 100 };
+
+		decode_iter(&it, 0);
+		CU_ASSERT_EQUAL(start(p, &it, log_iter, NULL, &err), EMA_ERR_INTERNAL);
+		CU_ASSERT_EQUAL(p->ops->iteration_time(p, &it, &ns, NULL), EMA_ERR_UNSUPPORTED);
+		CU_ASSERT_EQUAL(p->ops->leap(p, 1, 2, flat, log_iter, NULL, &err), EMA_ERR_INTERNAL);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "does not end after it starts"));
+	}
+	p->ops->destroy(p);
+}
+
+/* iteration_time is the time iteration() gives, and none where
+ * transfers cross the GPU. */
+static void test_iteration_time(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_iteration it;
+	struct ema_error err = { 0 };
+	struct ema_transfer tr;
+	int32_t pages[1] = { 0 };
+	int64_t ns = -1;
+
+	h200x2_cfg(&cfg);
+	p = make(&cfg);
+	decode_iter(&it, 1);
+	it.window_depth = ema_iteration_window_depth(&it, p->params->page_bytes);
+	CU_ASSERT_EQUAL(p->ops->iteration_time(p, &it, &ns, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, NULL, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
+	CU_ASSERT_EQUAL(g_log.res[0].end_ns, ns);
+	memset(&tr, 0, sizeof tr);
+	tr.src_gpu = 1;
+	tr.dst_gpu = 0;
+	tr.n_pages = 1;
+	tr.src_pages = pages;
+	tr.dst_pages = pages;
+	tr.bytes = 1 << 30;
+	tr.purpose = EMA_XFER_RECLAIM;
+	CU_ASSERT_EQUAL(p->ops->transfer(p, &tr, xfer_done_note, NULL, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->iteration_time(p, &it, &ns, NULL), EMA_ERR_UNSUPPORTED);
+	it.gpu = 0;
+	CU_ASSERT_EQUAL(p->ops->iteration_time(p, &it, &ns, NULL), EMA_ERR_UNSUPPORTED);
+	p->ops->destroy(p);
+}
+
 /* Borrower GPU 0, lender GPU 1; 36 MB local bytes (36 us at 1000/ns),
  * `remote` bytes staged over 4 groups with depth 1 and the gather kernel
  * (5 us launch, 100 bytes/ns). */
@@ -805,6 +966,8 @@ int main(void)
 		{ "horizon and stop end a run", test_horizon_and_stop },
 		{ "same ops, same events and times", test_determinism },
 		{ "failed ops say why", test_errors },
+		{ "a leap goes where its iterations' events would", test_leap_order },
+		{ "iteration_time: iteration()'s time, none with transfers", test_iteration_time },
 		{ NULL, NULL }
 	};
 

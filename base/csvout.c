@@ -1,0 +1,202 @@
+/* csvout.c: printf's text for %.Nf and %.6g at a fraction of its cost
+ * (printf of doubles was a seventh of an 8-tenant trace replay), and a
+ * plain output buffer. A double is m x 2^e exactly; v x 10^N is then
+ * m x 10^N x 2^e, which fits in 128 bits for every value a CSV of ema
+ * holds, and is rounded to an integer half to even, which is what glibc
+ * does with the exact value in the default rounding mode. */
+#include "csvout.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "ema_error.h"
+
+__extension__ typedef unsigned __int128 u128;
+
+static const uint64_t pow10_u64[] = {
+	1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+	100000000ULL, 1000000000ULL,
+};
+
+/* round(|v| x 10^p), p = 0..9, half to even; false where it would not
+ * fit (|v| >= 2^97 or so: such values go through snprintf). */
+static bool scaled_round(double v, int p, u128 *out)
+{
+	uint64_t bits, frac;
+	int exp, e;
+	u128 m;
+
+	memcpy(&bits, &v, sizeof bits);
+	exp = (int)((bits >> 52) & 0x7ff);
+	frac = bits & ((1ULL << 52) - 1);
+	if (exp == 0) {
+		m = frac;
+		e = -1074;
+	} else {
+		m = frac | (1ULL << 52);
+		e = exp - 1075;
+	}
+	m *= pow10_u64[p];        /* < 2^53 x 2^30 */
+	if (e >= 0) {
+		if (e > 127 - 83)
+			return false;
+		*out = m << e;
+		return true;
+	}
+	if (-e >= 100) {
+		/* m x 10^p < 2^83 <= 2^(-e - 1): below half, rounds to 0 */
+		*out = 0;
+		return true;
+	}
+	{
+		int s = -e;
+		u128 q = m >> s;
+		u128 r = m & (((u128)1 << s) - 1);
+		u128 half = (u128)1 << (s - 1);
+
+		if (r > half || (r == half && (q & 1)))
+			q++;
+		*out = q;
+	}
+	return true;
+}
+
+/* q as decimal digits with a point before the last p (at least one digit
+ * before it), after an optional '-'. */
+static int put_scaled(char *buf, bool neg, u128 q, int p)
+{
+	char tmp[64];
+	int n = 0, len = 0;
+
+	/* 128-bit division is a library call: digits of 64 bits at a time */
+	while (q > UINT64_MAX) {
+		tmp[n++] = (char)('0' + (int)(q % 10));
+		q /= 10;
+	}
+	{
+		uint64_t u = (uint64_t)q;
+
+		do {
+			tmp[n++] = (char)('0' + (int)(u % 10));
+			u /= 10;
+		} while (u != 0);
+	}
+	while (n < p + 1)
+		tmp[n++] = '0';
+	if (neg)
+		buf[len++] = '-';
+	while (n > p)
+		buf[len++] = tmp[--n];
+	if (p > 0) {
+		buf[len++] = '.';
+		while (n > 0)
+			buf[len++] = tmp[--n];
+	}
+	buf[len] = '\0';
+	return len;
+}
+
+int ema_fmt_fixed(char *buf, double v, int decimals)
+{
+	u128 q;
+
+	if (decimals < 0 || decimals > 9 || !isfinite(v) || !scaled_round(v, decimals, &q))
+		return snprintf(buf, EMA_FMT_MAX, "%.*f", decimals, v);
+	return put_scaled(buf, signbit(v) != 0, q, decimals);
+}
+
+int ema_fmt_g6(char *buf, double v)
+{
+	double a = fabs(v);
+	int x, p, len;
+	u128 q;
+
+	if (!isfinite(v) || a < 1e-4 || a >= 1e6) {
+		/* zero, e-style and the rest: printf's own */
+		if (v == 0)
+			return snprintf(buf, EMA_FMT_MAX, "%s", signbit(v) ? "-0" : "0");
+		return snprintf(buf, EMA_FMT_MAX, "%.6g", v);
+	}
+	/* X, the exponent of v rounded to 6 digits, decides the style; the
+	 * estimate from log10 is checked against the rounded digits */
+	x = (int)floor(log10(a));
+	for (;;) {
+		p = 5 - x;
+		if (x < -4 || x >= 6 || p > 9 || !scaled_round(a, p, &q))
+			return snprintf(buf, EMA_FMT_MAX, "%.6g", v);
+		if (q >= 1000000)
+			x++;
+		else if (q < 100000)
+			x--;
+		else
+			break;
+	}
+	len = put_scaled(buf, signbit(v) != 0, q, p);
+	if (p > 0) {
+		/* %g drops trailing zeros of the fraction, and a bare point */
+		while (buf[len - 1] == '0')
+			buf[--len] = '\0';
+		if (buf[len - 1] == '.')
+			buf[--len] = '\0';
+	}
+	return len;
+}
+
+void ema_csvout_init(struct ema_csvout *o, FILE *f)
+{
+	o->f = f;
+	o->n = 0;
+	o->error = 0;
+}
+
+int ema_csvout_flush(struct ema_csvout *o)
+{
+	if (o->n > 0 && !o->error && fwrite(o->buf, 1, o->n, o->f) != o->n)
+		o->error = EMA_ERR_IO;
+	o->n = 0;
+	return o->error;
+}
+
+void ema_csvout_put(struct ema_csvout *o, const char *s, size_t n)
+{
+	if (o->n + n > EMA_CSVOUT_BUF) {
+		ema_csvout_flush(o);
+		if (n > EMA_CSVOUT_BUF) {
+			if (!o->error && fwrite(s, 1, n, o->f) != n)
+				o->error = EMA_ERR_IO;
+			return;
+		}
+	}
+	memcpy(o->buf + o->n, s, n);
+	o->n += n;
+}
+
+void ema_csvout_int(struct ema_csvout *o, long long v)
+{
+	char tmp[24];
+	int n = 0;
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+
+	do {
+		tmp[sizeof tmp - 1 - n++] = (char)('0' + (int)(u % 10));
+		u /= 10;
+	} while (u != 0);
+	if (v < 0)
+		tmp[sizeof tmp - 1 - n++] = '-';
+	ema_csvout_put(o, tmp + sizeof tmp - n, (size_t)n);
+}
+
+void ema_csvout_fixed(struct ema_csvout *o, double v, int decimals)
+{
+	char tmp[EMA_FMT_MAX];
+
+	ema_csvout_put(o, tmp, (size_t)ema_fmt_fixed(tmp, v, decimals));
+}
+
+void ema_csvout_g6(struct ema_csvout *o, double v)
+{
+	char tmp[EMA_FMT_MAX];
+
+	ema_csvout_put(o, tmp, (size_t)ema_fmt_g6(tmp, v));
+}

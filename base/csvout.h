@@ -1,0 +1,58 @@
+/* csvout.h: a buffered writer for large CSV files (requests.csv has one
+ * row per request and policy) whose numbers come out as exactly the text
+ * printf gives for %.Nf (N = 0..9) and %.6g, without printf's cost: fixed
+ * notation is rounded from the double's exact binary value with integer
+ * arithmetic (ties to even, as glibc does), and what that fast path does
+ * not cover (very large or tiny magnitudes, NaN, infinities) goes
+ * through snprintf. */
+#ifndef EMA_CSVOUT_H
+#define EMA_CSVOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define EMA_CSVOUT_BUF 65536
+
+struct ema_csvout {
+	FILE *f;
+	size_t n;
+	int error;             /* a write failed: fwrite's short count */
+	char buf[EMA_CSVOUT_BUF];
+};
+
+/* The text of printf("%.*f", decimals, v) into buf (at least
+ * EMA_FMT_MAX bytes, NUL-terminated); returns its length. decimals 0..9. */
+#define EMA_FMT_MAX 352
+int ema_fmt_fixed(char *buf, double v, int decimals);
+/* The text of printf("%.6g", v). */
+int ema_fmt_g6(char *buf, double v);
+
+void ema_csvout_init(struct ema_csvout *o, FILE *f);
+/* Writes what is buffered to the FILE; returns 0, or EMA_ERR_IO (then
+ * every later call is a no-op and the error stays). */
+int ema_csvout_flush(struct ema_csvout *o);
+
+void ema_csvout_put(struct ema_csvout *o, const char *s, size_t n);
+static inline void ema_csvout_str(struct ema_csvout *o, const char *s)
+{
+	size_t n = 0;
+
+	while (s[n] != '\0')
+		n++;
+	ema_csvout_put(o, s, n);
+}
+static inline void ema_csvout_char(struct ema_csvout *o, char c)
+{
+	if (o->n == EMA_CSVOUT_BUF)
+		ema_csvout_flush(o);
+	o->buf[o->n++] = c;
+}
+/* printf("%lld") */
+void ema_csvout_int(struct ema_csvout *o, long long v);
+/* printf("%.*f", decimals, v) */
+void ema_csvout_fixed(struct ema_csvout *o, double v, int decimals);
+/* printf("%.6g", v) */
+void ema_csvout_g6(struct ema_csvout *o, double v);
+
+#endif

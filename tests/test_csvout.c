@@ -1,0 +1,211 @@
+/* test_csvout.c: base/csvout's numbers are printf's text, byte for byte:
+ * %.Nf for N = 0..9 and %.6g against snprintf on millions of values
+ * (random bit patterns over the whole range, the milliseconds ema writes,
+ * exact halves where rounding goes to even, the edges of %g's styles,
+ * zeros, subnormals, NaN and infinities), and the buffer writes what it
+ * was given even past its size, and reports a full disk. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "csvout.h"
+#include "ema_error.h"
+#include "test_main.h"
+
+static uint64_t rng = 0x2545f4914f6cdd1dULL;
+
+static uint64_t next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static long mismatches;
+
+/* One value in every format; the first few mismatches are printed. */
+static void check(double v)
+{
+	char want[512], got[EMA_FMT_MAX];
+	int n;
+
+	for (int d = 0; d <= 9; d++) {
+		snprintf(want, sizeof want, "%.*f", d, v);
+		n = ema_fmt_fixed(got, v, d);
+		if (strcmp(want, got) != 0 || n != (int)strlen(want)) {
+			if (mismatches++ < 10)
+				fprintf(stderr, "\n%%.%df of %a: printf '%s', ema '%s'", d, v, want, got);
+		}
+	}
+	snprintf(want, sizeof want, "%.6g", v);
+	n = ema_fmt_g6(got, v);
+	if (strcmp(want, got) != 0 || n != (int)strlen(want)) {
+		if (mismatches++ < 10)
+			fprintf(stderr, "\n%%.6g of %a: printf '%s', ema '%s'", v, want, got);
+	}
+}
+
+static void test_random_bits(void)
+{
+	mismatches = 0;
+	for (int i = 0; i < 30000; i++) {
+		uint64_t b = next();
+		double v;
+
+		memcpy(&v, &b, sizeof v);
+		check(v);
+	}
+	CU_ASSERT_EQUAL(mismatches, 0);
+}
+
+/* Magnitudes a CSV holds: 1e-7 .. 1e12, uniform in log scale, both signs. */
+static void test_random_magnitudes(void)
+{
+	mismatches = 0;
+	for (int i = 0; i < 30000; i++) {
+		double u = (double)(next() >> 11) / 9007199254740992.0;
+		double v = pow(10.0, -7.0 + 19.0 * u);
+
+		check(next() & 1 ? v : -v);
+	}
+	CU_ASSERT_EQUAL(mismatches, 0);
+}
+
+/* What requests.csv writes: ns x 1e-6 and its quotients, ns up to days. */
+static void test_milliseconds(void)
+{
+	mismatches = 0;
+	for (int i = 0; i < 30000; i++) {
+		int64_t ns = (int64_t)(next() % 400000000000000ULL);
+		double ms = (double)ns * 1e-6;
+
+		check(ms);
+		check(ms / (double)(1 + next() % 2000));
+		check((double)(ns % 1000000000) * 1e-6);
+	}
+	CU_ASSERT_EQUAL(mismatches, 0);
+}
+
+/* Exact binary halves at every decimal place: printf rounds them to even. */
+static void test_halves(void)
+{
+	mismatches = 0;
+	for (int k = 0; k < 4096; k++)
+		for (int j = 1; j <= 30; j++) {
+			double v = ldexp((double)(2 * k + 1), -j);
+
+			check(v);
+			check(-v);
+			check(v + 1000.0);
+		}
+	/* x.5 at the last place of each precision, 0.5 .. 0.0000000005 */
+	for (int d = 0; d <= 9; d++)
+		for (int k = 0; k < 2000; k++) {
+			double v = ((double)k + 0.5) / pow(10.0, d);
+
+			check(v);
+			check(nextafter(v, 0));
+			check(nextafter(v, 1e9));
+		}
+	CU_ASSERT_EQUAL(mismatches, 0);
+}
+
+static void test_edges(void)
+{
+	static const double v[] = {
+		0.0, 1.0, 9.5, 10.0, 99.5, 0.05, 0.005, 0.0005, 1e-4, 9.99995e-5, 1e-5,
+		0.000099999949, 0.00009999995, 999999.4, 999999.5, 999999.6, 99999.95,
+		99999.949999, 1e6, 1e15, 1e22, 1e23, 123456789012345678.0, 9007199254740993.0,
+		1.5e300, DBL_MAX, DBL_MIN, DBL_MIN / 3, 4.9e-324, 1e-320, 0.1, 0.2, 0.3,
+		2.675, 1.005, 1.0000005, 0.0000005, 0.00000049999999999, 0.0000015,
+		158456325028528675187087900672.0, /* 2^97 */ 316912650057057350374175801344.0,
+	};
+
+	mismatches = 0;
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		check(v[i]);
+		check(-v[i]);
+	}
+	check(NAN);
+	check(-NAN);
+	check(INFINITY);
+	check(-INFINITY);
+	CU_ASSERT_EQUAL(mismatches, 0);
+}
+
+/* The buffer: everything written in order across flushes, integers as
+ * %lld, and a write error kept and reported. */
+static void test_buffer(void)
+{
+	char path[] = "/tmp/ema_test_csvout.XXXXXX";
+	struct ema_csvout *o = malloc(sizeof *o);
+	FILE *f, *g;
+	char *want, *got;
+	size_t wn = 0, cap = 4 << 20, gn;
+	int fd = mkstemp(path);
+
+	CU_ASSERT_FATAL(fd >= 0 && o != NULL);
+	f = fdopen(fd, "w");
+	want = malloc(cap);
+	got = malloc(cap);
+	CU_ASSERT_FATAL(f != NULL && want != NULL && got != NULL);
+	ema_csvout_init(o, f);
+	for (int i = 0; i < 100000; i++) {
+		long long k = (long long)(next() % 2000000001ULL) - 1000000000LL;
+		double v = (double)(int64_t)(next() % 100000000000ULL) * 1e-6;
+
+		if (i == 5)
+			k = INT64_MIN;
+		ema_csvout_str(o, "static,t0,");
+		ema_csvout_int(o, k);
+		ema_csvout_char(o, ',');
+		ema_csvout_fixed(o, v, 6);
+		ema_csvout_char(o, ',');
+		ema_csvout_g6(o, v);
+		ema_csvout_put(o, "\n", 1);
+		wn += (size_t)snprintf(want + wn, cap - wn, "static,t0,%lld,%.6f,%.6g\n", k, v, v);
+	}
+	CU_ASSERT_EQUAL(ema_csvout_flush(o), 0);
+	fclose(f);
+	g = fopen(path, "rb");
+	CU_ASSERT_FATAL(g != NULL);
+	gn = fread(got, 1, cap, g);
+	fclose(g);
+	unlink(path);
+	CU_ASSERT_EQUAL(gn, wn);
+	CU_ASSERT(gn == wn && memcmp(got, want, wn) == 0);
+
+	f = fopen("/dev/full", "w");
+	if (f != NULL) {
+		setvbuf(f, NULL, _IONBF, 0);
+		ema_csvout_init(o, f);
+		for (int i = 0; i < 20000; i++)
+			ema_csvout_str(o, "a row that does not fit on a full disk\n");
+		CU_ASSERT_EQUAL(ema_csvout_flush(o), EMA_ERR_IO);
+		CU_ASSERT_EQUAL(o->error, EMA_ERR_IO);
+		fclose(f);
+	}
+	free(want);
+	free(got);
+	free(o);
+}
+
+int main(void)
+{
+	static const struct ema_test_case cases[] = {
+		{ "random bit patterns", test_random_bits },
+		{ "random magnitudes 1e-7..1e12", test_random_magnitudes },
+		{ "milliseconds from nanoseconds", test_milliseconds },
+		{ "exact halves round to even", test_halves },
+		{ "edges: zeros, %g styles, huge, tiny, NaN", test_edges },
+		{ "buffered writing", test_buffer },
+		{ NULL, NULL }
+	};
+
+	return ema_test_run("csvout", cases);
+}

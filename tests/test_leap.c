@@ -1,0 +1,260 @@
+/* test_leap.c: decode leaping changes nothing. Every scenario here runs
+ * twice, stepping one iteration at a time (EMA_LEAP=0) and leaping, and
+ * every file of the two run folders must be the same byte for byte
+ * (run.json but its wall-clock fields): the embedded default scenario and
+ * every published one, and each shared trace (Azure conversation and code,
+ * Mooncake, ShareGPT lengths) replayed with and without memory pressure,
+ * under every policy, and 8 tenants on h200x8 replaying the same trace in
+ * lock-step (their iterations end at the same nanoseconds). The leaping
+ * runs must have leapt where the policy allows it, so that no comparison
+ * passes because nothing leapt. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "experiment.h"
+#include "outdir.h"
+#include "test_main.h"
+
+static char top[4096];
+static int serial;
+
+static const char *const files[] = {
+	"config.json", "summary.csv", "requests.csv", "timeline.csv", "links.csv",
+	"transfers.csv", "run.json",
+};
+
+/* A file's text; run.json's wall-clock figures blanked. */
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (f == NULL)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	if (buf == NULL)
+		return NULL;
+	buf[n] = '\0';
+	*len = (size_t)n;
+	/* digits only: "1.234" -> "0.000", the same length */
+	if (strstr(path, "run.json") != NULL)
+		for (char *p = strstr(buf, "\"wall_s\": "); p != NULL; p = strstr(p + 1, "\"wall_s\": "))
+			for (char *q = p + 10; (*q >= '0' && *q <= '9') || *q == '.'; q++)
+				if (*q != '.')
+					*q = '0';
+	return buf;
+}
+
+/* Runs the scenario (file, or the embedded one) with leaping on or off
+ * and writes its folder; returns the folder, and the leaps made. */
+static int run_once(const char *config, const char *const *sets, int n, bool leap,
+		    char *dir, size_t size, uint64_t *leaps)
+{
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = { 0 };
+	struct ema_outdir od;
+	int rc;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	setenv("EMA_LEAP", leap ? "1" : "0", 1);
+	rc = ema_config_load(&x->cfg, config, sets, n, &err);
+	if (rc == EMA_OK) {
+		x->quiet = true;
+		rc = ema_experiment_run(x, &err);
+	}
+	*leaps = 0;
+	for (int i = 0; rc == EMA_OK && i < x->n_runs; i++)
+		*leaps += ema_engine_leaps(x->runs[i].engine, NULL);
+	snprintf(dir, size, "%s/run-%d", top, serial++);
+	if (rc == EMA_OK)
+		rc = ema_outdir_reserve(&od, "--out", dir, NULL, &err);
+	if (rc == EMA_OK)
+		rc = ema_experiment_write(x, &od, false, &err);
+	if (rc != EMA_OK)
+		fprintf(stderr, "\n%s: %s\n", config ? config : "default", err.msg);
+	ema_experiment_free(x);
+	free(x);
+	unsetenv("EMA_LEAP");
+	return rc;
+}
+
+/* Stepping and leaping: the same files. Returns the leaps made. */
+static uint64_t same_both_ways(const char *config, const char *const *sets, int n)
+{
+	char a[4200], b[4200];
+	uint64_t la, lb;
+
+	CU_ASSERT_EQUAL_FATAL(run_once(config, sets, n, false, a, sizeof a, &la), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(run_once(config, sets, n, true, b, sizeof b, &lb), EMA_OK);
+	CU_ASSERT_EQUAL(la, 0);
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		char pa[4400], pb[4400];
+		size_t na = 0, nb = 0;
+		char *ta, *tb;
+
+		snprintf(pa, sizeof pa, "%s/%s", a, files[i]);
+		snprintf(pb, sizeof pb, "%s/%s", b, files[i]);
+		ta = slurp(pa, &na);
+		tb = slurp(pb, &nb);
+		CU_ASSERT_PTR_NOT_NULL(ta);
+		CU_ASSERT_PTR_NOT_NULL(tb);
+		if (ta != NULL && tb != NULL && (na != nb || memcmp(ta, tb, na) != 0)) {
+			CU_FAIL("stepping and leaping wrote different files");
+			fprintf(stderr, "\n%s: %s differs (%s, %s)\n", config ? config : "default",
+				files[i], pa, pb);
+		}
+		free(ta);
+		free(tb);
+	}
+	if (getenv("EMA_KEEP_LEAP") == NULL) {
+		ema_remove_tree(a);
+		ema_remove_tree(b);
+	}
+	return lb;
+}
+
+static void test_default(void)
+{
+	/* its tenant 0 overloads its GPU: preemptions, borrowing, swaps */
+	CU_ASSERT(same_both_ways(NULL, NULL, 0) > 0);
+	{
+		static const char *const roomy[] = { "gpu_mem_cap_gib=0" };
+
+		CU_ASSERT(same_both_ways(NULL, roomy, 1) > 0);
+	}
+}
+
+static void test_published(void)
+{
+	char dir[4096];
+	DIR *d;
+	struct dirent *de;
+	int n = 0;
+
+	snprintf(dir, sizeof dir, "%s/scenarios/published", ema_test_srcdir());
+	d = opendir(dir);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	while ((de = readdir(d)) != NULL) {
+		char path[4400];
+		size_t len = strlen(de->d_name);
+
+		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+		same_both_ways(path, NULL, 0);
+		n++;
+	}
+	closedir(d);
+	CU_ASSERT(n >= 1);
+}
+
+/* Tenant 0 replays a shared trace (a window of it), tenant 1 keeps its
+ * synthetic stream; on the default 24 GiB GPUs (pressure) and whole ones. */
+static void trace_case(const char *file, const char *workload)
+{
+	const char *dirp = ema_test_shared_traces();
+	char w[4600];
+	const char *sets[3];
+
+	if (dirp == NULL) {
+		fprintf(stderr, "\n(skipped: ../shared/traces not found)\n");
+		return;
+	}
+	snprintf(w, sizeof w, "tenants.0.workload={\"trace\": \"%s/%s\", %s}", dirp, file, workload);
+	sets[0] = w;
+	CU_ASSERT(same_both_ways(NULL, sets, 1) > 0);
+	sets[1] = "gpu_mem_cap_gib=0";
+	CU_ASSERT(same_both_ways(NULL, sets, 2) > 0);
+}
+
+static void test_azure_conv(void)
+{
+	trace_case("AzureLLMInferenceTrace_conv.csv",
+		   "\"source\": \"trace\", \"format\": \"azure\", \"duration_s\": 600, \"rate_scale\": 2");
+}
+
+static void test_azure_code(void)
+{
+	trace_case("AzureLLMInferenceTrace_code.csv",
+		   "\"source\": \"trace\", \"format\": \"azure\", \"duration_s\": 900");
+}
+
+static void test_mooncake(void)
+{
+	trace_case("mooncake_synthetic_trace.jsonl",
+		   "\"source\": \"trace\", \"duration_s\": 600");
+}
+
+static void test_sharegpt(void)
+{
+	trace_case("sharegpt_8k_filtered_stats_llama2_tokenizer.csv",
+		   "\"source\": \"lengths\", \"rate_rps\": 3, \"duration_s\": 300");
+}
+
+/* 8 tenants on h200x8, each replaying the same window of the Azure
+ * conversation trace (ema bench's replay): their iterations end at the
+ * same nanoseconds, so leaps and events tie all the time. With and
+ * without pressure (20 GiB GPUs, two tenants 4x faster). */
+static void test_lockstep(void)
+{
+	const char *dirp = ema_test_shared_traces();
+	char t[8][4600];
+	const char *sets[12];
+	int n = 0;
+
+	if (dirp == NULL) {
+		fprintf(stderr, "\n(skipped: ../shared/traces not found)\n");
+		return;
+	}
+	sets[n++] = "hardware=h200x8";
+	sets[n++] = "gpu_mem_cap_gib=0";
+	sets[n++] = "policies=static,host_swap,ema";
+	for (int i = 0; i < 8; i++) {
+		snprintf(t[i], sizeof t[i],
+			 "tenants.%d={\"name\": \"t%d\", \"gpu\": %d, \"workload\": {\"source\": "
+			 "\"trace\", \"trace\": \"%s/AzureLLMInferenceTrace_conv.csv\", \"format\": "
+			 "\"azure\", \"duration_s\": 400, \"rate_scale\": %d}}", i, i, i, dirp,
+			 i < 2 ? 4 : 1);
+		sets[n++] = t[i];
+	}
+	CU_ASSERT(same_both_ways(NULL, sets, n) > 0);
+	sets[1] = "gpu_mem_cap_gib=20";
+	CU_ASSERT(same_both_ways(NULL, sets, n) > 0);
+}
+
+int main(void)
+{
+	static const struct ema_test_case cases[] = {
+		{ "default scenario, with and without pressure", test_default },
+		{ "published scenarios", test_published },
+		{ "Azure conversation trace", test_azure_conv },
+		{ "Azure code trace", test_azure_code },
+		{ "Mooncake trace", test_mooncake },
+		{ "ShareGPT lengths", test_sharegpt },
+		{ "8 tenants in lock-step", test_lockstep },
+		{ NULL, NULL }
+	};
+	const char *t = getenv("TMPDIR");
+	int rc;
+
+	snprintf(top, sizeof top, "%s/ema-leap.XXXXXX", t ? t : "/tmp");
+	if (mkdtemp(top) == NULL)
+		return 99;
+	rc = ema_test_run("leap", cases);
+	if (getenv("EMA_KEEP_LEAP") == NULL)
+		ema_remove_tree(top);
+	return rc;
+}
