@@ -579,7 +579,7 @@ static int reclaim_figure(struct fig *g, int set, struct ema_error *err)
 		return EMA_OK;
 	}
 	{
-		char path[EMA_PATH_MAX + 128], vars[4096];
+		char path[EMA_PATH_MAX + 128], vars[8192];
 
 		snprintf(path, sizeof path, "%s/%s.csv", g->out, name);
 		rc = write_text(path, buf, len, err);
@@ -673,7 +673,7 @@ static int memory_figure(struct fig *g, int set, struct ema_error *err)
 static int capacity_figure(struct fig *g, const char *cdir, struct ema_error *err)
 {
 	char path[EMA_PATH_MAX + 64], *text = NULL, *line, *next, *buf = NULL;
-	char pols[1024] = "", groups[2048] = "", key[256] = "", slo[512] = "", col[64] = "", vars[4096];
+	char pols[1024] = "", groups[2048] = "", key[256] = "", slo[512] = "", col[64] = "", vars[8192];
 	const char *scen = g->s != NULL ? g->s->scenario : "";
 	size_t len, blen = 0;
 	int cp = -1, cy = -1, cg = -1, clo = -1, chi = -1, ck = -1, cs = -1, cseeds = -1, first = 1, rows = 0;
