@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "hw_pattern.h"
+#include "hw_split.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -57,6 +58,10 @@ int ema_hwk_gather_pages(const int32_t *d_pairs, int n, const void *src_base,
  * when the fold is impossible, so the reads cannot be optimised away. */
 int ema_hwk_read(const struct ema_hwk_seg *d_segs, int n, uint64_t chunks,
 		 int grid, uint64_t *d_sink, cudaStream_t s);
+/* Reads like ema_hwk_read, each part of the split grid by its own
+ * blocks at the same time (in-place remote reads beside the local ones). */
+int ema_hwk_read_split(const struct ema_hwk_seg *d_segs, int n,
+		       const struct ema_hwk_parts *parts, uint64_t *d_sink, cudaStream_t s);
 /* Writes the pattern of tag (segs[i].src) over each page (segs[i].dst). */
 int ema_hwk_fill(const struct ema_hwk_seg *d_segs, int n, uint64_t chunks,
 		 cudaStream_t s);

@@ -74,6 +74,8 @@ struct hw_op {
 	int n_check;
 	int32_t *chk_pages;      /* copies: the caller's arrays die with the call */
 	uint64_t *chk_tags;
+	int32_t *chk_gpus;       /* iteration: the lender of each checked page */
+	cudaEvent_t chk_done;    /* iteration: its in-place check has landed */
 	bool host_check;
 	bool full_check;
 	int64_t est_end;
@@ -85,6 +87,10 @@ struct hw_gpu {
 	int sms;
 	char *pool;
 	uint64_t pool_pages;
+	/* The content tag each pool page was last given (hw_tag_pages, or a
+	 * transfer that carried tags), 0 where unknown: in-place reads of
+	 * borrowed pages are checked against it as moves are. */
+	uint64_t *page_tag;
 	cudaStream_t s_comp;     /* iterations */
 	cudaStream_t s_pref;     /* their prefetch copies */
 	cudaStream_t s_peer;     /* transfers pulled into this GPU */
@@ -137,6 +143,7 @@ struct hw_platform {
 	struct ema_hw_blas blas;
 	bool have_blas;
 	double hbm_bps;          /* for the memory- or compute-bound choice */
+	double remote_bps;       /* one link, read in place: for the grid split */
 	double flop_rate;
 	struct ema_eventq timers;
 	struct hw_op **active;
@@ -316,12 +323,13 @@ static struct hw_op *hw_op_get(struct hw_platform *p, int gpu)
 		p->all_ops = op;
 	}
 	{
-		cudaEvent_t s = op->start, e = op->end;
+		cudaEvent_t s = op->start, e = op->end, c = op->chk_done;
 		struct hw_op *all = op->next_all;
 
 		memset(op, 0, sizeof *op);
 		op->start = s;
 		op->end = e;
+		op->chk_done = c;
 		op->next_all = all;
 	}
 	op->gpu = gpu;
@@ -333,8 +341,10 @@ static void hw_op_put(struct hw_platform *p, struct hw_op *op)
 {
 	free(op->chk_pages);
 	free(op->chk_tags);
+	free(op->chk_gpus);
 	op->chk_pages = NULL;
 	op->chk_tags = NULL;
+	op->chk_gpus = NULL;
 	if (op->slot != NULL && op->kind == HW_OP_XFER)
 		hw_slot_put(p, op->slot);
 	op->slot = NULL;
@@ -637,6 +647,83 @@ static int hw_add_group_copies(struct hw_platform *p, struct hw_gpu *g, struct h
  * an unhidden copy, and the simulator, which speculates so, would not
  * model what the GPUs do.
  */
+/* The borrowed pages an in-place iteration checks: those whose content
+ * tag is known, every one with --verify, else about HW_SAMPLE_PAGES
+ * spread evenly over the iteration's remote pages. */
+static int hw_inplace_checks(struct hw_platform *p, const struct ema_iteration *it,
+			     struct hw_op *op)
+{
+	int known = 0, stride = 1, j = 0, seen = 0;
+
+	for (int r = 0; r < it->n_remote; r++)
+		for (int i = 0; i < it->remote[r].n_pages; i++)
+			known += p->g[it->remote[r].gpu].page_tag[it->remote[r].pages[i]] != 0;
+	if (known == 0)
+		return 0;
+	if (!p->verify && known > HW_SAMPLE_PAGES)
+		stride = (known + HW_SAMPLE_PAGES - 1) / HW_SAMPLE_PAGES;
+	op->n_check = (known + stride - 1) / stride;
+	op->chk_pages = malloc((size_t)op->n_check * sizeof *op->chk_pages);
+	op->chk_tags = malloc((size_t)op->n_check * sizeof *op->chk_tags);
+	op->chk_gpus = malloc((size_t)op->n_check * sizeof *op->chk_gpus);
+	if (op->chk_pages == NULL || op->chk_tags == NULL || op->chk_gpus == NULL)
+		return hw_fail(p, EMA_ERR_NOMEM, "out of memory for an iteration");
+	for (int r = 0; r < it->n_remote; r++)
+		for (int i = 0; i < it->remote[r].n_pages; i++) {
+			int l = it->remote[r].gpu;
+			int32_t pg = it->remote[r].pages[i];
+
+			if (p->g[l].page_tag[pg] == 0)
+				continue;
+			if (seen++ % stride == 0 && j < op->n_check) {
+				op->chk_pages[j] = pg;
+				op->chk_tags[j] = p->g[l].page_tag[pg];
+				op->chk_gpus[j] = l;
+				j++;
+			}
+		}
+	op->n_check = j;
+	return 0;
+}
+
+/* The split of an in-place iteration's read grid: part 0 the weights and
+ * local pages (descriptors [0, lender_first[0])), then one part per lender
+ * with pages, each given blocks by the time its bytes take on its link
+ * against the local bytes on HBM (hw_split.h). Returns false when no
+ * lender has pages (one plain read then). */
+static bool hw_inplace_split(const struct hw_platform *p, const struct hw_gpu *g,
+			     const struct ema_hwk_seg *segs, int n_segs, uint64_t chunks,
+			     const int *lender_first, const int *lender_n, int n_lenders,
+			     struct ema_hwk_parts *parts)
+{
+	double t[EMA_HWK_MAX_PARTS];
+	int np = 1;
+
+	parts->chunk_first[0] = 0;
+	t[0] = 0;
+	for (int r = 0; r < n_lenders && np < EMA_HWK_MAX_PARTS; r++) {
+		uint64_t b = 0;
+
+		if (lender_n[r] == 0)
+			continue;
+		for (int i = 0; i < lender_n[r]; i++)
+			b += segs[lender_first[r] + i].bytes;
+		parts->chunk_first[np] = segs[lender_first[r]].first_chunk;
+		t[np] = (double)b / p->remote_bps * 1e9;
+		np++;
+	}
+	if (np == 1)
+		return false;
+	parts->chunk_first[np] = chunks;
+	/* lenders' parts follow each other in the descriptors: part 0 is
+	 * everything before the first of them */
+	for (int i = 0; i < n_segs && segs[i].first_chunk < parts->chunk_first[1]; i++)
+		t[0] += (double)segs[i].bytes;
+	t[0] = t[0] / p->hbm_bps * 1e9;
+	return ema_hwk_split_blocks(parts, np, t, (uint32_t)HW_READ_GRID(g, false),
+				    (uint32_t)g->sms) > 0;
+}
+
 static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 			ema_iteration_fn fn, void *arg)
 {
@@ -652,6 +739,12 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 	uint64_t ring = 0, gmax = 0;
 	int cols_total;
 	size_t nseg;
+	/* in place: each lender's descriptors, the grid split, the checks */
+	int lender_first[EMA_MAX_GPUS] = {0}, lender_n[EMA_MAX_GPUS] = {0};
+	struct ema_hwk_parts parts;
+	bool split = false;
+	int k_chk = 0;
+	uint64_t chk_chunks = 0;
 
 	if (it->gpu < 0 || it->gpu >= p->n_gpus)
 		return hw_fail(p, EMA_ERR_INTERNAL, "iteration on GPU %d of %d", it->gpu,
@@ -771,7 +864,13 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 		}
 	}
 	speculate = staged && D >= 1 && L >= 2 * D;
-	rc = hw_slot_reserve(p, sl, nseg, 0);
+	if (!staged && n_remote_pages > 0) {
+		rc = hw_inplace_checks(p, it, op);
+		if (rc != 0)
+			goto fail_free;
+		nseg += (size_t)op->n_check;
+	}
+	rc = hw_slot_reserve(p, sl, nseg, (size_t)op->n_check);
 	if (rc != 0)
 		goto fail_free;
 
@@ -825,6 +924,8 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 
 				if (per == 0 || per > pb)
 					per = pb;
+				lender_first[r] = k - r_first[gi];
+				lender_n[r] = rr->n_pages;
 				for (int i = 0; i < rr->n_pages; i++) {
 					sl->h[k].src = (uint64_t)(uintptr_t)
 						hw_page_addr(p, rr->gpu, rr->pages[i]);
@@ -838,6 +939,9 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 		}
 		r_n[gi] = k - r_first[gi];
 		r_chunks[gi] = ema_hwk_prefix(sl->h + r_first[gi], r_n[gi]);
+		if (!staged && n_remote_pages > 0)
+			split = hw_inplace_split(p, g, sl->h + r_first[gi], r_n[gi], r_chunks[gi],
+						 lender_first, lender_n, it->n_remote, &parts);
 	}
 	/* The old speculation is used up; this iteration's covers all its
 	 * remote pages, in the ring slots after its own last groups. */
@@ -860,6 +964,16 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 			if (rc != 0)
 				goto fail_free;
 		}
+	/* the in-place checks' descriptors, after everything read */
+	k_chk = k;
+	for (int j = 0; j < op->n_check; j++, k++) {
+		sl->h[k].src = op->chk_tags[j];
+		sl->h[k].dst = (uint64_t)(uintptr_t)hw_page_addr(p, op->chk_gpus[j],
+								  op->chk_pages[j]);
+		sl->h[k].bytes = pb;
+	}
+	if (op->n_check > 0)
+		chk_chunks = ema_hwk_prefix(sl->h + k_chk, op->n_check);
 	if ((size_t)k > sl->cap) {
 		rc = hw_fail(p, EMA_ERR_INTERNAL, "iteration descriptors overflow");
 		goto fail_free;
@@ -896,8 +1010,12 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 
 		if (staged && cudaStreamWaitEvent(g->s_comp, g->ev_copied[gi], 0) != cudaSuccess)
 			goto fail_dev;
-		e = ema_hwk_read(sl->d + r_first[gi], r_n[gi],
-				 r_chunks[gi], HW_READ_GRID(g, staged), g->sink, g->s_comp);
+		if (split)
+			e = ema_hwk_read_split(sl->d + r_first[gi], r_n[gi], &parts, g->sink,
+					       g->s_comp);
+		else
+			e = ema_hwk_read(sl->d + r_first[gi], r_n[gi], r_chunks[gi],
+					 HW_READ_GRID(g, staged), g->sink, g->s_comp);
 		if (e != 0) {
 			rc = hw_fail(p, EMA_ERR_DEVICE, "read kernel: %s",
 				     cudaGetErrorString((cudaError_t)e));
@@ -944,6 +1062,30 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 	}
 	if (cudaEventRecord(op->end, g->s_comp) != cudaSuccess)
 		goto fail_dev;
+	if (op->n_check > 0) {
+		/* after the timed step: the pages' tags may still be being
+		 * written by the lenders' fills (hw_tag_pages) */
+		for (int l = 0; l < p->n_gpus; l++)
+			if (l != it->gpu && p->g[l].tagged &&
+			    cudaStreamWaitEvent(g->s_comp, p->g[l].ev_tag, 0) != cudaSuccess)
+				goto fail_dev;
+		if ((op->chk_done == NULL &&
+		     cudaEventCreateWithFlags(&op->chk_done, cudaEventDisableTiming) != cudaSuccess) ||
+		    cudaMemsetAsync(sl->d_bad, 0, (size_t)op->n_check * sizeof *sl->d_bad,
+				    g->s_comp) != cudaSuccess)
+			goto fail_dev;
+		rc = ema_hwk_check(sl->d + k_chk, op->n_check, chk_chunks, p->verify, sl->d_bad,
+				   g->s_comp);
+		if (rc != 0) {
+			rc = hw_fail(p, EMA_ERR_DEVICE, "check kernel: %s",
+				     cudaGetErrorString((cudaError_t)rc));
+			goto fail_free;
+		}
+		if (cudaMemcpyAsync(sl->h_bad, sl->d_bad, (size_t)op->n_check * sizeof *sl->h_bad,
+				    cudaMemcpyDeviceToHost, g->s_comp) != cudaSuccess ||
+		    cudaEventRecord(op->chk_done, g->s_comp) != cudaSuccess)
+			goto fail_dev;
+	}
 	if (speculate) {
 		g->spec_groups = D;
 		g->spec_layer_groups = L;
@@ -1064,6 +1206,11 @@ static int hw_transfer(struct ema_platform *pp, const struct ema_transfer *t,
 	if (t->dst_gpu >= 0 && p->g[t->dst_gpu].spec_recorded &&
 	    cudaStreamWaitEvent(s, p->g[t->dst_gpu].ev_spec_end, 0) != cudaSuccess)
 		return hw_fail(p, EMA_ERR_DEVICE, "transfer: cannot order after a prefetch");
+	/* the destination pages hold the moved content once it lands; the
+	 * engine reads them only after the move is done */
+	if (t->dst_gpu >= 0)
+		for (int i = 0; i < n; i++)
+			p->g[t->dst_gpu].page_tag[t->dst_pages[i]] = t->tags != NULL ? t->tags[i] : 0;
 	p->g[dev].n_xfers++;
 	op = hw_op_get(p, dev);
 	if (op == NULL)
@@ -1277,13 +1424,40 @@ static int hw_finish_xfer(struct hw_platform *p, struct hw_op *op, int64_t t,
 	return rc;
 }
 
-static void hw_finish_iter(struct hw_platform *p, struct hw_op *op, int64_t t)
+static int hw_finish_iter(struct hw_platform *p, struct hw_op *op, int64_t t,
+			  struct ema_error *err)
 {
 	struct hw_gpu *g = &p->g[op->gpu];
 	struct ema_iteration_result r;
 	ema_iteration_fn fn = op->ifn;
 	void *arg = op->arg;
 	double stall_ms = 0.0;
+	int rc = 0;
+
+	if (op->n_check > 0) {
+		int bad = 0, first = -1;
+		cudaError_t e = cudaEventSynchronize(op->chk_done);
+
+		if (e != cudaSuccess)
+			rc = ema_error_set(err, EMA_ERR_DEVICE,
+					   "GPU %d failed checking in-place reads: %s", op->gpu,
+					   cudaGetErrorString(e));
+		for (int j = 0; e == cudaSuccess && j < op->n_check; j++)
+			if (op->slot->h_bad[j]) {
+				bad++;
+				if (first < 0)
+					first = j;
+			}
+		p->checked += (uint64_t)op->n_check;
+		p->corrupted += (uint64_t)bad;
+		if (bad > 0)
+			rc = ema_error_set(err, EMA_ERR_CORRUPT,
+					   "data integrity: %d of %d checked pages corrupted "
+					   "where GPU %d read them in place (first: page %d of GPU "
+					   "%d, tag %#llx)",
+					   bad, op->n_check, op->gpu, op->chk_pages[first],
+					   op->chk_gpus[first], (unsigned long long)op->chk_tags[first]);
+	}
 
 	memset(&r, 0, sizeof r);
 	r.end_ns = t;
@@ -1332,6 +1506,7 @@ static void hw_finish_iter(struct hw_platform *p, struct hw_op *op, int64_t t)
 	hw_op_put(p, op);
 	if (fn != NULL)
 		fn(arg, &r);
+	return rc;
 }
 
 static int hw_cmp_done(const void *a, const void *b)
@@ -1429,14 +1604,11 @@ static int hw_run(struct ema_platform *pp, int64_t horizon_ns, struct ema_error 
 				p->last_ns = t;
 				p->events++;
 				fired = true;
-				if (op->kind == HW_OP_ITER) {
-					hw_finish_iter(p, op, t);
-				} else {
-					int r = hw_finish_xfer(p, op, t, err);
+				int r = op->kind == HW_OP_ITER ? hw_finish_iter(p, op, t, err) :
+					hw_finish_xfer(p, op, t, err);
 
-					if (r != 0 && rc == 0)
-						rc = r;
-				}
+				if (r != 0 && rc == 0)
+					rc = r;
 			} else {
 				break;
 			}
@@ -1529,6 +1701,7 @@ static void hw_destroy(struct ema_platform *pp)
 		for (int l = 0; l < EMA_MAX_GPUS; l++)
 			free(g->spec_mark[l]);
 		free(g->spec_list);
+		free(g->page_tag);
 		cudaFree(g->pool);
 		cudaFree(g->sink);
 		cudaFree(g->ga);
@@ -1541,8 +1714,11 @@ static void hw_destroy(struct ema_platform *pp)
 		p->all_ops = op->next_all;
 		cudaEventDestroy(op->start);
 		cudaEventDestroy(op->end);
+		if (op->chk_done != NULL)
+			cudaEventDestroy(op->chk_done);
 		free(op->chk_pages);
 		free(op->chk_tags);
+		free(op->chk_gpus);
 		free(op);
 	}
 	while (p->all_slots != NULL) {
@@ -1599,7 +1775,9 @@ static const struct ema_platform_ops hw_ops = {
 	/* the decode kernel does not split its grid between local and
 	 * remote pages yet: in-place reads oversubscribe it (1.73 ms against
 	 * 0.97 for the same step split, doc/reference-figures.md) */
-	.inplace_beside_local = false,
+	/* the decode read splits its grid between local pages and each
+	 * lender's (hw_inplace_split) */
+	.inplace_beside_local = true,
 	.now = hw_now,
 	.timer = hw_timer_op,
 	.iteration = hw_iteration_op,
@@ -1635,6 +1813,9 @@ static int hw_setup_gpu(struct hw_platform *p, int i, uint64_t pages, struct ema
 	g->pool_pages = pages;
 	if (bytes > 0)
 		EMA_HW_TRY(err, cudaMalloc((void **)&g->pool, bytes));
+	g->page_tag = calloc(pages > 0 ? pages : 1, sizeof *g->page_tag);
+	if (g->page_tag == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
 	EMA_HW_TRY(err, cudaStreamCreateWithFlags(&g->s_comp, cudaStreamNonBlocking));
 	EMA_HW_TRY(err, cudaStreamCreateWithFlags(&g->s_pref, cudaStreamNonBlocking));
 	EMA_HW_TRY(err, cudaStreamCreateWithFlags(&g->s_peer, cudaStreamNonBlocking));
@@ -1728,6 +1909,11 @@ int ema_hw_platform_create(struct ema_platform **out, const struct ema_platform_
 	}
 	p->hbm_bps = (hw->hbm_read_gbps > 0 ? hw->hbm_read_gbps : 4400.0) *
 		     (hw->hbm_efficiency > 0 ? hw->hbm_efficiency : 1.0) * 1e9;
+	/* what one link carries to a kernel reading the peer in place, as the
+	 * cost model takes it (ema_cost_link_gbps) */
+	p->remote_bps = (hw->remote_read_gbps > 0 &&
+			 (hw->link_gbps <= 0 || hw->remote_read_gbps < hw->link_gbps) ?
+			 hw->remote_read_gbps : hw->link_gbps > 0 ? hw->link_gbps : 360.0) * 1e9;
 	p->flop_rate = (hw->peak_tflops > 0 ? hw->peak_tflops : 800.0) *
 		       (hw->flops_efficiency > 0 ? hw->flops_efficiency : 1.0) * 1e12;
 	if (ema_eventq_init(&p->timers, 64) != 0) {
@@ -1814,10 +2000,12 @@ int ema_hw_fill_pages(struct ema_platform *pp, int gpu, int n, const int32_t *pa
 	HW_TRY_OP(p, cudaSetDevice(gpu));
 	if (p->g[gpu].spec_recorded)
 		HW_TRY_OP(p, cudaStreamWaitEvent(p->g[gpu].s_util, p->g[gpu].ev_spec_end, 0));
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		HW_TRY_OP(p, (cudaError_t)ema_hwk_fill_one(hw_page_addr(p, gpu, pages[i]),
 							   p->page_bytes, tags[i],
 							   p->g[gpu].s_util));
+		p->g[gpu].page_tag[pages[i]] = tags[i];
+	}
 	HW_TRY_OP(p, cudaStreamSynchronize(p->g[gpu].s_util));
 	return 0;
 }
@@ -1844,9 +2032,11 @@ static int hw_tag_pages(struct ema_platform *pp, int gpu, int n, const int32_t *
 	if (g->spec_recorded)
 		HW_TRY_OP(p, cudaStreamWaitEvent(g->s_tag, g->ev_spec_end, 0));
 	g->n_tag_calls++;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		HW_TRY_OP(p, (cudaError_t)ema_hwk_fill_one(hw_page_addr(p, gpu, pages[i]),
 							   p->page_bytes, tags[i], g->s_tag));
+		g->page_tag[pages[i]] = tags[i];
+	}
 	HW_TRY_OP(p, cudaEventRecord(g->ev_tag, g->s_tag));
 	g->tagged = true;
 	return 0;

@@ -6,7 +6,7 @@
 # CUDA, hw_none.c provides the same entry points, each saying why.
 EXTRA_DIST += hw/hw_kernels.cu
 libema_hw_a_CPPFLAGS = $(HW_CPPFLAGS) $(CUDA_CFLAGS)
-libema_hw_a_SOURCES = hw/hw.h hw/hw_pattern.h
+libema_hw_a_SOURCES = hw/hw.h hw/hw_pattern.h hw/hw_split.h hw/hw_split.c
 
 if HAVE_CUDA
 AM_CPPFLAGS += $(CUDA_CFLAGS)
@@ -19,7 +19,7 @@ EMA_NVCCFLAGS = -std=c++17 -O3 \
 	-gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
 	-Xcompiler -Wall,-Wextra,-Wno-unused-parameter,-Werror -Werror all-warnings
 hw/hw_kernels.$(OBJEXT): $(srcdir)/hw/hw_kernels.cu $(srcdir)/hw/hw_kernels.h \
-		$(srcdir)/hw/hw_pattern.h
+		$(srcdir)/hw/hw_pattern.h $(srcdir)/hw/hw_split.h
 	$(AM_V_GEN)$(MKDIR_P) hw && \
 	$(NVCC) -ccbin $(CC) $(EMA_NVCCFLAGS) $(NVCCFLAGS) -I$(srcdir)/hw \
 		-c $(srcdir)/hw/hw_kernels.cu -o $@
@@ -33,4 +33,10 @@ TESTS += tests/test_hw
 tests_test_hw_SOURCES = tests/test_hw.c
 tests_test_hw_CFLAGS = $(TEST_CFLAGS)
 tests_test_hw_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test_hw_split
+TESTS += tests/test_hw_split
+tests_test_hw_split_SOURCES = tests/test_hw_split.c
+tests_test_hw_split_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/hw
+tests_test_hw_split_CFLAGS = $(TEST_CFLAGS)
+tests_test_hw_split_LDADD = libema_hw.a -lm $(CUNIT_LIBS)
 endif
