@@ -22,7 +22,10 @@ int ema_hw_gpu_count(struct ema_error *err);
 /* Writes the content of tag over one page of gpu's pool (gpu = EMA_HOST:
  * the host pool), synchronously. Word w of the page then holds
  * ema_hw_tag_word(tag, w); transfers given tags check that pattern at
- * their destination. Call it while no transfer touches the page. */
+ * their destination. Call it while no transfer touches the page. The
+ * in-place checks of iterations compare against the tags the engine gave
+ * (the tag_pages op), not these: a fill with another tag is how a test
+ * corrupts a page that an iteration then reads in place. */
 int ema_hw_fill_page(struct ema_platform *p, int gpu, int32_t page, uint64_t tag);
 /* The same for n pages in one launch. */
 int ema_hw_fill_pages(struct ema_platform *p, int gpu, int n, const int32_t *pages,

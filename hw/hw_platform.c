@@ -1066,7 +1066,7 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 		/* after the timed step: the pages' tags may still be being
 		 * written by the lenders' fills (hw_tag_pages) */
 		for (int l = 0; l < p->n_gpus; l++)
-			if (l != it->gpu && p->g[l].tagged &&
+			if (p->g[l].tagged &&
 			    cudaStreamWaitEvent(g->s_comp, p->g[l].ev_tag, 0) != cudaSuccess)
 				goto fail_dev;
 		if ((op->chk_done == NULL &&
@@ -2004,7 +2004,6 @@ int ema_hw_fill_pages(struct ema_platform *pp, int gpu, int n, const int32_t *pa
 		HW_TRY_OP(p, (cudaError_t)ema_hwk_fill_one(hw_page_addr(p, gpu, pages[i]),
 							   p->page_bytes, tags[i],
 							   p->g[gpu].s_util));
-		p->g[gpu].page_tag[pages[i]] = tags[i];
 	}
 	HW_TRY_OP(p, cudaStreamSynchronize(p->g[gpu].s_util));
 	return 0;
