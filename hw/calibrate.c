@@ -7,6 +7,7 @@
 #include "hw.h"
 #include "hw_cuda.h"
 #include "hw_kernels.h"
+#include "step_cost.h"
 
 #include "config.h"
 
@@ -353,6 +354,11 @@ struct cal_result {
 	double borrower_sm;         /* gather pull beside staged-grid reads */
 	double staged_slow;         /* whole staged decode steps against local ones */
 	double staged_in_gbps;      /* ... at this prefetch rate */
+	/* whole decode steps with CAL_SHARES remote shares, in place and
+	 * staged, against the same bytes all local (cal_remote_steps) */
+	int n_shares;
+	int share_pages[8];
+	double all_local_us, inplace_us[8], staged_us[8];
 	double pull_slow_ce, pull_slow_sm; /* a pull slowed by its GPU's own reads */
 	double malloc_us[3], free_us[3];
 	double vmm_us[5];
@@ -829,25 +835,28 @@ static void cal_chain_done(void *arg, const struct ema_iteration_result *r)
 		ch->rc = ch->p->ops->iteration(ch->p, &ch->it, cal_chain_done, ch, NULL);
 }
 
-/* The borrower's slowdown where the simulator applies it: whole decode
- * steps through the hw platform (the pipeline `ema run --backend hw` runs:
- * 8 layer groups, one ahead, gather copies, next iteration's first group
- * fetched early) with 6% of their bytes staged from the peer, against the
- * same steps with every byte local. The simulator slows a staged step's
- * memory time by 1 + k x (prefetch rate) / hbm, so
- * k = slowdown x hbm / rate at this operating point. The separate
- * microbenchmarks above pull at full rate for the whole read and
- * overstate it (92% against the pipeline's ~40%, 2026-11-30). */
-static int cal_staged_steps(struct cal *c, struct cal_result *res, struct ema_error *err)
+/* Remote KV as the serving model reads it: whole decode steps through the
+ * hw platform (the pipeline `ema run --backend hw` runs), 4 GiB of weights
+ * and 672 KV pages of 2 MiB, with 48, 96, 160 and 280 of the pages (1.8%
+ * to 10.4% of the bytes, the last beyond what the link carries during the
+ * step) on the peer, read two ways: in place by a share of the grid
+ * (prefetch depth 0) and staged (8 layer groups, one ahead, gather
+ * copies), against the same bytes all local. cal_fit_remote fits the cost
+ * model's in-place overlap efficiency and staged interference to them.
+ * The pages on the lender are scattered (every other page). */
+static const int cal_share_pages[] = { 48, 96, 160, 280 };
+#define CAL_KV_PAGES 672
+
+static int cal_remote_steps(struct cal *c, struct cal_result *res, struct ema_error *err)
 {
 	const uint64_t pb = 2 * CAL_MIB;
-	const int n_local = 512, n_remote = 160, n_staging = 64, warm = 8, runs = 40;
+	const int n_staging = 64, warm = 8, runs = 40;
+	const int n_sh = (int)(sizeof cal_share_pages / sizeof cal_share_pages[0]);
 	uint64_t pool[EMA_MAX_GPUS] = { 2048, 1024 };
 	struct ema_config *cfg = calloc(1, sizeof *cfg);
-	int32_t *local = malloc((size_t)(n_local + n_remote) * sizeof *local);
-	int32_t remote[160], staging[64];
+	int32_t *local = malloc(CAL_KV_PAGES * sizeof *local);
+	int32_t remote[CAL_KV_PAGES], staging[64];
 	struct ema_platform *p = NULL;
-	double med[2];
 	int rc = 0;
 
 	if (cfg == NULL || local == NULL) {
@@ -855,24 +864,30 @@ static int cal_staged_steps(struct cal *c, struct cal_result *res, struct ema_er
 		free(local);
 		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
 	}
-	snprintf(cfg->name, sizeof cfg->name, "calibrate-staged");
+	snprintf(cfg->name, sizeof cfg->name, "calibrate-remote");
 	cfg->hw.n_gpus = 2;
 	cfg->n_tenants = 2;
 	cfg->tenants[1].gpu = 1;
-	for (int i = 0; i < n_local + n_remote; i++)
+	for (int i = 0; i < CAL_KV_PAGES; i++)
 		local[i] = i;
-	for (int i = 0; i < n_remote; i++)
+	for (int i = 0; i < 280; i++)
 		remote[i] = 2 * i;      /* scattered on the lender */
 	for (int i = 0; i < n_staging; i++)
 		staging[i] = 1024 + i;
 	{
-			struct ema_platform_params pp;
+		struct ema_platform_params pp;
 
-			ema_hw_params_for_pools(&pp, cfg, pb, pool);
-			rc = ema_hw_platform_create(&p, &pp, NULL, err);
-		}
-	for (int v = 0; v < 2 && rc == 0; v++) {
+		ema_hw_params_for_pools(&pp, cfg, pb, pool);
+		rc = ema_hw_platform_create(&p, &pp, NULL, err);
+	}
+	/* v = 0: all local; then for each share, in place and staged */
+	for (int v = 0; v < 1 + 2 * n_sh && rc == 0; v++) {
+		int sh = v == 0 ? -1 : (v - 1) / 2;
+		bool staged = v > 0 && (v - 1) % 2 == 1;
+		int n_r = sh < 0 ? 0 : cal_share_pages[sh];
 		struct cal_chain ch;
+		char variant[64];
+		double med;
 
 		memset(&ch, 0, sizeof ch);
 		ch.p = p;
@@ -884,36 +899,43 @@ static int cal_staged_steps(struct cal *c, struct cal_result *res, struct ema_er
 		ch.it.local_pages = local;
 		ch.it.layer_groups = 8;
 		ch.it.method = EMA_COPY_GATHER;
-		if (v == 0) {
-			/* every byte local */
-			ch.it.n_local_pages = n_local + n_remote;
-			ch.it.kv_local_bytes = (uint64_t)(n_local + n_remote) * pb;
-		} else {
-			ch.it.n_local_pages = n_local;
-			ch.it.kv_local_bytes = (uint64_t)n_local * pb;
+		ch.it.n_local_pages = CAL_KV_PAGES - n_r;
+		ch.it.kv_local_bytes = (uint64_t)(CAL_KV_PAGES - n_r) * pb;
+		if (n_r > 0) {
 			ch.it.n_remote = 1;
 			ch.it.remote[0].gpu = 1;
-			ch.it.remote[0].n_pages = n_remote;
+			ch.it.remote[0].n_pages = n_r;
 			ch.it.remote[0].pages = remote;
-			ch.it.remote[0].bytes = (uint64_t)n_remote * pb;
+			ch.it.remote[0].bytes = (uint64_t)n_r * pb;
+		}
+		if (staged) {
 			ch.it.prefetch_depth = 1;
 			ch.it.staging_pages = staging;
 			ch.it.n_staging_pages = n_staging;
 		}
+		ch.it.window_depth = ema_iteration_window_depth(&ch.it, pb);
 		rc = p->ops->iteration(p, &ch.it, cal_chain_done, &ch, NULL);
 		if (rc == 0)
 			rc = p->ops->run(p, 0, err);
 		if (rc == 0 && ch.rc != 0)
 			rc = ch.rc;
 		if (rc != 0) {
-			rc = ema_error_set(err, rc, "staged decode steps: %s", ema_hw_last_error(p));
+			rc = ema_error_set(err, rc, "remote decode steps: %s", ema_hw_last_error(p));
 			break;
 		}
-		med[v] = cal_median(ch.us + warm, runs);
+		med = cal_median(ch.us + warm, runs);
+		if (sh < 0)
+			res->all_local_us = med;
+		else if (staged)
+			res->staged_us[sh] = med;
+		else
+			res->inplace_us[sh] = med;
+		snprintf(variant, sizeof variant, "%s_%dof%d",
+			 sh < 0 ? "decode_all_local" : staged ? "decode_staged" : "decode_inplace",
+			 n_r, CAL_KV_PAGES);
 		for (int r = warm; r < ch.n; r++)
-			cal_csv(c, "step", v ? "decode_staged" : "decode_all_local", v ? 1 : 0, 0,
-				(uint64_t)(n_local + n_remote) * pb + 4096 * CAL_MIB, pb, r - warm,
-				ch.us[r]);
+			cal_csv(c, "step", variant, n_r > 0 ? 1 : 0, 0,
+				(uint64_t)CAL_KV_PAGES * pb + 4096 * CAL_MIB, pb, r - warm, ch.us[r]);
 	}
 	if (p != NULL)
 		p->ops->destroy(p);
@@ -921,9 +943,103 @@ static int cal_staged_steps(struct cal *c, struct cal_result *res, struct ema_er
 	free(local);
 	if (rc != 0)
 		return rc;
-	res->staged_slow = med[1] / med[0] - 1.0;
-	res->staged_in_gbps = (double)n_remote * (double)pb / (med[1] * 1e3);
+	res->n_shares = n_sh;
+	for (int i = 0; i < n_sh; i++)
+		res->share_pages[i] = cal_share_pages[i];
+	/* the single point of earlier profiles (160 pages, 6% of the bytes) */
+	res->staged_slow = res->staged_us[2] / res->all_local_us - 1.0;
+	res->staged_in_gbps = 160.0 * (double)pb / (res->staged_us[2] * 1e3);
 	return 0;
+}
+
+/* The iteration cal_remote_steps ran for share i, as the cost model sees
+ * it (no page lists). */
+static void cal_share_iteration(int n_r, bool staged, struct ema_iteration *it)
+{
+	const uint64_t pb = 2 * CAL_MIB;
+
+	memset(it, 0, sizeof *it);
+	it->n_seqs = 64;
+	it->decode_tokens = 64;
+	it->weight_bytes = 4096 * CAL_MIB;
+	it->layer_groups = 8;
+	it->method = EMA_COPY_GATHER;
+	it->kv_local_bytes = (uint64_t)(CAL_KV_PAGES - n_r) * pb;
+	it->n_remote = n_r > 0;
+	it->remote[0].gpu = 1;
+	it->remote[0].bytes = (uint64_t)n_r * pb;
+	it->prefetch_depth = staged ? 1 : 0;
+}
+
+/* Fits the two remote-read figures of the cost model (base/step_cost.c)
+ * to the steps of cal_remote_steps, least squares over the shares:
+ * in place, memory time = max(local HBM, link) / eta; staged, memory time
+ * = local x (1 + k x stage-in rate / HBM), over the points that are not
+ * link-bound. err_inplace/err_staged get the fitted model's relative
+ * error per share. */
+static void cal_fit_remote(const struct cal_result *r, struct ema_hw_profile *hw,
+			   double *err_inplace, double *err_staged)
+{
+	double smm = 0, smy = 0, sxx = 0, sxy = 0;
+	struct ema_step_cost sc;
+	struct ema_iteration it;
+
+	if (r->n_shares <= 0)
+		return;
+	hw->inplace_overlap_efficiency = 1.0;
+	hw->interference_borrower = 0.0;
+	for (int i = 0; i < r->n_shares; i++) {
+		double y;
+
+		cal_share_iteration(r->share_pages[i], false, &it);
+		ema_step_cost(hw, &it, false, &sc);
+		y = r->inplace_us[i] * 1e3 - sc.overhead_ns;
+		smm += sc.memory_ns * sc.memory_ns;
+		smy += sc.memory_ns * y;
+		cal_share_iteration(r->share_pages[i], true, &it);
+		ema_step_cost(hw, &it, true, &sc);
+		y = r->staged_us[i] * 1e3 - sc.overhead_ns;
+		if (sc.link_ns < y) {
+			double in = ema_cost_stage_in_gbps(hw, it.method,
+							  (const double[EMA_MAX_GPUS]){ 0, (double)it.remote[0].bytes },
+							  EMA_MAX_GPUS, fmax(sc.compute_ns, sc.local_ns));
+			double x = sc.local_ns * in / hw->hbm_read_gbps;
+
+			sxx += x * x;
+			sxy += x * (y - sc.local_ns);
+		}
+	}
+	/* eta above 1 would mean in-place reads faster than the local bytes
+	 * alone; the model takes 1 as its bound */
+	hw->inplace_overlap_efficiency = smy > 0 ? fmin(1.0, smm / smy) : 1.0;
+	hw->interference_borrower = sxx > 0 ? fmax(0.0, sxy / sxx) : 0.0;
+	for (int i = 0; i < r->n_shares; i++) {
+		cal_share_iteration(r->share_pages[i], false, &it);
+		ema_step_cost(hw, &it, false, &sc);
+		err_inplace[i] = sc.total_ns / (r->inplace_us[i] * 1e3) - 1.0;
+		cal_share_iteration(r->share_pages[i], true, &it);
+		ema_step_cost(hw, &it, true, &sc);
+		err_staged[i] = sc.total_ns / (r->staged_us[i] * 1e3) - 1.0;
+	}
+}
+
+/* The table of cal_remote_steps against the fitted model. */
+static void cal_print_remote(const struct cal_result *r, const struct ema_hw_profile *hw,
+			     const double *err_inplace, const double *err_staged)
+{
+	if (r->n_shares <= 0)
+		return;
+	printf("\nremote KV in decode steps (4 GiB weights + %d pages of 2 MiB; all local "
+	       "%.3f ms)\n", CAL_KV_PAGES, r->all_local_us / 1e3);
+	printf("%-12s %8s %12s %10s %12s %10s\n", "remote pages", "share %", "in place ms",
+	       "model err", "staged ms", "model err");
+	for (int i = 0; i < r->n_shares; i++)
+		printf("%-12d %8.1f %12.3f %+9.1f%% %12.3f %+9.1f%%\n", r->share_pages[i],
+		       100.0 * r->share_pages[i] * 2.0 / (CAL_KV_PAGES * 2.0 + 4096.0),
+		       r->inplace_us[i] / 1e3, 100 * err_inplace[i], r->staged_us[i] / 1e3,
+		       100 * err_staged[i]);
+	printf("fitted: inplace_overlap_efficiency %.3f, interference_borrower %.3f\n",
+	       hw->inplace_overlap_efficiency, hw->interference_borrower);
 }
 
 /* The backend's own steps: decode = HBM reads of weights and KV pages,
@@ -1043,17 +1159,12 @@ static void cal_profile(const struct cal *c, const struct cal_result *r, const c
 		hw->interference_borrower = r->hbm_gbps > 0 ?
 			fmax(0.0, r->borrower_sm > 0 ? r->borrower_sm : r->borrower) *
 			r->hbm_gbps / pull : 0;
-		/* whole staged steps, where measured, are what the model
-		 * must reproduce */
-		if (r->staged_in_gbps > 0 && r->hbm_gbps > 0)
-			hw->interference_borrower = fmax(0.0, r->staged_slow) * r->hbm_gbps /
-						    r->staged_in_gbps;
 	}
 	hw->interference_compute = fmax(0.0, r->gemm_slow);
 	/* the default prefetch method is the gather kernel */
 	hw->pull_share_under_load = 1.0 / (1.0 + fmax(0.0, r->pull_slow_sm));
-	/* not measured by calibrate yet (tools/h200-inplace.sh measures it
-	 * beside it): 1 = local and in-place reads overlap fully */
+	/* 1 = local and in-place reads overlap fully, until the whole
+	 * decode steps of cal_remote_steps are fitted (cal_fit_remote) */
 	hw->inplace_overlap_efficiency = 1.0;
 	hw->map_us_per_page = r->vmm_us[1] + r->vmm_us[2];
 	hw->unmap_us_per_page = r->vmm_us[3];
@@ -1188,8 +1299,8 @@ int ema_hw_calibrate(const struct ema_hw_cal_opts *o, FILE *csv,
 	}
 	cal_teardown(&c);
 	if (rc == 0 && n >= 2) {
-		fprintf(stderr, "ema calibrate: staged decode steps\n");
-		rc = cal_staged_steps(&c, &res, err);
+		fprintf(stderr, "ema calibrate: decode steps with remote KV, in place and staged\n");
+		rc = cal_remote_steps(&c, &res, err);
 	}
 	if (rc != 0) {
 		snprintf(why, sizeof why, "%s", err->msg);
@@ -1197,5 +1308,13 @@ int ema_hw_calibrate(const struct ema_hw_cal_opts *o, FILE *csv,
 	}
 	cal_print(&res);
 	cal_profile(&c, &res, o->name, profile);
+	{
+		double ei[8] = {0}, es[8] = {0};
+
+		/* whole steps, where measured, are what the model must
+		 * reproduce: they replace the microbenchmark estimate */
+		cal_fit_remote(&res, profile, ei, es);
+		cal_print_remote(&res, profile, ei, es);
+	}
 	return 0;
 }

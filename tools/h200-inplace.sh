@@ -26,14 +26,20 @@
 #       1.05 x; the lender within 5%; validate within 5% / 15%)
 #   04  a summary table of 02 and 03 from the validate CSVs
 #
-# Before the hw backend splits its grid between local and remote pages
-# (issue 11, item 1), its in-place iterations read remote pages in one
-# pass with the local ones: steps 02-03 then measure that kernel (expect
-# the oversubscribed case of doc/reference-figures.md, 1.73 ms against
-# 0.97), which is still the number to compare the model with. What to do
-# with the results: refit inplace_overlap_efficiency (and, from the
-# staged rows, interference_borrower) in profiles/hardware/h200x2*.json,
-# and record the outputs under results/h200x2/ with their date.
+# The hw backend's in-place iterations split the read grid between local
+# pages and each lender's (hw/hw_split.c; the measured point L 924 + R 132
+# of doc/reference-figures.md is its rule), so steps 02-03 measure the
+# data path ema's `auto` takes. Step 01's calibration fits
+# inplace_overlap_efficiency and interference_borrower to whole decode
+# steps at four remote shares (its "remote KV in decode steps" table);
+# steps 02-03 then run the simulator side of `ema validate` with that fresh
+# profile (01-calibrated.json), so sim-against-hw is the fitted model's
+# error. What to do with the results: copy the fitted figures into
+# profiles/hardware/h200x2*.json, and record the outputs under
+# results/h200x2/ with their date.
+#
+# STEPS="01 03" (environment) runs only those steps (each device call has
+# 10 minutes; 02 takes about 16 validate runs, 03 four).
 set -eu
 
 dry=
@@ -81,10 +87,18 @@ run() {
 	"$@" >"$out/$log" 2>&1 || echo "h200-inplace: failed ($?): see $out/$log" >&2
 }
 
-run 00-machine.txt sh -c "nvidia-smi -L; nvidia-smi topo -m; $ema version"
-run 01-calibrate.txt "$ema" calibrate --out "$out/01-calibrated.json" --csv "$out/01-calibrate.csv"
+steps=${STEPS:-00 01 02 03}
+want() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 
-for rate in 11 14; do
+want 00 && run 00-machine.txt sh -c "nvidia-smi -L; nvidia-smi topo -m; $ema version"
+if want 01; then
+	run 01-calibrate.txt "$ema" calibrate --out "$out/01-calibrated.json" --csv "$out/01-calibrate.csv"
+	# the fitted profile is the validation's simulator side
+	[ -s "$out/01-calibrated.json" ] &&
+		base=$(echo "$base" | sed "s|hardware=h200x2_hw|hardware=$out/01-calibrated.json|")
+fi
+
+want 02 && for rate in 11 14; do
 	for share in 0.05 0.1 0.2 0.3; do
 		for path in inplace staged; do
 			tag="02-r$rate-s$share-$path"
@@ -97,7 +111,7 @@ for rate in 11 14; do
 	done
 done
 
-for seed in 1 2; do
+want 03 && for seed in 1 2; do
 	for path in inplace staged; do
 		tag="03-seed$seed-$path"
 		# shellcheck disable=SC2086
