@@ -2,9 +2,13 @@
  * platform interface itself, as the serving model sees them: prefetch and
  * reclaim bandwidth by page size and copy method against the 395 GB/s
  * NVLink peak (target: 90% or more for pages of 64 KiB and up with the
- * gather kernel), and the host loop's overhead between iterations. */
+ * gather kernel), the host loop's overhead between iterations, and one
+ * decode-like read against the share of its bytes read in place from a
+ * lender (the peer GPU, or pinned host memory on a machine with one GPU):
+ * split grid, one pass, and all local. */
 #include "hw.h"
 #include "hw_cuda.h"
+#include "hw_kernels.h"
 
 #include "config.h"
 #include "platform.h"
@@ -284,6 +288,186 @@ static int bench_loop(bool quick, FILE *csv, struct ema_error *err)
 	return rc;
 }
 
+/* Medians of 10 timed launches after 2 warm-ups, in ms. split: NULL for
+ * one plain read over all segs with `grid` blocks. */
+static int bench_time_read(const struct ema_hwk_seg *d, int n, uint64_t chunks,
+			   const struct ema_hwk_parts *split, int grid, uint64_t *sink,
+			   cudaStream_t s, cudaEvent_t a, cudaEvent_t b, double *ms,
+			   struct ema_error *err)
+{
+	double t[10];
+
+	for (int r = -2; r < 10; r++) {
+		float f = 0;
+
+		EMA_HW_TRY(err, cudaEventRecord(a, s));
+		EMA_HW_TRY(err, (cudaError_t)(split != NULL ?
+					      ema_hwk_read_split(d, n, split, sink, s) :
+					      ema_hwk_read(d, n, chunks, grid, sink, s)));
+		EMA_HW_TRY(err, cudaEventRecord(b, s));
+		EMA_HW_TRY(err, cudaEventSynchronize(b));
+		EMA_HW_TRY(err, cudaEventElapsedTime(&f, a, b));
+		if (r >= 0)
+			t[r] = f;
+	}
+	qsort(t, 10, sizeof t[0], bench_cmp);
+	*ms = (t[4] + t[5]) / 2;
+	return 0;
+}
+
+/* Step time against remote share: 4 GiB of local reads (2 MiB pieces,
+ * 8 blocks per SM) plus R bytes that live on the lender, read (a) in
+ * place by the split grid of the hw backend (hw_split.c), (b) in place
+ * by one grid striding over everything (what the backend did before),
+ * (c) all local; the model's prediction is max(local alone, R / link
+ * rate) with the link rate measured by the split kernel's remote part
+ * alone. Lender: GPU 1 with two GPUs, else pinned host memory over PCIe
+ * (a slower link: the same knee at smaller shares). */
+static int bench_inplace(bool quick, FILE *csv, int n_gpus, struct ema_error *err)
+{
+	const uint64_t piece = 2 * BENCH_MIB, local_bytes = 4096 * BENCH_MIB;
+	static const uint64_t peer_mib[5] = { 70, 140, 280, 420, 560 };
+	static const uint64_t host_mib[5] = { 8, 16, 32, 64, 128 };
+	const uint64_t *share_mib = n_gpus >= 2 ? peer_mib : host_mib;
+	uint64_t max_remote = share_mib[4] * BENCH_MIB;
+	int n_local = (int)(local_bytes / piece), n_max = n_local + (int)(max_remote / piece);
+	int sms = 132, nsh = quick ? 3 : 5, rc = 0;
+	char *lbuf = NULL, *rbuf = NULL, *rhost = NULL;
+	struct ema_hwk_seg *h = NULL, *d = NULL;
+	uint64_t *sink = NULL;
+	cudaStream_t s = NULL;
+	cudaEvent_t a = NULL, b = NULL;
+	double ms_alone = 0, ms_link[5], ms_split[5], ms_one[5], ms_all[5];
+
+	EMA_HW_TRY(err, cudaSetDevice(0));
+	EMA_HW_TRY(err, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMalloc((void **)&lbuf, local_bytes + max_remote));
+	if (n_gpus >= 2) {
+		cudaError_t e = cudaDeviceEnablePeerAccess(1, 0);
+
+		if (e == cudaErrorPeerAccessAlreadyEnabled)
+			cudaGetLastError();
+		else
+			EMA_HW_TRY_GOTO(err, rc, out, e);
+		EMA_HW_TRY_GOTO(err, rc, out, cudaSetDevice(1));
+		EMA_HW_TRY_GOTO(err, rc, out, cudaMalloc((void **)&rbuf, max_remote));
+		EMA_HW_TRY_GOTO(err, rc, out, cudaMemset(rbuf, 1, max_remote));
+		EMA_HW_TRY_GOTO(err, rc, out, cudaSetDevice(0));
+	} else {
+		EMA_HW_TRY_GOTO(err, rc, out, cudaHostAlloc((void **)&rhost, max_remote,
+							    cudaHostAllocMapped | cudaHostAllocPortable));
+		memset(rhost, 1, max_remote);
+		EMA_HW_TRY_GOTO(err, rc, out, cudaHostGetDevicePointer((void **)&rbuf, rhost, 0));
+	}
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMemset(lbuf, 1, local_bytes + max_remote));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMallocHost((void **)&h, (size_t)n_max * sizeof *h));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMalloc((void **)&d, (size_t)n_max * sizeof *d));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMalloc((void **)&sink, 64));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaEventCreate(&a));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaEventCreate(&b));
+	printf("\nin place against remote share (GPU 0; lender: %s; 4 GiB local, 8 blocks/SM)\n",
+	       n_gpus >= 2 ? "GPU 1 over NVLink" : "pinned host memory over PCIe");
+	printf("%10s %8s %10s %10s %10s %10s %10s %8s %9s\n", "remote MiB", "share %",
+	       "link GB/s", "split ms", "1-pass ms", "local ms", "model ms", "split/", "blocks");
+	printf("%10s %8s %10s %10s %10s %10s %10s %8s %9s\n", "", "", "", "", "", "", "",
+	       "model", "L+R");
+	for (int i = -1; i < nsh && rc == 0; i++) {
+		uint64_t rb = i < 0 ? 0 : share_mib[i] * BENCH_MIB;
+		int nr = (int)(rb / piece), n = n_local + nr;
+		uint64_t chunks;
+		struct ema_hwk_parts parts, rparts;
+		double t[2], model;
+
+		/* local pieces, then the lender's */
+		for (int k = 0; k < n; k++) {
+			h[k].src = (uint64_t)(uintptr_t)(k < n_local ? lbuf + (uint64_t)k * piece :
+						     rbuf + (uint64_t)(k - n_local) * piece);
+			h[k].dst = 0;
+			h[k].bytes = piece;
+		}
+		chunks = ema_hwk_prefix(h, n);
+		EMA_HW_TRY_GOTO(err, rc, out, cudaMemcpy(d, h, (size_t)n * sizeof *h,
+							 cudaMemcpyHostToDevice));
+		if (i < 0) {
+			rc = bench_time_read(d, n, chunks, NULL, EMA_HWK_READ_BLOCKS_PER_SM * sms, sink,
+					     s, a, b, &ms_alone, err);
+			continue;
+		}
+		/* the lender's part alone, with the blocks the split gives it */
+		t[0] = ms_alone;
+		rparts.n = 1;
+		rparts.block_first[0] = 0;
+		rparts.block_first[1] = EMA_HWK_REMOTE_BLOCKS_PER_SM * (uint32_t)sms;
+		/* the segments keep their chunk numbers from the whole list */
+		rparts.chunk_first[0] = h[n_local].first_chunk;
+		rparts.chunk_first[1] = chunks;
+		rc = bench_time_read(d + n_local, nr, chunks, &rparts, 0, sink, s, a, b,
+				     &ms_link[i], err);
+		if (rc != 0)
+			break;
+		t[1] = ms_link[i];
+		parts.chunk_first[0] = 0;
+		parts.chunk_first[1] = h[n_local].first_chunk;
+		parts.chunk_first[2] = chunks;
+		ema_hwk_split_blocks(&parts, 2, t, (uint32_t)(EMA_HWK_READ_BLOCKS_PER_SM * sms),
+				     (uint32_t)sms);
+		rc = bench_time_read(d, n, chunks, &parts, 0, sink, s, a, b, &ms_split[i], err);
+		if (rc == 0)
+			rc = bench_time_read(d, n, chunks, NULL, EMA_HWK_READ_BLOCKS_PER_SM * sms,
+					     sink, s, a, b, &ms_one[i], err);
+		/* all local: the same bytes from local HBM */
+		for (int k = n_local; k < n; k++)
+			h[k].src = (uint64_t)(uintptr_t)(lbuf + (uint64_t)k * piece);
+		if (rc == 0)
+			EMA_HW_TRY_GOTO(err, rc, out, cudaMemcpy(d, h, (size_t)n * sizeof *h,
+								 cudaMemcpyHostToDevice));
+		if (rc == 0)
+			rc = bench_time_read(d, n, chunks, NULL, EMA_HWK_READ_BLOCKS_PER_SM * sms,
+					     sink, s, a, b, &ms_all[i], err);
+		if (rc != 0)
+			break;
+		model = ms_alone > ms_link[i] ? ms_alone : ms_link[i];
+		printf("%10llu %8.2f %10.1f %10.3f %10.3f %10.3f %10.3f %8.3f %4u+%-4u\n",
+		       (unsigned long long)share_mib[i],
+		       100.0 * (double)rb / (double)(local_bytes + rb),
+		       (double)rb / (ms_link[i] * 1e6), ms_split[i], ms_one[i], ms_all[i], model,
+		       ms_split[i] / model, parts.block_first[1] - parts.block_first[0],
+		       parts.block_first[2] - parts.block_first[1]);
+		if (csv != NULL) {
+			static const char *const vname[4] = { "split", "one_pass", "all_local",
+							      "remote_alone" };
+			const double v[4] = { ms_split[i], ms_one[i], ms_all[i], ms_link[i] };
+
+			for (int k = 0; k < 4; k++)
+				fprintf(csv, "inplace,%s,%s,%llu,%llu,%.3f,%.3f\n", vname[k],
+					n_gpus >= 2 ? "peer" : "host", (unsigned long long)piece,
+					(unsigned long long)rb, v[k] * 1e3, model * 1e3);
+		}
+	}
+	printf("local alone (4 GiB): %.3f ms; split/model near 1 where the link carries "
+	       "R within the local time, then link-bound\n", ms_alone);
+out:
+	if (a != NULL)
+		cudaEventDestroy(a);
+	if (b != NULL)
+		cudaEventDestroy(b);
+	if (s != NULL)
+		cudaStreamDestroy(s);
+	cudaFree(sink);
+	cudaFree(d);
+	cudaFreeHost(h);
+	cudaFree(lbuf);
+	if (rhost != NULL)
+		cudaFreeHost(rhost);
+	else if (rbuf != NULL) {
+		cudaSetDevice(1);
+		cudaFree(rbuf);
+		cudaSetDevice(0);
+	}
+	return rc;
+}
+
 int ema_hw_bench(const struct ema_hw_bench_opts *o, FILE *csv, struct ema_error *err)
 {
 	char why[EMA_ERROR_MSG_MAX];
@@ -295,15 +479,27 @@ int ema_hw_bench(const struct ema_hw_bench_opts *o, FILE *csv, struct ema_error 
 		return ema_error_set(err, EMA_ERR_UNSUPPORTED, "bench --hw: not supported here: %.900s",
 				     why);
 	}
-	if (n < 2)
-		return ema_error_set(err, EMA_ERR_UNSUPPORTED,
-				     "bench --hw: not supported here: needs two GPUs");
+	if (n < 1)
+		return ema_error_set(err, EMA_ERR_UNSUPPORTED, "bench --hw: not supported here: no GPU");
 	if (csv != NULL)
-		/* time_us: per move (transfer) or whole chain (loop); value: GB/s or GPU us */
+		/* time_us: per move (transfer), whole chain (loop) or one read
+		 * (inplace); value: GB/s, GPU us, or the model's us (inplace,
+		 * whose method column names the lender and count the remote
+		 * bytes) */
 		fprintf(csv, "bench,variant,method,page_bytes,count,time_us,value\n");
-	rc = bench_transfers(o->quick, csv, err);
-	if (rc == 0)
-		rc = bench_loop(o->quick, csv, err);
+	if (n < 2) {
+		/* one GPU: moves and the loop need a peer; in place can read
+		 * host memory instead */
+		fprintf(stderr, "ema bench --hw: one GPU: only the in-place read against "
+			"remote share, with pinned host memory as the lender\n");
+		rc = bench_inplace(o->quick, csv, n, err);
+	} else {
+		rc = bench_transfers(o->quick, csv, err);
+		if (rc == 0)
+			rc = bench_loop(o->quick, csv, err);
+		if (rc == 0)
+			rc = bench_inplace(o->quick, csv, n, err);
+	}
 	if (rc != 0) {
 		snprintf(why, sizeof why, "%s", err->msg);
 		return ema_error_set(err, rc, "bench --hw: %.900s", why);
