@@ -337,7 +337,7 @@ static int bench_inplace(bool quick, FILE *csv, int n_gpus, struct ema_error *er
 	uint64_t *sink = NULL;
 	cudaStream_t s = NULL;
 	cudaEvent_t a = NULL, b = NULL;
-	double ms_alone = 0, ms_link[5], ms_split[5], ms_one[5], ms_all[5];
+	double ms_alone = 0, ms_link[5], ms_split[5], ms_one[5], ms_all[5], link_gbps = 0;
 
 	EMA_HW_TRY(err, cudaSetDevice(0));
 	EMA_HW_TRY(err, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -368,10 +368,6 @@ static int bench_inplace(bool quick, FILE *csv, int n_gpus, struct ema_error *er
 	EMA_HW_TRY_GOTO(err, rc, out, cudaEventCreate(&b));
 	printf("\nin place against remote share (GPU 0; lender: %s; 4 GiB local, 8 blocks/SM)\n",
 	       n_gpus >= 2 ? "GPU 1 over NVLink" : "pinned host memory over PCIe");
-	printf("%10s %8s %10s %10s %10s %10s %10s %8s %9s\n", "remote MiB", "share %",
-	       "link GB/s", "split ms", "1-pass ms", "local ms", "model ms", "split/", "blocks");
-	printf("%10s %8s %10s %10s %10s %10s %10s %8s %9s\n", "", "", "", "", "", "", "",
-	       "model", "L+R");
 	for (int i = -1; i < nsh && rc == 0; i++) {
 		uint64_t rb = i < 0 ? 0 : share_mib[i] * BENCH_MIB;
 		int nr = (int)(rb / piece), n = n_local + nr;
@@ -394,19 +390,51 @@ static int bench_inplace(bool quick, FILE *csv, int n_gpus, struct ema_error *er
 					     s, a, b, &ms_alone, err);
 			continue;
 		}
-		/* the lender's part alone, with the blocks the split gives it */
+		if (link_gbps <= 0) {
+			/* the link alone, read by more and more blocks, on the
+			 * first share: its best rate is the model's */
+			printf("%10s %14s %10s\n", "remote MiB", "remote blocks", "GB/s");
+			for (int m = 0; m < 6 && rc == 0; m++) {
+				uint32_t rblk = (uint32_t)sms * (1u << m) / 16;
+				double ms = 0;
+
+				rparts.n = 1;
+				rparts.block_first[0] = 0;
+				rparts.block_first[1] = rblk > 0 ? rblk : 1;
+				/* the segments keep their chunk numbers from the
+				 * whole list */
+				rparts.chunk_first[0] = h[n_local].first_chunk;
+				rparts.chunk_first[1] = chunks;
+				rc = bench_time_read(d + n_local, nr, chunks, &rparts, 0, sink, s, a,
+						     b, &ms, err);
+				if (rc != 0)
+					break;
+				printf("%10llu %14u %10.1f\n", (unsigned long long)share_mib[i],
+				       rparts.block_first[1], (double)rb / (ms * 1e6));
+				if ((double)rb / (ms * 1e6) > link_gbps)
+					link_gbps = (double)rb / (ms * 1e6);
+				if (csv != NULL)
+					fprintf(csv, "inplace,remote_alone_%u_blocks,%s,%llu,%llu,%.3f,%.3f\n",
+						rparts.block_first[1], n_gpus >= 2 ? "peer" : "host",
+						(unsigned long long)piece, (unsigned long long)rb,
+						ms * 1e3, (double)rb / (ms * 1e6));
+			}
+			if (rc != 0)
+				break;
+			printf("\n");
+		}
+		/* the model's time of the lender's part, as the backend
+		 * splits by it */
 		t[0] = ms_alone;
-		rparts.n = 1;
-		rparts.block_first[0] = 0;
-		rparts.block_first[1] = EMA_HWK_REMOTE_BLOCKS_PER_SM * (uint32_t)sms;
-		/* the segments keep their chunk numbers from the whole list */
-		rparts.chunk_first[0] = h[n_local].first_chunk;
-		rparts.chunk_first[1] = chunks;
-		rc = bench_time_read(d + n_local, nr, chunks, &rparts, 0, sink, s, a, b,
-				     &ms_link[i], err);
-		if (rc != 0)
-			break;
+		ms_link[i] = (double)rb / (link_gbps * 1e6);
 		t[1] = ms_link[i];
+		if (i == 0) {
+			printf("%10s %8s %10s %10s %10s %10s %10s %8s %9s\n", "remote MiB",
+			       "share %", "link ms", "split ms", "1-pass ms", "local ms", "model ms",
+			       "split/", "blocks");
+			printf("%10s %8s %10s %10s %10s %10s %10s %8s %9s\n", "", "", "", "", "", "",
+			       "", "model", "L+R");
+		}
 		parts.chunk_first[0] = 0;
 		parts.chunk_first[1] = h[n_local].first_chunk;
 		parts.chunk_first[2] = chunks;
@@ -431,7 +459,7 @@ static int bench_inplace(bool quick, FILE *csv, int n_gpus, struct ema_error *er
 		printf("%10llu %8.2f %10.1f %10.3f %10.3f %10.3f %10.3f %8.3f %4u+%-4u\n",
 		       (unsigned long long)share_mib[i],
 		       100.0 * (double)rb / (double)(local_bytes + rb),
-		       (double)rb / (ms_link[i] * 1e6), ms_split[i], ms_one[i], ms_all[i], model,
+		       ms_link[i], ms_split[i], ms_one[i], ms_all[i], model,
 		       ms_split[i] / model, parts.block_first[1] - parts.block_first[0],
 		       parts.block_first[2] - parts.block_first[1]);
 		if (csv != NULL) {
@@ -447,6 +475,46 @@ static int bench_inplace(bool quick, FILE *csv, int n_gpus, struct ema_error *er
 	}
 	printf("local alone (4 GiB): %.3f ms; split/model near 1 where the link carries "
 	       "R within the local time, then link-bound\n", ms_alone);
+	printf("link: %.1f GB/s at best (model ms = max(local alone, R / link))\n", link_gbps);
+	/* how many blocks the link's part needs: the second and third shares
+	 * with one block per 16 SMs to two per SM */
+	printf("\n%10s %14s %10s %10s\n", "remote MiB", "remote blocks", "split ms", "split/model");
+	for (int i = 1; i < 3 && i < nsh && rc == 0; i++) {
+		uint64_t rb = share_mib[i] * BENCH_MIB;
+		int nr = (int)(rb / piece), n = n_local + nr;
+		uint64_t chunks;
+		double model = ms_alone > ms_link[i] ? ms_alone : ms_link[i];
+
+		for (int k = 0; k < n; k++)
+			h[k].src = (uint64_t)(uintptr_t)(k < n_local ? lbuf + (uint64_t)k * piece :
+						     rbuf + (uint64_t)(k - n_local) * piece);
+		chunks = ema_hwk_prefix(h, n);
+		EMA_HW_TRY_GOTO(err, rc, out, cudaMemcpy(d, h, (size_t)n * sizeof *h,
+							 cudaMemcpyHostToDevice));
+		for (int m = 0; m < 6 && rc == 0; m++) {
+			uint32_t grid = (uint32_t)(EMA_HWK_READ_BLOCKS_PER_SM * sms);
+			uint32_t rblk = (uint32_t)sms * (uint32_t)(1 << m) / 16;
+			struct ema_hwk_parts parts;
+			double ms = 0;
+
+			parts.n = 2;
+			parts.block_first[0] = 0;
+			parts.block_first[1] = grid - rblk;
+			parts.block_first[2] = grid;
+			parts.chunk_first[0] = 0;
+			parts.chunk_first[1] = h[n_local].first_chunk;
+			parts.chunk_first[2] = chunks;
+			rc = bench_time_read(d, n, chunks, &parts, 0, sink, s, a, b, &ms, err);
+			if (rc == 0)
+				printf("%10llu %14u %10.3f %10.3f\n", (unsigned long long)share_mib[i],
+				       rblk, ms, ms / model);
+			if (rc == 0 && csv != NULL)
+				fprintf(csv, "inplace,split_%u_remote_blocks,%s,%llu,%llu,%.3f,%.3f\n",
+					rblk, n_gpus >= 2 ? "peer" : "host",
+					(unsigned long long)piece, (unsigned long long)rb, ms * 1e3,
+					model * 1e3);
+		}
+	}
 out:
 	if (a != NULL)
 		cudaEventDestroy(a);

@@ -110,7 +110,11 @@ hwk_read_split_kernel(const struct ema_hwk_seg *segs, int n, struct ema_hwk_part
 		      uint64_t *sink)
 {
 	uint32_t acc = 0;
-	unsigned b = blockIdx.x;
+	/* counted from the end of the grid, so that the lenders' parts (the
+	 * last) have the lowest block indices and start first, should the
+	 * grid not fit on the GPU at once: latency-bound link reads must run
+	 * beside the local ones, not after them */
+	unsigned b = gridDim.x - 1 - blockIdx.x;
 	int q = 0;
 
 	while (q + 1 < parts.n && b >= parts.block_first[q + 1])

@@ -7,18 +7,15 @@
 uint32_t ema_hwk_split_blocks(struct ema_hwk_parts *parts, int n, const double *time_ns,
 			      uint32_t grid, uint32_t sms)
 {
-	double sum = 0;
-	uint32_t cap = EMA_HWK_REMOTE_BLOCKS_PER_SM * (sms > 0 ? sms : 1);
+	uint32_t cap = sms / EMA_HWK_SMS_PER_REMOTE_BLOCK;
 	uint32_t given = 0, b[EMA_HWK_MAX_PARTS];
 
 	if (parts == NULL || n < 1 || n > EMA_HWK_MAX_PARTS || grid < (uint32_t)n ||
 	    time_ns == NULL)
 		return 0;
-	for (int q = 0; q < n; q++) {
+	for (int q = 0; q < n; q++)
 		if (!(time_ns[q] >= 0) || !isfinite(time_ns[q]))
 			return 0;
-		sum += time_ns[q];
-	}
 	/* the local part keeps at least half: the remote parts are link-bound
 	 * and draw their rate from few blocks (hw_split.h) */
 	if (cap > grid / 2 / (uint32_t)(n > 1 ? n - 1 : 1))
@@ -26,7 +23,8 @@ uint32_t ema_hwk_split_blocks(struct ema_hwk_parts *parts, int n, const double *
 	if (cap < 1)
 		cap = 1;
 	for (int q = 1; q < n; q++) {
-		double want = sum > 0 ? (double)grid * time_ns[q] / sum : 0.0;
+		double want = time_ns[0] > 0 ? (double)cap * time_ns[q] / time_ns[0] :
+			      time_ns[q] > 0 ? (double)cap : 0.0;
 		uint32_t k = want >= (double)cap ? cap : (uint32_t)ceil(want);
 
 		b[q] = k < 1 ? 1 : k;

@@ -6,11 +6,13 @@
 
 #include <stdint.h>
 
-/* At most this many blocks per SM read one lender's pages in place: 132
- * blocks (one per SM) already drew 357 GB/s of the 368 GB/s that 1056
- * drew from the peer, and every block given to a link is taken from the
- * local reads (H200 pair, 2026-12-01, doc/reference-figures.md). */
-#define EMA_HWK_REMOTE_BLOCKS_PER_SM 1
+/* A lender's part has at most one block per this many SMs. Blocks that
+ * read over a link hold their SM's load slots for the link's latency and
+ * slow the local blocks beside them: on an H200 reading 16-32 MiB of
+ * pinned host memory beside 4 GiB of HBM, 33 remote blocks cost 1-2% over
+ * the local time, 66 4-14%, 132 25-52% (ema bench --hw, 2026-12-02),
+ * while the link's rate barely grew with them. */
+#define EMA_HWK_SMS_PER_REMOTE_BLOCK 4
 /* Parts of a split read: the local pages and one per lender. */
 #define EMA_HWK_MAX_PARTS 17
 
@@ -25,10 +27,11 @@ struct ema_hwk_parts {
 
 /* Splits `grid` blocks between n parts (1 <= n <= EMA_HWK_MAX_PARTS)
  * that take time_ns[q] alone: part 0 the local reads, the others one
- * lender each. A lender's share of the blocks follows its share of the
- * summed time, at least 1 and at most EMA_HWK_REMOTE_BLOCKS_PER_SM x sms
- * blocks; part 0 keeps the rest and at least half the grid. A part with
- * no time gets one block (it has no chunks to read). Fills n and
+ * lender each. A lender gets enough of its cap (sms /
+ * EMA_HWK_SMS_PER_REMOTE_BLOCK blocks, which carry the link's rate) to
+ * carry its bytes within the local time: cap x time_ns[q] / time_ns[0],
+ * rounded up, at least 1, at most the cap (link-bound, or no local
+ * time). Part 0 keeps the rest and at least half the grid. Fills n and
  * block_first; returns the grid, or 0 when the arguments cannot be split
  * (n out of range, grid < n, a negative or non-finite time). */
 uint32_t ema_hwk_split_blocks(struct ema_hwk_parts *parts, int n, const double *time_ns,

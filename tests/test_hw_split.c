@@ -15,8 +15,8 @@ static uint32_t blocks(const struct ema_hwk_parts *p, int q)
 
 /* The measured point of doc/reference-figures.md: 4 GiB local at
  * 4509 GB/s (0.952 ms) and 280 MiB over the link at ~360 GB/s (0.815 ms):
- * the link's share would be 46% of 1056 blocks, more than it needs, so it
- * gets its cap of one block per SM (132, the measured "L 924 + R 132"). */
+ * the cap is 132 / 4 = 33 blocks, and the link must carry its bytes in
+ * 0.856 of the local time: ceil(33 x 0.856) = ceil(28.25) = 29. */
 static void test_measured_point(void)
 {
 	struct ema_hwk_parts p;
@@ -24,35 +24,54 @@ static void test_measured_point(void)
 
 	CU_ASSERT_EQUAL(ema_hwk_split_blocks(&p, 2, t, 1056, 132), 1056);
 	CU_ASSERT_EQUAL(p.n, 2);
-	CU_ASSERT_EQUAL(blocks(&p, 1), 132);
-	CU_ASSERT_EQUAL(blocks(&p, 0), 924);
+	CU_ASSERT_EQUAL(blocks(&p, 1), 29);
+	CU_ASSERT_EQUAL(blocks(&p, 0), 1027);
 	CU_ASSERT_EQUAL(p.block_first[0], 0);
 }
 
-/* A small remote part gets its share of the time, rounded up: 1% of
- * the time is ceil(10.56) = 11 blocks. */
+/* A small remote part gets its share of the cap, rounded up: 30% of
+ * the local time is ceil(33 x 0.3) = ceil(9.9) = 10 blocks; 1% is 1. */
 static void test_proportional(void)
 {
 	struct ema_hwk_parts p;
-	double t[2] = { 99.0, 1.0 };
+	double t[2] = { 100.0, 30.0 };
+	double small[2] = { 100.0, 1.0 };
 
 	CU_ASSERT_EQUAL(ema_hwk_split_blocks(&p, 2, t, 1056, 132), 1056);
-	CU_ASSERT_EQUAL(blocks(&p, 1), 11);
-	CU_ASSERT_EQUAL(blocks(&p, 0), 1045);
+	CU_ASSERT_EQUAL(blocks(&p, 1), 10);
+	CU_ASSERT_EQUAL(blocks(&p, 0), 1046);
+	CU_ASSERT_EQUAL(ema_hwk_split_blocks(&p, 2, small, 1056, 132), 1056);
+	CU_ASSERT_EQUAL(blocks(&p, 1), 1);
 }
 
-/* Three lenders on a switch: each capped at sms; a lender with no time
- * still gets one block (its part has no chunks and returns at once). */
+/* Link-bound (more time than the local part) or no local work at all:
+ * the whole cap. */
+static void test_link_bound(void)
+{
+	struct ema_hwk_parts p;
+	double bound[2] = { 1.0, 3.0 };
+	double no_local[2] = { 0.0, 3.0 };
+
+	CU_ASSERT_EQUAL(ema_hwk_split_blocks(&p, 2, bound, 1056, 132), 1056);
+	CU_ASSERT_EQUAL(blocks(&p, 1), 33);
+	CU_ASSERT_EQUAL(ema_hwk_split_blocks(&p, 2, no_local, 1056, 132), 1056);
+	CU_ASSERT_EQUAL(blocks(&p, 1), 33);
+	CU_ASSERT_EQUAL(blocks(&p, 0), 1023);
+}
+
+/* Three lenders on a switch, cap 100 / 4 = 25: one at the local time
+ * gets it all, one with no time still one block (its part has no chunks
+ * and returns at once), one at a quarter ceil(6.25) = 7. */
 static void test_three_lenders(void)
 {
 	struct ema_hwk_parts p;
 	double t[4] = { 1.0, 1.0, 0.0, 0.25 };
 
 	CU_ASSERT_EQUAL(ema_hwk_split_blocks(&p, 4, t, 1000, 100), 1000);
-	CU_ASSERT_EQUAL(blocks(&p, 1), 100);       /* 444 wanted, cap 100 */
+	CU_ASSERT_EQUAL(blocks(&p, 1), 25);
 	CU_ASSERT_EQUAL(blocks(&p, 2), 1);
-	CU_ASSERT_EQUAL(blocks(&p, 3), 100);       /* 111 wanted */
-	CU_ASSERT_EQUAL(blocks(&p, 0), 799);
+	CU_ASSERT_EQUAL(blocks(&p, 3), 7);
+	CU_ASSERT_EQUAL(blocks(&p, 0), 967);
 }
 
 /* Many lenders on a small grid: the local part keeps at least half. */
@@ -118,7 +137,7 @@ static void test_random_invariants(void)
 
 		for (int q = 0; q < n; q++)
 			t[q] = rand_r(&seed) % 5 == 0 ? 0.0 : (double)(rand_r(&seed) % 100000) / 7.0;
-		cap = EMA_HWK_REMOTE_BLOCKS_PER_SM * sms;
+		cap = sms / EMA_HWK_SMS_PER_REMOTE_BLOCK;
 		if (n > 1 && cap > grid / 2 / (uint32_t)(n - 1))
 			cap = grid / 2 / (uint32_t)(n - 1);
 		if (cap < 1)
@@ -143,8 +162,9 @@ static void test_random_invariants(void)
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
-		{ "the measured H200 point: 924 local + 132 remote", test_measured_point },
-		{ "a small remote share gets its share of the time", test_proportional },
+		{ "the measured H200 point: 1027 local + 29 remote", test_measured_point },
+		{ "a small remote share gets its share of the cap", test_proportional },
+		{ "link-bound or no local work: the whole cap", test_link_bound },
 		{ "three lenders, one idle", test_three_lenders },
 		{ "the local part keeps at least half", test_local_keeps_half },
 		{ "no lender: the whole grid reads local", test_local_only },
