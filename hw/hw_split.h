@@ -10,7 +10,7 @@
  * read over a link hold their SM's load slots for the link's latency and
  * slow the local blocks beside them: on an H200 reading 16-32 MiB of
  * pinned host memory beside 4 GiB of HBM, 33 remote blocks cost 1-2% over
- * the local time, 66 4-14%, 132 25-52% (ema bench --hw, 2026-12-02),
+ * the local time, 66 4-14%, 132 25-52% (ema bench --hw, 2026-12-01),
  * while the link's rate barely grew with them. */
 #define EMA_HWK_SMS_PER_REMOTE_BLOCK 4
 /* Parts of a split read: the local pages and one per lender. */
