@@ -53,6 +53,9 @@ static inline uint64_t ema_eventq_take_seq(struct ema_eventq *q)
 /* Keeps `pending` events in a queue and does `ops` pop+push pairs (each
  * pushed event lands a pseudo-random, fixed-seed delay after the popped
  * one); *ops_per_s receives pairs per second of wall time. */
+int ema_eventq_bench_once(size_t pending, uint64_t ops, double *ops_per_s);
+/* The median of five ema_eventq_bench_once() of ops / 5 pairs each, so
+ * that a moment of load on a shared machine does not make the figure. */
 int ema_eventq_bench(size_t pending, uint64_t ops, double *ops_per_s);
 
 #endif
