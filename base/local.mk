@@ -24,6 +24,8 @@ TESTS += tests/test_eventq
 tests_test_eventq_SOURCES = tests/test_eventq.c
 tests_test_eventq_CFLAGS = $(TEST_CFLAGS)
 tests_test_eventq_LDADD = $(TEST_LIBS)
+# the test makes chosen allocations fail (tests/test_eventq.c)
+tests_test_eventq_LDFLAGS = -Wl,--wrap=malloc -Wl,--wrap=realloc -Wl,--wrap=free
 endif
 
 # Old against new event queue, interleaved (`make bench-eventq`; not a test:
