@@ -24,4 +24,16 @@ TESTS += tests/test_eventq
 tests_test_eventq_SOURCES = tests/test_eventq.c
 tests_test_eventq_CFLAGS = $(TEST_CFLAGS)
 tests_test_eventq_LDADD = $(TEST_LIBS)
+# the test makes chosen allocations fail (tests/test_eventq.c)
+tests_test_eventq_LDFLAGS = -Wl,--wrap=malloc -Wl,--wrap=realloc -Wl,--wrap=free
 endif
+
+# Old against new event queue, interleaved (`make bench-eventq`; not a test:
+# timings belong in no assertion).
+check_PROGRAMS += tests/bench_eventq
+tests_bench_eventq_SOURCES = tests/bench_eventq.c
+tests_bench_eventq_CPPFLAGS = $(BASE_CPPFLAGS)
+tests_bench_eventq_LDADD = libema_base.a
+bench-eventq: tests/bench_eventq$(EXEEXT)
+	nice tests/bench_eventq$(EXEEXT)
+.PHONY: bench-eventq
