@@ -205,17 +205,55 @@ static int req_add_page(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 	return EMA_OK;
 }
 
+static int page_scratch(struct ema_engine *e, int32_t n)
+{
+	if (n > e->cap_page_scratch) {
+		int32_t cap = n > 2 * e->cap_page_scratch ? n : 2 * e->cap_page_scratch;
+		int32_t *s = realloc(e->page_scratch, (size_t)cap * sizeof *s);
+
+		if (s == NULL)
+			return EMA_ERR_NOMEM;
+		e->page_scratch = s;
+		e->cap_page_scratch = cap;
+	}
+	return EMA_OK;
+}
+
 static void req_free_pages(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r)
 {
+	int32_t n_local = 0;
+	bool bulk = page_scratch(e, r->n_pages) == EMA_OK;
+
 	account(e, t, ema_engine_now(e));
+	if (bulk && r->pages_on[t->gpu] == r->n_pages) {
+		/* all on its own GPU (the usual case) */
+		const struct ema_kv_page *pg = r->pages;
+		int32_t *out = e->page_scratch, n = r->n_pages;
+
+		for (int32_t i = 0; i < n; i++)
+			out[i] = pg[i].page;
+		ema_ledger_free_n(&e->ledger, t->gpu, out, n);
+		t->kv_pages -= n;
+		r->n_pages = 0;
+		r->n_remote = 0;
+		memset(r->pages_on, 0, sizeof r->pages_on);
+		return;
+	}
+	/* Pages on the tenant's own GPU go back together, in the same order
+	 * onto its free stack (each GPU has its own: the order among GPUs
+	 * does not matter). */
 	for (int32_t i = 0; i < r->n_pages; i++) {
 		if (r->pages[i].gpu == EMA_HOST) {
 			e->host_stack[t->gpu][e->host_free[t->gpu]++] = r->pages[i].page;
+		} else if (bulk && r->pages[i].gpu == t->gpu) {
+			e->page_scratch[n_local++] = r->pages[i].page;
+			t->kv_pages--;
 		} else {
 			ema_ledger_free(&e->ledger, r->pages[i].gpu, r->pages[i].page);
 			t->kv_pages--;
 		}
 	}
+	ema_ledger_free_n(&e->ledger, t->gpu, e->page_scratch, n_local);
 	r->n_pages = 0;
 	r->n_remote = 0;
 	memset(r->pages_on, 0, sizeof r->pages_on);
@@ -697,6 +735,38 @@ static int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 	if (tokens <= tokens_held(e, r))
 		return ALLOC_OK;
 	need = ema_engine_pages_for_tokens(e, tokens);
+	{
+		int32_t add = need - r->n_pages;
+
+		/* All from its own GPU's free pages beyond the staging reserve:
+		 * what alloc_page's first choice would give one by one, at once. */
+		if (add > 1 && ema_ledger_free_pages(&e->ledger, t->gpu) - add >= t->local_reserve &&
+		    page_scratch(e, add) == EMA_OK) {
+			if (need > r->cap_pages) {
+				int32_t ncap = need > 2 * r->cap_pages ? need : 2 * r->cap_pages;
+				struct ema_kv_page *np = realloc(r->pages, (size_t)ncap * sizeof *np);
+
+				if (np == NULL) {
+					engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+					return ALLOC_NOSPACE;
+				}
+				r->pages = np;
+				r->cap_pages = ncap;
+			}
+			if (ema_ledger_alloc_n(&e->ledger, t->gpu, t->index, EMA_PAGE_KV, add,
+					       e->page_scratch) == EMA_OK) {
+				for (int32_t i = 0; i < add; i++) {
+					r->pages[r->n_pages + i].gpu = (int16_t)t->gpu;
+					r->pages[r->n_pages + i].page = e->page_scratch[i];
+				}
+				r->n_pages = need;
+				r->pages_on[t->gpu] += add;
+				t->kv_pages += add;
+				note_peak(e, t);
+				return ALLOC_OK;
+			}
+		}
+	}
 	while (r->n_pages < need) {
 		int gpu;
 		int32_t page;
@@ -2083,6 +2153,8 @@ void ema_engine_destroy(struct ema_engine *e)
 	}
 	free(e->reclaims);
 	free(e->timeline);
+	free(e->page_scratch);
+	e->page_scratch = NULL;
 	free(e->policy_state);
 	e->reclaims = NULL;
 	e->timeline = NULL;
