@@ -126,6 +126,77 @@ int32_t ema_ledger_alloc(struct ema_ledger *l, int gpu, int holder,
 	return p;
 }
 
+int ema_ledger_alloc_n(struct ema_ledger *l, int gpu, int holder, enum ema_page_state state,
+		       int32_t n, int32_t *out)
+{
+	struct ema_ledger_gpu *gp = &l->gpu[gpu];
+
+	if (n < 0 || gp->n_free < n)
+		return EMA_ERR_NOSPACE;
+	{
+		/* locals: the stores to pages[] could otherwise alias gp */
+		struct ema_page *pages = gp->pages;
+		const int32_t *stack = gp->free_stack;
+		int32_t nf = gp->n_free;
+
+		for (int32_t i = 0; i < n; i++) {
+			int32_t p = stack[--nf];
+
+			pages[p].state = (int8_t)state;
+			pages[p].holder = (int8_t)holder;
+			out[i] = p;
+		}
+		gp->n_free = nf;
+	}
+	gp->count[EMA_PAGE_FREE] -= n;
+	gp->count[state] += n;
+	if (holder != gp->home_tenant) {
+		gp->lent += n;
+		l->borrowed[holder][gpu] += n;
+		l->borrowed_total[holder] += n;
+	}
+	l->ops += (uint64_t)n;
+	if (ledger_debug && ema_ledger_check(l, NULL) != EMA_OK)
+		abort();
+	return EMA_OK;
+}
+
+void ema_ledger_free_n(struct ema_ledger *l, int gpu, const int32_t *pages, int32_t n)
+{
+	struct ema_ledger_gpu *gp = &l->gpu[gpu];
+	struct ema_page *pg0 = gp->pages;
+	int32_t *stack = gp->free_stack;
+	int32_t nf = gp->n_free, home = gp->home_tenant;
+	int32_t count[EMA_PAGE_STATES] = { 0 };
+
+	for (int32_t i = 0; i < n; i++) {
+		struct ema_page *pg = &pg0[pages[i]];
+
+		if (pg->state == EMA_PAGE_FREE || pg->state == EMA_PAGE_WEIGHTS) {
+			if (ledger_debug)
+				abort();
+			continue; /* as ema_ledger_free */
+		}
+		if (pg->holder != home) {
+			gp->lent--;
+			l->borrowed[pg->holder][gpu]--;
+			l->borrowed_total[pg->holder]--;
+		}
+		count[pg->state]++;
+		pg->state = EMA_PAGE_FREE;
+		pg->holder = EMA_NO_TENANT;
+		stack[nf++] = pages[i];
+		l->ops++;
+	}
+	gp->n_free = nf;
+	for (int s = 0; s < EMA_PAGE_STATES; s++) {
+		gp->count[s] -= count[s];
+		gp->count[EMA_PAGE_FREE] += count[s];
+	}
+	if (ledger_debug && ema_ledger_check(l, NULL) != EMA_OK)
+		abort();
+}
+
 void ema_ledger_free(struct ema_ledger *l, int gpu, int32_t page)
 {
 	struct ema_ledger_gpu *gp = &l->gpu[gpu];

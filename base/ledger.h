@@ -68,6 +68,12 @@ int32_t ema_ledger_alloc(struct ema_ledger *l, int gpu, int holder,
 			 enum ema_page_state state);
 /* Returns a page to its GPU's free pool. */
 void ema_ledger_free(struct ema_ledger *l, int gpu, int32_t page);
+/* n pages at once, the same pages in the same order as n calls of
+ * ema_ledger_alloc (EMA_ERR_NOSPACE, nothing taken, when fewer are free),
+ * and of ema_ledger_free. */
+int ema_ledger_alloc_n(struct ema_ledger *l, int gpu, int holder, enum ema_page_state state,
+		       int32_t n, int32_t *out);
+void ema_ledger_free_n(struct ema_ledger *l, int gpu, const int32_t *pages, int32_t n);
 
 static inline int32_t ema_ledger_free_pages(const struct ema_ledger *l, int gpu)
 {

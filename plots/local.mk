@@ -5,7 +5,7 @@ PLOTS_GP = plots/throughput.gp plots/latency_cdf.gp plots/memory.gp \
 	plots/style.gp plots/load.gp plots/cdf.gp plots/capacity.gp
 
 libema_plots_a_CPPFLAGS = $(PLOTS_CPPFLAGS)
-libema_plots_a_SOURCES = plots/plots.c plots/plots.h
+libema_plots_a_SOURCES = plots/plots.c plots/plots.h plots/plot_data.c plots/plot_data.h
 nodist_libema_plots_a_SOURCES = plots/plots_gp.c
 BUILT_SOURCES += plots/plots_gp.c
 CLEANFILES += plots/plots_gp.c
@@ -26,8 +26,11 @@ plots/plots_gp.c: $(PLOTS_GP) $(top_srcdir)/tools/embed.sh
 		> $@.tmp && mv $@.tmp $@
 
 if HAVE_CUNIT
-check_PROGRAMS += tests/test_plots
-TESTS += tests/test_plots
+check_PROGRAMS += tests/test_plots tests/test_plot_data
+TESTS += tests/test_plots tests/test_plot_data
+tests_test_plot_data_SOURCES = tests/test_plot_data.c tests/test_main.h
+tests_test_plot_data_CFLAGS = $(TEST_CFLAGS)
+tests_test_plot_data_LDADD = $(TEST_LIBS)
 tests_test_plots_SOURCES = tests/test_plots.c
 tests_test_plots_CFLAGS = $(TEST_CFLAGS)
 tests_test_plots_LDADD = $(TEST_LIBS)

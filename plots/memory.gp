@@ -1,23 +1,28 @@
 # memory.gp: how each GPU's memory is divided over time under each policy,
-# from an ema run's timeline.csv: one panel per (policy, GPU), rows are
-# policies and columns GPUs, so lending on one GPU lines up with borrowing
-# on its peer in the same row.
+# from an ema run: one panel per (policy, GPU), rows are policies and
+# columns GPUs, so lending on one GPU lines up with borrowing on its peer
+# in the same row.
 #
 # Each panel stacks the GPU's own memory from the bottom: weights, KV cache
 # in use, staging buffers, memory lent to peers, free; these add up to the
 # GPU's capacity. KV cache borrowed from peers lives on other GPUs, so it is
 # stacked above the capacity, hatched.
 #
-# Usage: gnuplot -d -c memory.gp timeline.csv OUT.pdf|OUT.png ["POLICY ..."] [SCENARIO] ["GPU:TENANT ..."]
+# Usage: gnuplot -d -c memory.gp memory.dat OUT.pdf|OUT.png ["POLICY ..."] [SCENARIO] ["GPU:TENANT ..."]
+# memory.dat is written by ema (plots/plot_data.c) from timeline.csv: per
+# (policy, GPU) seven blocks, the six stacked areas (weights, KV in use,
+# staging, lent, free, borrowed) and the capacity line, rows "time_s lower
+# upper policy gpu" (GiB), each curve cut to what a panel can show: what
+# gnuplot draws is a few thousand points per panel, not every CSV row
+# once per curve.
 # The optional third argument lists the policies (space-separated) in the
-# order ema ran them; without it the policies are read from the data.
+# order ema ran them; without it they are taken from the data.
 # SCENARIO is named in the title, and the GPU:TENANT map (ema passes it)
 # names the tenant of each GPU in its panel's title. Every panel has the
 # same time and memory axes, so that panels compare at a glance.
-# Columns are addressed by name: later versions of ema may append columns.
 
 if (ARGC < 2) {
-	print "usage: gnuplot -d -c memory.gp timeline.csv OUT.pdf|OUT.png [\"POLICY ...\"] [SCENARIO] [\"GPU:TENANT ...\"]"
+	print "usage: gnuplot -d -c memory.gp memory.dat OUT.pdf|OUT.png [\"POLICY ...\"] [SCENARIO] [\"GPU:TENANT ...\"]"
 	exit status 2
 }
 in = ARG1
@@ -33,30 +38,33 @@ tenant_of(g, i) = i > words(gpumap) ? "" : \
 	(word(gpumap, i)[1:strstrt(word(gpumap, i), ":") - 1] eq g ? \
 	 word(gpumap, i)[strstrt(word(gpumap, i), ":") + 1:] : tenant_of(g, i + 1))
 
-set datafile separator comma
-set datafile columnheaders
-# Rows of the GPUs are interleaved; a filtered-out row must be skipped
-# rather than cut the area being drawn.
+# A (policy, GPU) without rows is one row of NaN: skipped, not drawn.
 set datafile missing NaN
 set terminal unknown
 
 add(l, w) = (strstrt(" " . l . " ", " " . w . " ") > 0) ? l : (l eq "" ? w : l . " " . w)
-policies = ""
-if (ARGC >= 3) { policies = ARG3 }
+idx(l, w, i) = i > words(l) ? 0 : (word(l, i) eq w ? i : idx(l, w, i + 1))
+# The data's own order of policies and GPUs numbers its blocks: read from
+# each block's first row (a throw-away table plot is gnuplot's only loop
+# over data rows).
+dpol = ""
 gpus = ""
-# A throw-away table plot is gnuplot's only loop over data rows.
 set table $scratch
-if (policies eq "") {
-	plot in using (policies = add(policies, strcol("policy")), 0):(0) with table
-}
-plot in using (gpus = add(gpus, strcol("gpu")), 0):(0) with table
+plot in every ::0::0 using (dpol = add(dpol, strcol(4)), gpus = add(gpus, strcol(5)), 0):(0) \
+	with table
 unset table
+policies = ARGC >= 3 ? ARG3 : ""
+if (policies eq "") { policies = dpol }
 np = words(policies)
 ng = words(gpus)
 if (np == 0 || ng == 0) {
-	print sprintf("%s: no data rows (need columns policy, time_s, gpu, *_gib)", in)
+	print sprintf("%s: no data rows (need rows \"time_s lower upper policy gpu\")", in)
 	exit status 2
 }
+# First of the seven blocks of (policy p, GPU g); -1 for a policy the
+# data does not have.
+blk(p, g) = idx(dpol, word(policies, p), 1) > 0 ? \
+	((idx(dpol, word(policies, p), 1) - 1) * ng + g - 1) * 7 : -1
 
 if (ext eq ".pdf") {
 	set terminal pdfcairo noenhanced color size (2 + 11 * ng) cm, (3 + 6.5 * np) cm font "Sans,9"
@@ -70,7 +78,6 @@ if (ext eq ".pdf") {
 }
 set output out
 
-sel(p, g) = strcol("policy") eq word(policies, p) && strcol("gpu") eq word(gpus, g)
 # Okabe-Ito hues, each layer its own and none faint: free memory is a
 # light but saturated green, staging reddish purple (not a second blue).
 c_weights = "#7F7F7F"
@@ -78,19 +85,11 @@ c_kv = "#0072B2"
 c_staging = "#CC79A7"
 c_lent = "#E69F00"
 c_free = "#9AD9BE"
-# Running sums of the stack, bottom to top.
-s1 = 'column("weights_gib")'
-s2 = s1 . ' + column("kv_used_gib")'
-s3 = s2 . ' + column("staging_gib")'
-s4 = s3 . ' + column("lent_gib")'
-s5 = s4 . ' + column("free_gib")'
-s6 = s5 . ' + column("borrowed_gib")'
-
 # One y scale and one time axis for every panel, so that panels can be
 # compared at a glance (a policy that ends sooner shows it).
-stats in using (@s6) nooutput
+stats in using 3 nooutput
 ymax = STATS_max > 0 ? STATS_max * 1.05 : 1
-stats in using "time_s" nooutput
+stats in using 1 nooutput
 xmax = STATS_max > 0 ? STATS_max : 1
 
 # Panels are placed by hand, in units of the canvas size in cm, because a
@@ -145,20 +144,17 @@ do for [p = 1:np] {
 		# into the titles of the panels below.
 		if (p == np) { set xlabel "time (s)" } else { unset xlabel }
 		if (g == 1) { set ylabel "memory (GiB)" } else { unset ylabel }
-		plot in using "time_s":(sel(p, g) ? 0 : NaN):(@s1) \
-				with filledcurves lc rgb c_weights, \
-			'' using "time_s":(sel(p, g) ? @s1 : NaN):(@s2) \
-				with filledcurves lc rgb c_kv, \
-			'' using "time_s":(sel(p, g) ? @s2 : NaN):(@s3) \
-				with filledcurves lc rgb c_staging, \
-			'' using "time_s":(sel(p, g) ? @s3 : NaN):(@s4) \
-				with filledcurves lc rgb c_lent, \
-			'' using "time_s":(sel(p, g) ? @s4 : NaN):(@s5) \
-				with filledcurves lc rgb c_free, \
-			'' using "time_s":(sel(p, g) ? @s5 : NaN):(@s6) \
+		# a policy the data lacks draws its panel empty (its block 0 as NaN)
+		k = blk(p, g)
+		if (k < 0) { k = 0; z = NaN } else { z = 0 }
+		plot in index k using 1:($2 + z):3 with filledcurves lc rgb c_weights, \
+			'' index k + 1 using 1:($2 + z):3 with filledcurves lc rgb c_kv, \
+			'' index k + 2 using 1:($2 + z):3 with filledcurves lc rgb c_staging, \
+			'' index k + 3 using 1:($2 + z):3 with filledcurves lc rgb c_lent, \
+			'' index k + 4 using 1:($2 + z):3 with filledcurves lc rgb c_free, \
+			'' index k + 5 using 1:($2 + z):3 \
 				with filledcurves fs pattern 4 border lc rgb "#D55E00" lc rgb "#D55E00", \
-			'' using "time_s":(sel(p, g) ? @s5 : NaN) \
-				with lines lc rgb "#000000" dt 2 lw 1.2
+			'' index k + 6 using 1:($3 + z) with lines lc rgb "#000000" dt 2 lw 1.2
 	}
 }
 unset multiplot

@@ -41,7 +41,7 @@ struct xfer_ctx {
 
 static void tenant_kick(struct ema_engine *e, struct ema_tenant *t);
 static void kick_all(struct ema_engine *e);
-static bool try_leap(struct ema_engine *e, struct ema_tenant *t, const struct ema_iteration *it);
+static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iteration *it);
 static void check_leaps(struct ema_engine *e);
 static void timeline_advance(struct ema_engine *e, int64_t now);
 
@@ -205,17 +205,55 @@ static int req_add_page(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 	return EMA_OK;
 }
 
+static int page_scratch(struct ema_engine *e, int32_t n)
+{
+	if (n > e->cap_page_scratch) {
+		int32_t cap = n > 2 * e->cap_page_scratch ? n : 2 * e->cap_page_scratch;
+		int32_t *s = realloc(e->page_scratch, (size_t)cap * sizeof *s);
+
+		if (s == NULL)
+			return EMA_ERR_NOMEM;
+		e->page_scratch = s;
+		e->cap_page_scratch = cap;
+	}
+	return EMA_OK;
+}
+
 static void req_free_pages(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r)
 {
+	int32_t n_local = 0;
+	bool bulk = page_scratch(e, r->n_pages) == EMA_OK;
+
 	account(e, t, ema_engine_now(e));
+	if (bulk && r->pages_on[t->gpu] == r->n_pages) {
+		/* all on its own GPU (the usual case) */
+		const struct ema_kv_page *pg = r->pages;
+		int32_t *out = e->page_scratch, n = r->n_pages;
+
+		for (int32_t i = 0; i < n; i++)
+			out[i] = pg[i].page;
+		ema_ledger_free_n(&e->ledger, t->gpu, out, n);
+		t->kv_pages -= n;
+		r->n_pages = 0;
+		r->n_remote = 0;
+		memset(r->pages_on, 0, sizeof r->pages_on);
+		return;
+	}
+	/* Pages on the tenant's own GPU go back together, in the same order
+	 * onto its free stack (each GPU has its own: the order among GPUs
+	 * does not matter). */
 	for (int32_t i = 0; i < r->n_pages; i++) {
 		if (r->pages[i].gpu == EMA_HOST) {
 			e->host_stack[t->gpu][e->host_free[t->gpu]++] = r->pages[i].page;
+		} else if (bulk && r->pages[i].gpu == t->gpu) {
+			e->page_scratch[n_local++] = r->pages[i].page;
+			t->kv_pages--;
 		} else {
 			ema_ledger_free(&e->ledger, r->pages[i].gpu, r->pages[i].page);
 			t->kv_pages--;
 		}
 	}
+	ema_ledger_free_n(&e->ledger, t->gpu, e->page_scratch, n_local);
 	r->n_pages = 0;
 	r->n_remote = 0;
 	memset(r->pages_on, 0, sizeof r->pages_on);
@@ -697,6 +735,38 @@ static int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 	if (tokens <= tokens_held(e, r))
 		return ALLOC_OK;
 	need = ema_engine_pages_for_tokens(e, tokens);
+	{
+		int32_t add = need - r->n_pages;
+
+		/* All from its own GPU's free pages beyond the staging reserve:
+		 * what alloc_page's first choice would give one by one, at once. */
+		if (add > 1 && ema_ledger_free_pages(&e->ledger, t->gpu) - add >= t->local_reserve &&
+		    page_scratch(e, add) == EMA_OK) {
+			if (need > r->cap_pages) {
+				int32_t ncap = need > 2 * r->cap_pages ? need : 2 * r->cap_pages;
+				struct ema_kv_page *np = realloc(r->pages, (size_t)ncap * sizeof *np);
+
+				if (np == NULL) {
+					engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+					return ALLOC_NOSPACE;
+				}
+				r->pages = np;
+				r->cap_pages = ncap;
+			}
+			if (ema_ledger_alloc_n(&e->ledger, t->gpu, t->index, EMA_PAGE_KV, add,
+					       e->page_scratch) == EMA_OK) {
+				for (int32_t i = 0; i < add; i++) {
+					r->pages[r->n_pages + i].gpu = (int16_t)t->gpu;
+					r->pages[r->n_pages + i].page = e->page_scratch[i];
+				}
+				r->n_pages = need;
+				r->pages_on[t->gpu] += add;
+				t->kv_pages += add;
+				note_peak(e, t);
+				return ALLOC_OK;
+			}
+		}
+	}
 	while (r->n_pages < need) {
 		int gpu;
 		int32_t page;
@@ -1338,25 +1408,82 @@ static bool leap_possible(const struct ema_engine *e)
 
 /* A request of a planned leap. */
 struct leap_req {
+	int32_t id;
 	int32_t computed;  /* before the leap's first step */
-	int32_t steps;     /* steps until it finishes (the last included) */
+	int32_t steps;     /* its last step (it finishes at its end) */
 	int32_t pages;
-	int64_t held;      /* tokens its pages hold */
+	int32_t grow_at;   /* the next step that needs a page more */
 };
+
+/* The first step j of a leap with computed + j > held: the step that
+ * needs a page more (beyond every leap when never). */
+static int32_t leap_grow_at(int64_t held, int32_t computed)
+{
+	int64_t j = held - computed + 1;
+
+	return j > LEAP_MAX + 1 ? LEAP_MAX + 1 : (int32_t)j;
+}
+
+/* What a leap's steps do to the ledger, each list in stepping's order:
+ * at the end of step `step`, request `id` finishes (log 0), or grows for
+ * the next step (log 1). */
+struct leap_event {
+	int32_t step;
+	int32_t id;
+};
+
+static int leap_log(struct ema_tenant *t, int which, int32_t step, int32_t id)
+{
+	struct leap_event *ev;
+	int32_t n = t->leap_n_ev[which];
+
+	if (n == t->cap_leap_ev[which]) {
+		int32_t cap = n ? 2 * n : 256;
+		struct leap_event *ne = realloc(t->leap_ev[which], (size_t)cap * sizeof *ne);
+
+		if (ne == NULL)
+			return EMA_ERR_NOMEM;
+		t->leap_ev[which] = ne;
+		t->cap_leap_ev[which] = cap;
+	}
+	ev = &((struct leap_event *)t->leap_ev[which])[n];
+	ev->step = step;
+	ev->id = id;
+	t->leap_n_ev[which] = n + 1;
+	return EMA_OK;
+}
 
 /* Called by launch with the first step's iteration, which the tenant's
  * batch holds: plans as many steps as the conditions above allow and
  * starts them as a leap; false when fewer than two (launch then starts
- * the iteration as usual). */
-static bool try_leap(struct ema_engine *e, struct ema_tenant *t, const struct ema_iteration *it1)
+ * the iteration as usual). Each step: the pages of those the previous
+ * one finished come back, each request grows by a token in batch order
+ * from its own GPU's free pages beyond the staging reserve, and its work
+ * is summed as batch_add would. */
+static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iteration *it1)
 {
 	const struct ema_platform_ops *ops = e->platform->ops;
-	int32_t n = t->iter_n, live, k = 1;
+	int32_t n = t->iter_n, live, k = 1, finishing = 0;
 	int32_t free_pages;
 	int64_t now, limit, next_arrival, d;
 	int64_t *end;
 	struct leap_req *q;
-	struct ema_iteration it = *it1;
+	struct ema_iteration *it = it1;
+	/* the first step's figures, which launch needs back unless it leaps */
+	const struct {
+		int n_seqs;
+		int64_t prefill_tokens, decode_tokens;
+		double flops, attention_flops;
+		uint64_t act_bytes, kv_local_bytes;
+		int window_depth;
+	} first = {
+		it1->n_seqs, it1->prefill_tokens, it1->decode_tokens, it1->flops,
+		it1->attention_flops, it1->act_bytes, it1->kv_local_bytes, it1->window_depth,
+	};
+	const double lin = e->work.linear_per_token;
+	const uint64_t act1 = (uint64_t)(e->work.act_per_token * 1.0);
+	uint64_t ctx_sum = 0;   /* of the live requests, before the leap */
+	int32_t next_event = LEAP_MAX + 1; /* the first step a request grows or ends at */
 
 	if (e->page_lists || e->error || n == 0 || n != t->running_n || t->waiting_n > 0 ||
 	    t->swapped_n > 0 || t->xfers_in_flight > 0 || t->reclaim_wait_since >= 0 ||
@@ -1386,7 +1513,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, const struct em
 	}
 	if (t->cap_scratch < n) {
 		int32_t cap = n * 2;
-		int32_t *ns = realloc(t->leap_scratch, (size_t)cap * sizeof(struct leap_req));
+		void *ns = realloc(t->leap_scratch, (size_t)cap * sizeof(struct leap_req));
 
 		if (ns == NULL)
 			return false;
@@ -1394,73 +1521,107 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, const struct em
 		t->cap_scratch = cap;
 	}
 	end = t->leap_end;
-	q = (struct leap_req *)t->leap_scratch;
+	q = t->leap_scratch;
+	t->leap_n_ev[0] = t->leap_n_ev[1] = 0;
 	end[0] = now;
 	end[1] = now + d;
 	for (int32_t i = 0; i < n; i++) {
 		struct ema_request *r = &t->reqs[t->iter_batch[i]];
 
+		q[i].id = r->id;
 		q[i].computed = r->computed;
 		q[i].steps = r->output_tokens - r->generated;
 		q[i].pages = r->n_pages;
-		q[i].held = tokens_held(e, r);
+		/* the first step j with computed + j > tokens held */
+		q[i].grow_at = leap_grow_at(tokens_held(e, r), r->computed);
+		ctx_sum += (uint64_t)r->computed;
+		if (q[i].grow_at < next_event)
+			next_event = q[i].grow_at;
+		if (q[i].steps > 1 && q[i].steps < next_event)
+			next_event = q[i].steps;
+		if (q[i].steps == 1) {
+			finishing++;
+			if (leap_log(t, 0, 1, r->id) != EMA_OK)
+				return false;
+		}
 	}
 	live = n;
 	free_pages = ema_ledger_free_pages(&e->ledger, t->gpu);
 	for (int32_t j = 2; j <= LEAP_MAX; j++) {
-		struct ema_work_sum sum = { 0 };
-		uint64_t kv_local = 0;
-		int32_t w = 0;
+		double flops = 0.0, attn_sum = 0.0;
 		bool room = true;
 
-		/* step j - 1 ends: the pages of those it finishes come back */
-		for (int32_t i = 0; i < live; i++) {
-			if (q[i].steps == j - 1)
-				free_pages += q[i].pages;
-			else
-				q[w++] = q[i];
+		/* step j - 1 ended: the pages of those it finished come back */
+		if (finishing > 0) {
+			int32_t w = 0;
+
+			for (int32_t i = 0; i < live; i++) {
+				if (q[i].steps == j - 1) {
+					free_pages += q[i].pages;
+					ctx_sum -= (uint64_t)q[i].computed;
+				} else {
+					q[w++] = q[i];
+				}
+			}
+			live = w;
+			finishing = 0;
 		}
-		live = w;
 		if (live == 0)
 			break;
-		/* step j starts: each grows by a token, in batch order, from
-		 * its own GPU's free pages beyond the staging reserve */
-		for (int32_t i = 0; i < live && room; i++) {
-			int64_t tokens = (int64_t)q[i].computed + j;
-
-			if (tokens <= q[i].held)
-				continue;
-			{
+		/* growths and ends of step j, in batch order (none before
+		 * next_event) */
+		for (int32_t i = 0; j == next_event && i < live; i++) {
+			if (q[i].grow_at == j) {
+				int64_t tokens = (int64_t)q[i].computed + j;
 				int32_t need = ema_engine_pages_for_tokens(e, tokens);
 
-				for (int32_t a = q[i].pages; a < need && room; a++) {
-					if (free_pages <= t->local_reserve)
-						room = false;
-					else
-						free_pages--;
+				if (free_pages - (need - q[i].pages) < t->local_reserve ||
+				    leap_log(t, 1, j - 1, q[i].id) != EMA_OK) {
+					room = false;
+					break;
 				}
+				free_pages -= need - q[i].pages;
 				q[i].pages = need;
-				q[i].held = tokens_for_pages(e, need);
+				q[i].grow_at = leap_grow_at(tokens_for_pages(e, need), q[i].computed);
+			}
+			if (q[i].steps == j) {
+				finishing++;
+				if (leap_log(t, 0, j, q[i].id) != EMA_OK) {
+					room = false;
+					break;
+				}
 			}
 		}
+		/* (what it logged for step j and after is never played back:
+		 * a leap of j - 1 steps plays back steps 1 .. j - 2) */
 		if (!room)
 			break;
-		/* its work, as batch_add sums it */
-		for (int32_t i = 0; i < live; i++) {
-			uint64_t kv;
-
-			ema_work_add(&sum, &e->work, (int64_t)q[i].computed + j - 1, 0, &kv);
-			kv_local += kv;
+		if (j == next_event) {
+			next_event = LEAP_MAX + 1;
+			for (int32_t i = 0; i < live; i++) {
+				if (q[i].grow_at < next_event)
+					next_event = q[i].grow_at;
+				if (q[i].steps > j && q[i].steps < next_event)
+					next_event = q[i].steps;
+			}
 		}
-		it.n_seqs = sum.n_seqs;
-		it.prefill_tokens = sum.prefill_tokens;
-		it.decode_tokens = sum.decode_tokens;
-		it.flops = sum.flops;
-		it.attention_flops = sum.attention_flops;
-		it.act_bytes = sum.act_bytes;
-		it.kv_local_bytes = kv_local;
-		it.window_depth = ema_iteration_window_depth(&it, e->page_bytes);
-		if (ops->iteration_time(e->platform, &it, &d, NULL) != EMA_OK || d <= 0 ||
+		/* its work, as batch_add sums it: decodes at context
+		 * computed + j - 1, the doubles in batch order */
+		for (int32_t i = 0; i < live; i++) {
+			double a = ema_work_decode_attn(&e->work, (int64_t)q[i].computed + j - 1);
+
+			flops += lin + a;
+			attn_sum += a;
+		}
+		it->n_seqs = live;
+		it->prefill_tokens = 0;
+		it->decode_tokens = live;
+		it->flops = flops;
+		it->attention_flops = attn_sum;
+		it->act_bytes = (uint64_t)live * act1;
+		it->kv_local_bytes = (ctx_sum + (uint64_t)live * (uint64_t)(j - 1)) * e->work.kv_per_token;
+		it->window_depth = ema_iteration_window_depth(it, e->page_bytes);
+		if (ops->iteration_time(e->platform, it, &d, NULL) != EMA_OK || d <= 0 ||
 		    end[j - 1] + d > limit)
 			break;
 		end[j] = end[j - 1] + d;
@@ -1468,6 +1629,15 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, const struct em
 		if (end[j] >= next_arrival)
 			break;
 	}
+	/* launch starts the first step itself unless it leaps */
+	it->n_seqs = first.n_seqs;
+	it->prefill_tokens = first.prefill_tokens;
+	it->decode_tokens = first.decode_tokens;
+	it->flops = first.flops;
+	it->attention_flops = first.attention_flops;
+	it->act_bytes = first.act_bytes;
+	it->kv_local_bytes = first.kv_local_bytes;
+	it->window_depth = first.window_depth;
 	if (k < 2)
 		return false;
 	if (ops->leap(e->platform, t->gpu, k, end, iteration_done, t, &e->op_err) != EMA_OK) {
@@ -1482,54 +1652,16 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, const struct em
 	return true;
 }
 
-/* The end of one step of a leap at `end`, after it started at `start`,
- * and the start of the next: what iteration_end and tenant_try_start do
- * for a batch of decodes that fits its pages and token budget, with no
- * request waiting or moving and no policy hook (try_leap's conditions),
- * in the same order, so that the ledger, the accounting doubles and the
- * pages come out as stepping leaves them. */
-static void leap_step(struct ema_engine *e, struct ema_tenant *t, int64_t start, int64_t end)
-{
-	account(e, t, end);
-	t->stats.busy_ns += end - start;
-	for (int32_t i = 0; i < t->iter_n; i++) {
-		struct ema_request *r = &t->reqs[t->iter_batch[i]];
-
-		r->in_iter = 0;
-		r->computed++;
-		r->generated++;
-		t->stats.generated_tokens++;
-		if (r->generated >= r->output_tokens) {
-			r->finish_ns = end;
-			r->state = EMA_REQ_DONE;
-			req_done_pages(e, t, r);
-			running_remove(t, r->id);
-			t->n_done++;
-			e->done_requests++;
-		}
-	}
-	/* the next step: every running request decodes a token */
-	t->iter_n = 0;
-	for (int32_t i = 0; i < t->running_n; i++) {
-		int32_t id = t->running[i];
-		struct ema_request *r = &t->reqs[id];
-
-		if (grow_request(e, t, r, (int64_t)r->computed + 1) != ALLOC_OK) {
-			engine_fail(e, EMA_ERR_INTERNAL, "engine: a leap ran out of pages it had counted");
-			return;
-		}
-		t->iter_batch[t->iter_n] = id;
-		t->iter_chunk[t->iter_n] = 0;
-		t->iter_n++;
-		r->in_iter = 1;
-	}
-	t->stats.iterations++;
-}
-
-/* The steps of t's leap before the one ending at `end`, played back. */
+/* The steps of t's leap before the one ending at `end`, played back:
+ * what iteration_end and tenant_try_start did at each step's end for a
+ * batch of decodes (try_leap's conditions), in the same order: the
+ * accounting, then the requests the step finished, in batch order, then
+ * the pages of the next step, in batch order; the counters of the
+ * requests left, at once. */
 static void leap_replay(struct ema_engine *e, struct ema_tenant *t, int64_t end)
 {
-	int32_t m = 0;
+	const struct leap_event *fin = t->leap_ev[0], *grow = t->leap_ev[1];
+	int32_t m = 0, xf = 0, xg = 0;
 
 	for (int32_t j = 1; j <= t->leap_k; j++)
 		if (t->leap_end[j] == end) {
@@ -1547,9 +1679,50 @@ static void leap_replay(struct ema_engine *e, struct ema_tenant *t, int64_t end)
 	e->replay = true;
 	for (int32_t j = 1; j < m && !e->error; j++) {
 		e->vnow = t->leap_end[j];
-		leap_step(e, t, t->leap_end[j - 1], t->leap_end[j]);
+		account(e, t, e->vnow);
+		t->stats.generated_tokens += t->running_n;
+		for (; xf < t->leap_n_ev[0] && fin[xf].step == j; xf++) {
+			struct ema_request *r = &t->reqs[fin[xf].id];
+
+			/* it finishes: its counters as stepping left them */
+			r->in_iter = 0;
+			r->computed += j;
+			r->generated = r->output_tokens;
+			r->finish_ns = e->vnow;
+			r->state = EMA_REQ_DONE;
+			req_done_pages(e, t, r);
+			running_remove(t, r->id);
+			t->n_done++;
+			e->done_requests++;
+		}
+		for (; xg < t->leap_n_ev[1] && grow[xg].step == j; xg++) {
+			struct ema_request *r = &t->reqs[grow[xg].id];
+
+			/* computed is still the leap's first: + j steps + 1 token */
+			if (grow_request(e, t, r, (int64_t)r->computed + j + 1) != ALLOC_OK)
+				engine_fail(e, EMA_ERR_INTERNAL,
+					    "engine: a leap ran out of pages it had counted");
+		}
 	}
 	e->replay = false;
+	if (m > 1) {
+		t->stats.busy_ns += t->leap_end[m - 1] - t->leap_end[0];
+		t->stats.iterations += m - 1;
+	}
+	/* the requests left ran every step played back; the batch of the last
+	 * step is all of them, decoding */
+	t->iter_n = 0;
+	for (int32_t i = 0; i < t->running_n; i++) {
+		int32_t id = t->running[i];
+		struct ema_request *r = &t->reqs[id];
+
+		r->computed += m - 1;
+		r->generated += m - 1;
+		r->in_iter = 1;
+		t->iter_batch[t->iter_n] = id;
+		t->iter_chunk[t->iter_n] = 0;
+		t->iter_n++;
+	}
 }
 
 /* After every callback: a tenant that a kick would now act on ends every
@@ -1968,6 +2141,8 @@ void ema_engine_destroy(struct ema_engine *e)
 		free(t->staging);
 		free(t->leap_end);
 		free(t->leap_scratch);
+		free(t->leap_ev[0]);
+		free(t->leap_ev[1]);
 		for (int g = 0; g < EMA_MAX_GPUS; g++)
 			free(t->remote_buf[g]);
 		memset(t, 0, sizeof *t);
@@ -1978,6 +2153,8 @@ void ema_engine_destroy(struct ema_engine *e)
 	}
 	free(e->reclaims);
 	free(e->timeline);
+	free(e->page_scratch);
+	e->page_scratch = NULL;
 	free(e->policy_state);
 	e->reclaims = NULL;
 	e->timeline = NULL;

@@ -93,7 +93,8 @@ struct ema_tenant {
 	bool leaping;
 	int32_t leap_k;
 	int64_t *leap_end; int32_t cap_leap;
-	int32_t *leap_scratch; int32_t cap_scratch;  /* planning a leap */
+	void *leap_scratch; int32_t cap_scratch;     /* planning a leap */
+	void *leap_ev[2]; int32_t leap_n_ev[2], cap_leap_ev[2]; /* what its steps do */
 	struct ema_tenant_stats stats;
 };
 
@@ -143,6 +144,7 @@ struct ema_engine {
 	/* Decode leaping: on unless switched off or impossible (a policy
 	 * hook that could see other tenants, a platform without leaps). */
 	bool leap_on;
+	int32_t *page_scratch; int32_t cap_page_scratch; /* pages taken or given at once */
 	int n_leaping;                /* tenants in a leap */
 	uint64_t leaps, leap_steps;   /* made so far, and the steps they ran */
 	bool replay;                  /* a leap's iterations are being played back: */

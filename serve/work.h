@@ -45,6 +45,14 @@ struct ema_work_sum {
 	uint64_t act_bytes;
 };
 
+/* One decode token at context ctx_before: the attention FLOPs, and the
+ * term ema_work_add adds to the FLOPs (the same doubles: with one token,
+ * n x ctx + n (n + 1) / 2 is ctx + 1 exactly). */
+static inline double ema_work_decode_attn(const struct ema_work_model *w, int64_t ctx_before)
+{
+	return w->attention_per_pos * ((double)ctx_before + 1.0);
+}
+
 /* ema_work_add_request into a sum, with the constants of w. */
 static inline void ema_work_add(struct ema_work_sum *s, const struct ema_work_model *w,
 				int64_t ctx_before, int64_t chunk, uint64_t *kv_read_bytes)

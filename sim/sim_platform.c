@@ -160,6 +160,9 @@ struct sim {
 	struct iter_slot iters[EMA_MAX_GPUS];
 	struct leap leaps[EMA_MAX_GPUS];
 	int n_leaps;          /* active ones */
+	/* iteration_total's interference factors are exactly 1 when no flow
+	 * crosses the GPU (they are not with infinite coefficients) */
+	bool plain_without_flows;
 };
 
 static struct sim *to_sim(struct ema_platform *pl)
@@ -900,7 +903,13 @@ static int sim_iteration_time(struct ema_platform *pl, const struct ema_iteratio
 			ema_error_set(err, EMA_ERR_UNSUPPORTED, "sim: no iteration time ahead here");
 		return EMA_ERR_UNSUPPORTED;
 	}
-	total = iteration_total(p, it, 0, &c, &in_others);
+	if (p->plain_without_flows) {
+		/* no flow through the GPU: iteration_total's factors are 1 */
+		ema_timing_iteration(p->hw, p->params.model, it, &c);
+		total = c.total_ns;
+	} else {
+		total = iteration_total(p, it, 0, &c, &in_others);
+	}
 	*ns = (int64_t)llround(total);
 	return EMA_OK;
 }
@@ -1245,6 +1254,14 @@ int ema_sim_platform_create(struct ema_platform **out, const struct ema_platform
 	p->base.params = &p->params;
 	p->hw = params->hw;
 	p->free_xfer = -1;
+	{
+		const struct ema_hw_profile *hw = params->hw;
+		double f_mem = 1 + (hw->interference_lender * 0.0 + hw->interference_borrower * 0.0) /
+			       hw->hbm_read_gbps;
+		double f_comp = 1 + hw->interference_compute * (0.0 + 0.0) / hw->link_gbps;
+
+		p->plain_without_flows = f_mem == 1 && f_comp == 1;
+	}
 	p->flow_ev_time = INT64_MAX;
 	for (int g = 0; g < EMA_MAX_GPUS; g++) {
 		p->iters[g].p = p;

@@ -72,6 +72,8 @@ const struct ema_cli_optdef ema_cli_options[] = {
 	{ EMA_OPT_RESOLUTION, "resolution", "R", EMA_VALUE_OTHER,
 	  "--max-rate: bisection stops when the rate met and the rate missed are within R (in "
 	  "the key's unit) or R% of the rate met (default 2%)" },
+	{ EMA_OPT_RUNS, "runs", "N", EMA_VALUE_OTHER,
+	  "runs each measurement N times (1 to 99) and reports the medians" },
 	{ EMA_OPT_MAN, "man", NULL, EMA_VALUE_NONE,
 	  "prints the whole manual as a man page (roff), the text of doc/ema.1: "
 	  "'ema help --man | man -l -'" },
@@ -301,6 +303,18 @@ int ema_cli_parse(const struct ema_cli_cmd *cmd, int argc, char **argv,
 		case EMA_OPT_RESOLUTION:
 			a->resolution = v;
 			break;
+		case EMA_OPT_RUNS: {
+			char *end;
+			long num;
+
+			errno = 0;
+			num = strtol(v, &end, 10);
+			if (end == v || *end != '\0' || errno != 0 || num < 1 || num > 99)
+				return usage_error(err, cmd, "--runs %.100s: expected a number from 1 to 99",
+						   v);
+			a->runs = (int)num;
+			break;
+		}
 		case EMA_OPT_TASKS:
 		case EMA_OPT_THROTTLE: {
 			char *end;

@@ -39,7 +39,8 @@ enum ema_cli_opt {
 	EMA_OPT_THROTTLE,
 	EMA_OPT_MAX_RATE,
 	EMA_OPT_SLO,
-	EMA_OPT_RESOLUTION
+	EMA_OPT_RESOLUTION,
+	EMA_OPT_RUNS
 };
 
 /* What a value of the option is, for the completion and the man page. */
@@ -93,6 +94,7 @@ struct ema_cli_args {
 	 * --max-rate KEY, --slo M=V,..., --resolution R */
 	const char *shard, *sbatch, *max_rate, *slo, *resolution;
 	int tasks, throttle;
+	int runs;               /* bench --runs N; 0: the command's default */
 	/* words that are not options (`ema list WHAT`) */
 	const char *args[EMA_CLI_MAX_ARGS];
 	int n_args;

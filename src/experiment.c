@@ -4,6 +4,7 @@
 #include "experiment.h"
 #include "wallclock.h"
 #include "csvout.h"
+#include "sortd.h"
 #include "backends.h"
 #include "hw.h"
 
@@ -48,7 +49,7 @@ double ema_quantile(double *v, size_t n, double q)
 	/* callers ask for several quantiles of one array: sort it once */
 	while (i < n && v[i - 1] <= v[i])
 		i++;
-	if (i < n)
+	if (i < n && ema_sort_doubles(v, n) != EMA_OK)
 		gsl_sort(v, 1, n);
 	return gsl_stats_quantile_from_sorted_data(v, 1, n, q);
 }

@@ -18,6 +18,7 @@
 
 #include "ema_build.h"
 #include "outdir.h"
+#include "plot_data.h"
 #include "plots.h"
 #include "readfile.h"
 
@@ -637,17 +638,14 @@ static int memory_figure(struct fig *g, int set, struct ema_error *err)
 	}
 	policies_text(g, pols, sizeof pols, NULL);
 	ema_sweep_point_name(best, pname);
-	/* a copy beside the figure: the folder redraws on its own */
-	snprintf(in, sizeof in, "%s/%s/timeline.csv", g->s->dir, pname);
+	/* what memory.gp draws, beside the figure (the folder redraws on its
+	 * own): the point's timeline cut to what a panel shows */
 	{
-		char *text = NULL;
-		size_t len;
+		char csv[EMA_PATH_MAX + 64];
 
-		rc = ema_read_file(in, "a point's timeline.csv", 0, &text, &len, err);
-		snprintf(in, sizeof in, "%s/%s_timeline.csv", g->out, name);
-		if (rc == EMA_OK)
-			rc = write_text(in, text, len, err);
-		free(text);
+		snprintf(csv, sizeof csv, "%s/%s/timeline.csv", g->s->dir, pname);
+		snprintf(in, sizeof in, "%s/%s.dat", g->out, name);
+		rc = ema_plots_memory_data(csv, in, pols, err);
 		if (rc != EMA_OK)
 			return rc;
 	}
@@ -660,7 +658,7 @@ static int memory_figure(struct fig *g, int set, struct ema_error *err)
 	rc = ema_plots_draw(g->out, EMA_GNUPLOT, "memory.gp", in, out, extra, err);
 	if (rc == EMA_OK) {
 		snprintf(g->render + strlen(g->render), sizeof g->render - strlen(g->render),
-			 "\t\"$gp\" -d -c memory.gp %s_timeline.csv %s.$fmt '%s' '%s' '%s'\n", name, name, pols,
+			 "\t\"$gp\" -d -c memory.gp %s.dat %s.$fmt '%s' '%s' '%s'\n", name, name, pols,
 			 scen, map);
 		if (EMA_GNUPLOT[0] != '\0')
 			g->drawn++;

@@ -33,8 +33,11 @@ paper: ema$(EXEEXT)
 .PHONY: paper
 EXTRA_DIST += tools/paper.sh
 
+# The speed figures of issue 12 (results/README.md), from the source
+# folder, whose ../shared/traces/ holds the trace (skipped without it);
+# BENCH_FLAGS=--runs 5, or --quick.
 bench: ema$(EXEEXT)
-	./ema$(EXEEXT) bench --trace $(abs_top_srcdir)/../shared/traces/AzureLLMInferenceTrace_conv.csv
+	cd $(abs_top_srcdir) && $(abs_top_builddir)/ema$(EXEEXT) bench $(BENCH_FLAGS)
 .PHONY: bench
 
 if HAVE_CUNIT

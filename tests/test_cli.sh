@@ -140,7 +140,7 @@ for c in $COMMANDS; do
 		--set | --vary) val=seed=2 ;;
 		--backend) val=sim ;;
 		--config | --out | --csv | --trace | --name | --seed | --jobs | --shard | --sbatch | \
-			--tasks | --throttle | --max-rate | --slo | --resolution) val=2 ;;
+			--tasks | --throttle | --max-rate | --slo | --resolution | --runs) val=2 ;;
 		*) val= ;;
 		esac
 		same_output "$c $opt $val --help" "$c" $opt $val --help
@@ -705,6 +705,79 @@ check "sweep bad value: nothing written ($(ls -A | tr '\n' ' '))" [ -z "$(ls -A)
 ema sweep --quiet $SHORT --out sw
 check "sweep without --vary: exit 2 (got $rc)" [ "$rc" -eq 2 ]
 check "sweep without --vary: nothing written" [ -z "$(ls -A)" ]
+
+# ---- ema bench ---------------------------------------------------------
+
+# From any folder, with a trace path relative to it: the replays run as
+# child processes and their scenario lives in a temporary folder, which
+# must not change what the path means, and which goes away after.
+mkdir "$T/tmp" "$T/bin" && cp "$DATA/trace_ok.csv" "$T/in/bench.csv" || exit 99
+rows=$(($(wc -l <"$DATA/trace_ok.csv") - 1))
+old_tmpdir=${TMPDIR-}
+TMPDIR=$T/tmp
+export TMPDIR
+ema bench --quick --trace ../in/bench.csv
+check "bench relative trace: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+check "bench: 8 tenants x the trace's $rows rows replayed" \
+	grep -q "^8 tenants x trace, h200x8, static .*($((8 * rows)) requests" "$T/log/out"
+check "bench: ema replayed" grep -q "^8 tenants x trace, h200x8, ema .*($((8 * rows)) requests" "$T/log/out"
+check "bench: under pressure" grep -q "^same, 20 GiB GPUs, 2 tenants 4x, ema .*($((8 * rows)) requests" "$T/log/out"
+check "bench: the trace 4x over has 4 times the requests" \
+	grep -q "^8 tenants, static, trace 4x over .*($((32 * rows)) requests" "$T/log/out"
+check "bench --quick: no 16x replay" [ -z "$(grep 'trace 16x' "$T/log/out")" ]
+check "bench: 1 tenant replay" grep -q "^1 tenant, h100x8, llama-2-7b, static .*($rows requests" "$T/log/out"
+check "bench: whole-process and simulation times, memory" \
+	grep -q ' s whole .* s sim .* s CPU .* MiB' "$T/log/out"
+check "bench: the event queue" grep -q '^event queue, 1,000 pending: .* M push+pop/s' "$T/log/out"
+for t in '8 tenants, static, whole process' 'ema / static: ' 'ema / static under pressure' \
+	'1 tenant, h100x8, whole process' 'peak memory, 8 tenants' 'peak memory, trace  4x'; do
+	check "bench: target '$t'" grep -qF "$t" "$T/log/out"
+done
+check "bench: the load average" grep -q '^load average after: ' "$T/log/out"
+check "bench: nothing left in the current folder" [ -z "$(ls -A)" ]
+check "bench: temporary folder removed ($(ls "$T/tmp"))" [ -z "$(ls -A "$T/tmp")" ]
+# --runs N: medians of N
+ema bench --quick --runs 2 --trace ../in/bench.csv
+check "bench --runs 2: exit 0 (got $rc)" [ "$rc" -eq 0 ]
+check "bench --runs 2: says so" grep -q '^medians of 2 runs' "$T/log/out"
+# The default trace, ../shared/traces/AzureLLMInferenceTrace_conv.csv, is
+# found from the current folder, else from the program's, else skipped.
+mkdir -p "$T/shared/traces" && cp "$DATA/trace_ok.csv" "$T/shared/traces/AzureLLMInferenceTrace_conv.csv" &&
+	cp "$EMA" "$T/bin/ema" || exit 99
+ema bench --quick
+check "bench default trace from here: exit 0 (got $rc)" [ "$rc" -eq 0 ]
+check "bench default trace from here: made absolute" \
+	grep -qF "trace $T/shared/traces/AzureLLMInferenceTrace_conv.csv" "$T/log/out"
+check "bench default trace: replayed" grep -q "^1 tenant, h100x8, llama-2-7b, static .*($rows requests" "$T/log/out"
+mkdir -p "$T/deep/a" && cd "$T/deep/a" || exit 99
+"$T/bin/ema" bench --quick >"$T/log/out" 2>"$T/log/err"
+rc=$?
+check "bench default trace from the program's folder: exit 0 (got $rc)" [ "$rc" -eq 0 ]
+check "bench default trace from the program's folder: found" \
+	grep -qF "trace $T/shared/traces/AzureLLMInferenceTrace_conv.csv" "$T/log/out"
+rm -rf "$T/shared"
+"$T/bin/ema" bench --quick >"$T/log/out" 2>"$T/log/err"
+rc=$?
+check "bench without the default trace: exit 0 (got $rc)" [ "$rc" -eq 0 ]
+check "bench without the default trace: says replays are skipped" \
+	grep -qF 'trace replays skipped: ../shared/traces/AzureLLMInferenceTrace_conv.csv not found' "$T/log/out"
+check "bench without the default trace: still the event queue" grep -q '^event queue' "$T/log/out"
+check "bench without the default trace: nothing left ($(ls -A))" [ -z "$(ls -A)" ]
+cd "$T/cwd" || exit 99
+# (the temporary folder is TMPDIR's: one that does not exist fails)
+TMPDIR=$T/no-such-folder
+ema bench --quick --trace ../in/bench.csv
+check "bench without a temporary folder: exit 1 (got $rc)" [ "$rc" -eq 1 ]
+check "bench without a temporary folder: says so" grep -qF 'temporary folder' "$T/log/err"
+if [ -n "$old_tmpdir" ]; then TMPDIR=$old_tmpdir; else unset TMPDIR; fi
+ema bench --quick --trace ../in/missing.csv
+check "bench missing trace: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+check "bench missing trace: says which" grep -qF 'missing.csv' "$T/log/err"
+check "bench missing trace: nothing on stdout" [ ! -s "$T/log/out" ]
+ema bench --runs 0
+check "bench --runs 0: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+check "bench --runs 0: says what is expected" grep -qF -- '--runs 0: expected a number from 1 to 99' "$T/log/err"
+out_first "bench --hw --runs" "--runs is for the simulator's figures" bench --hw --runs 2
 
 # ---- the hardware backend without a GPU --------------------------------
 

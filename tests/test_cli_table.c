@@ -116,6 +116,19 @@ static void test_usage_errors(void)
 		     "ema run: --set serving.max_batch: expected KEY=VALUE (see 'ema help run')");
 	EXPECT_ERROR(parse("bench", "--backend", "gpu", NULL),
 		     "ema bench: --backend gpu: expected sim or hw (see 'ema help bench')");
+	/* bench --runs N: 1 to 99, the default left 0 for bench to choose */
+	CU_ASSERT_EQUAL_FATAL(parse("bench", "--runs", "99", NULL), EMA_OK);
+	CU_ASSERT_EQUAL(args.runs, 99);
+	CU_ASSERT_EQUAL_FATAL(parse("bench", NULL), EMA_OK);
+	CU_ASSERT_EQUAL(args.runs, 0);
+	EXPECT_ERROR(parse("bench", "--runs", "0", NULL),
+		     "ema bench: --runs 0: expected a number from 1 to 99 (see 'ema help bench')");
+	EXPECT_ERROR(parse("bench", "--runs", "100", NULL),
+		     "ema bench: --runs 100: expected a number from 1 to 99 (see 'ema help bench')");
+	EXPECT_ERROR(parse("bench", "--runs", "3x", NULL),
+		     "ema bench: --runs 3x: expected a number from 1 to 99 (see 'ema help bench')");
+	EXPECT_ERROR(parse("run", "--runs", "3", NULL),
+		     "ema run: unknown option --runs (see 'ema help run')");
 	EXPECT_ERROR(parse("run", "extra", NULL),
 		     "ema run: unexpected argument extra (see 'ema help run')");
 	EXPECT_ERROR(parse("list", "nothing", NULL),

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "csvout.h"
+#include "sortd.h"
 #include "ema_error.h"
 #include "test_main.h"
 
@@ -195,6 +196,42 @@ static void test_buffer(void)
 	free(o);
 }
 
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* base/sortd: the same order as a comparison sort, bit for bit, on
+ * random magnitudes of both signs, many equal values, zeros and
+ * infinities, and one byte varying (the skipped passes). */
+static void test_sort(void)
+{
+	static double v[20000], w[20000];
+
+	for (int round = 0; round < 6; round++) {
+		size_t n = round == 5 ? 1 : 1000 + 3000 * (size_t)round;
+
+		for (size_t i = 0; i < n; i++) {
+			uint64_t r = next();
+
+			switch (round) {
+			case 0: v[i] = (double)(r % 1000) * 0.25; break;            /* duplicates */
+			case 1: v[i] = (r & 1 ? -1.0 : 1.0) * pow(10.0, (double)(r % 600) / 10 - 30); break;
+			case 2: v[i] = (double)(int64_t)(r % 1000000) * 1e-6; break;
+			case 3: v[i] = 1.0 + (double)(r % 256) * ldexp(1.0, -52); break; /* one byte */
+			default: v[i] = i % 3 == 0 ? INFINITY : (i % 3 == 1 ? -INFINITY : 0.0); break;
+			}
+			w[i] = v[i];
+		}
+		CU_ASSERT_EQUAL(ema_sort_doubles(v, n), 0);
+		qsort(w, n, sizeof w[0], cmp_d);
+		CU_ASSERT(memcmp(v, w, n * sizeof v[0]) == 0);
+	}
+	CU_ASSERT_EQUAL(ema_sort_doubles(v, 0), 0);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -204,6 +241,7 @@ int main(void)
 		{ "exact halves round to even", test_halves },
 		{ "edges: zeros, %g styles, huge, tiny, NaN", test_edges },
 		{ "buffered writing", test_buffer },
+		{ "sorting doubles", test_sort },
 		{ NULL, NULL }
 	};
 

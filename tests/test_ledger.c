@@ -124,6 +124,56 @@ static void test_random_sequences(void)
 	ema_ledger_destroy(&l);
 }
 
+/* alloc_n and free_n are n single calls: two ledgers, one driven page by
+ * page and one by the batch calls, hand out the same pages and end with
+ * the same stacks and counts, own pages and lent ones alike. */
+static void test_batches(void)
+{
+	struct ema_ledger a, b;
+	struct ema_error err = {0};
+	int32_t cap[2] = {64, 64};
+	int tg[2] = {0, 1};
+	int32_t pa[40], pb[40];
+
+	CU_ASSERT_EQUAL_FATAL(ema_ledger_init(&a, 2, cap, 4096, 2, tg, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(ema_ledger_init(&b, 2, cap, 4096, 2, tg, &err), EMA_OK);
+	for (int round = 0; round < 3; round++) {
+		int holder = round == 1 ? 1 : 0; /* round 1: tenant 1 borrows on GPU 0 */
+		int32_t n = 13 + 7 * round;
+
+		for (int32_t i = 0; i < n; i++)
+			pa[i] = ema_ledger_alloc(&a, 0, holder, EMA_PAGE_KV);
+		CU_ASSERT_EQUAL(ema_ledger_alloc_n(&b, 0, holder, EMA_PAGE_KV, n, pb), EMA_OK);
+		CU_ASSERT(memcmp(pa, pb, (size_t)n * sizeof pa[0]) == 0);
+		CU_ASSERT_EQUAL(ema_ledger_lent_pages(&b, 0), ema_ledger_lent_pages(&a, 0));
+		CU_ASSERT_EQUAL(ema_ledger_borrowed_pages(&b, 1), ema_ledger_borrowed_pages(&a, 1));
+		/* give back every other one, then the rest */
+		for (int32_t i = 0; i < n; i += 2)
+			ema_ledger_free(&a, 0, pa[i]);
+		for (int32_t i = 1; i < n; i += 2)
+			ema_ledger_free(&a, 0, pa[i]);
+		{
+			int32_t order[40], k = 0;
+
+			for (int32_t i = 0; i < n; i += 2)
+				order[k++] = pb[i];
+			for (int32_t i = 1; i < n; i += 2)
+				order[k++] = pb[i];
+			ema_ledger_free_n(&b, 0, order, k);
+		}
+		CU_ASSERT_EQUAL(ema_ledger_free_pages(&b, 0), ema_ledger_free_pages(&a, 0));
+		CU_ASSERT(memcmp(a.gpu[0].free_stack, b.gpu[0].free_stack, 64 * sizeof(int32_t)) == 0);
+		CU_ASSERT(memcmp(a.gpu[0].count, b.gpu[0].count, sizeof a.gpu[0].count) == 0);
+		CU_ASSERT_EQUAL(ema_ledger_lent_pages(&b, 0), 0);
+		CU_ASSERT_EQUAL(ema_ledger_check(&b, &err), EMA_OK);
+	}
+	/* more than are free: nothing taken */
+	CU_ASSERT_EQUAL(ema_ledger_alloc_n(&b, 1, 1, EMA_PAGE_KV, 65, pb), EMA_ERR_NOSPACE);
+	CU_ASSERT_EQUAL(ema_ledger_free_pages(&b, 1), 64);
+	ema_ledger_destroy(&a);
+	ema_ledger_destroy(&b);
+}
+
 static void test_errors(void)
 {
 	struct ema_ledger l;
@@ -160,6 +210,7 @@ int main(void)
 	static const struct ema_test_case cases[] = {
 		{"counts by hand", test_counts_by_hand},
 		{"random sequences keep the invariant", test_random_sequences},
+		{"alloc_n and free_n are n single calls", test_batches},
 		{"errors", test_errors},
 		{NULL, NULL},
 	};

@@ -164,9 +164,21 @@ static void test_render(void)
 	CU_ASSERT(access(path, X_OK) == 0);
 	/* Policies in order of first appearance in summary.csv. */
 	CU_ASSERT(file_contains(path, "policies='static elastic_lru'"));
-	CU_ASSERT(file_contains(path, "latency_cdf.gp ../requests.csv"));
+	/* the figures of the long CSV files draw the data ema prepared */
+	CU_ASSERT(file_contains(path, "latency_cdf.gp latency_cdf.dat"));
+	CU_ASSERT(file_contains(path, "memory.gp memory.dat"));
+	CU_ASSERT(file_contains(path, "throughput.gp ../summary.csv"));
+	snprintf(path, sizeof path, "%s/plots/memory.dat", dir);
+	CU_ASSERT(file_contains(path, "static 0\n"));
+	CU_ASSERT(file_contains(path, "elastic_lru 1\n"));
+	snprintf(path, sizeof path, "%s/plots/latency_cdf.dat", dir);
+	CU_ASSERT(file_contains(path, " static chat\n"));
+	/* both formats' logs end up in gnuplot.log, none left beside it */
+	snprintf(path, sizeof path, "%s/plots/gnuplot.memory.png.log", dir);
+	CU_ASSERT_EQUAL(file_size(path), -1);
 	snprintf(path, sizeof path, "%s/plots/gnuplot.log", dir);
 	CU_ASSERT(file_contains(path, "== memory.png"));
+	CU_ASSERT(file_contains(path, "== latency_cdf.pdf"));
 	if (getenv("EMA_KEEP_PLOTS") != NULL)
 		fprintf(stderr, "\nfigures kept in %s/plots\n", dir);
 	else
@@ -188,6 +200,11 @@ static void test_skip(void)
 	snprintf(path, sizeof path, "%s/plots/memory.gp", dir);
 	CU_ASSERT(file_size(path) > 100);
 	snprintf(path, sizeof path, "%s/plots/render.sh", dir);
+	CU_ASSERT(file_size(path) > 100);
+	/* and the data they draw */
+	snprintf(path, sizeof path, "%s/plots/memory.dat", dir);
+	CU_ASSERT(file_size(path) > 100);
+	snprintf(path, sizeof path, "%s/plots/latency_cdf.dat", dir);
 	CU_ASSERT(file_size(path) > 100);
 	snprintf(path, sizeof path, "%s/plots/memory.pdf", dir);
 	CU_ASSERT_EQUAL(file_size(path), -1);

@@ -19,7 +19,7 @@ _ema_options()
 	list) echo "--help -h" ;;
 	sweep) echo "--vary --config -c --set -s --seed --out -o --jobs -j --shard --sbatch --tasks --throttle --max-rate --slo --resolution --no-plots --quiet -q --help -h" ;;
 	figures) echo "--out -o --quiet -q --help -h" ;;
-	bench) echo "--quick --trace --backend --hw --csv --help -h" ;;
+	bench) echo "--quick --runs --trace --backend --hw --csv --help -h" ;;
 	calibrate) echo "--out -o --csv --name --quick --help -h" ;;
 	validate) echo "--config -c --set -s --seed --csv --quiet -q --help -h" ;;
 	version) echo "--help -h" ;;
