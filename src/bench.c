@@ -638,7 +638,10 @@ const struct ema_cli_cmd ema_cmd_bench = {
 		"$TMPDIR (default /tmp) and are removed."
 		"\nWith --backend hw (or --hw): transfer bandwidth by page size (16 KiB to 16 MiB) "
 		"and copy method through the hardware platform, against the 395 GB/s NVLink peak, "
-		"and the host loop's overhead between iterations; it needs two GPUs.",
+		"the host loop's overhead between iterations (these need two GPUs), and the "
+		"in-place decode read against remote share: split grid, one pass and all local "
+		"against the cost model, with the link's rate by number of blocks (the lender is "
+		"the peer, or pinned host memory on a machine with one GPU).",
 	.examples = bench_examples,
 	.fn = bench_exec,
 };
