@@ -11,7 +11,8 @@
 #   --dry-run   print the commands instead of running them (no GPU needed)
 #
 # Steps (each writes OUT_DIR/NN-*.txt and, where the command has one, a CSV):
-#   00  the machine: nvidia-smi -L and topo -m, ema version (must say CUDA)
+#   00  the machine: nvidia-smi -L and topo -m, ema version (must say CUDA);
+#       ema bench --hw (moves, the host loop, in place against remote share)
 #   01  ema calibrate: a fresh hardware profile and its raw samples
 #   02  in place against remote share and rate: the validation scenario
 #       (README: 18 GiB GPUs, t0 overloaded, 15 s of arrivals) with ema's
@@ -91,6 +92,10 @@ steps=${STEPS:-00 01 02 03}
 want() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 
 want 00 && run 00-machine.txt sh -c "nvidia-smi -L; nvidia-smi topo -m; $ema version"
+# the in-place read against remote share over NVLink, and the link's rate
+# against the number of blocks reading it (hw/hw_split.h's cap came from
+# PCIe; this says whether NVLink wants more)
+want 00 && run 00-bench-hw.txt "$ema" bench --hw --csv "$out/00-bench-hw.csv"
 if want 01; then
 	run 01-calibrate.txt "$ema" calibrate --out "$out/01-calibrated.json" --csv "$out/01-calibrate.csv"
 	# the fitted profile is the validation's simulator side
