@@ -248,6 +248,52 @@ static void test_lending_rules(void)
 	ema_engine_destroy(&e);
 }
 
+/* ema lends a GPU's free pages only down to reserve + headroom, so the
+ * lender's own growth by its reserve is absorbed before it reclaims (free
+ * < headroom). 2 GPUs of 100 KV pages, reserve 5%, headroom 5%, the
+ * lender's tenant holding 80: the lending rules allow 20 - 5 = 15, ema
+ * 20 - 5 - 5 = 10 (its link budget, 50 pages, does not bind); the lender
+ * is left 10 free, and grows by 5 before 4 < 5 sets off a reclaim. With
+ * headroom 0 ema takes what the lending rules allow. */
+static void test_headroom_band(void)
+{
+	const struct ema_policy_ops *ema = ema_policy_find("ema");
+	struct ema_request_spec r0[1] = {{0, 1, 1}}, r1[1] = {{0, 1, 1}};
+	struct ema_workload w[2] = {{r0, 1, 1}, {r1, 1, 1}};
+
+	for (int pass = 0; pass < 2; pass++) {
+		double headroom = pass == 0 ? 0.05 : 0;
+		int32_t want = pass == 0 ? 10 : 15, n = 0;
+		struct ema_config cfg;
+		struct ema_engine e;
+		struct ema_error err = {0};
+		struct mock *m;
+
+		tiny_config(&cfg, 2, (489 + 100) * 4.0 / 1024);
+		cfg.policy.lender_floor = 0.25;
+		cfg.policy.lender_reserve = 0.05;
+		cfg.policy.headroom = headroom;
+		m = mock_new(&cfg);
+		CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, ema, &m->base, w, &err), EMA_OK);
+		for (int i = 0; i < 80; i++)
+			ema_ledger_alloc(&e.ledger, 1, 1, EMA_PAGE_KV);
+		CU_ASSERT_EQUAL(ema_lending_lendable(&e.ctx, 1), 15);
+		CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), want);
+		while (ema->choose_lender(&e.ctx, e.policy_state, 0) == 1 && n < 100) {
+			CU_ASSERT_FATAL(ema_ledger_alloc(&e.ledger, 1, 0, EMA_PAGE_KV) >= 0);
+			n++;
+		}
+		CU_ASSERT_EQUAL(n, want);
+		CU_ASSERT_EQUAL(ema_ledger_free_pages(&e.ledger, 1), 20 - want);
+		CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 0);
+		/* what one request could hold: the floor (75) binds, not the band (90) */
+		CU_ASSERT_EQUAL(e.tenants[0].max_request_pages, 100 + 50);
+		e.platform = NULL;
+		mock_destroy(&m->base);
+		ema_engine_destroy(&e);
+	}
+}
+
 /* ---- experiments on the simulator (h200x2) ---------------------------- */
 
 static char tmpdir[] = "/tmp/ema_test_policies.XXXXXX";
@@ -276,8 +322,11 @@ static const struct ema_tenant_result *row(const struct ema_experiment *x, const
 }
 
 /* An overloaded borrower takes all it may from GPU 1; at 40 s the lender
- * gets a burst of 30 requests that fit its own memory (no preemption
- * under static). Under ema it must take its pages back fast enough to do
+ * gets a burst of 36 requests that fit its own memory (no preemption
+ * under static) but not beside the borrower's pages: 36 x 1800 tokens x
+ * 128 KiB = 4050 pages of the 4629, 1280 of them lent. (30 requests, 3375
+ * pages, came within 26 pages of what the lender had left, and since ema
+ * stops lending at reserve + headroom it no longer needed a reclaim.) Under ema it must take its pages back fast enough to do
  * as well as under static: 5% on p50s and throughput, 15% on p99s. */
 static void test_adversarial_lender(void)
 {
@@ -288,7 +337,7 @@ static void test_adversarial_lender(void)
 	const struct ema_tenant_result *st, *em, *b;
 	const char *trace;
 
-	for (int i = 0; i < 30; i++)
+	for (int i = 0; i < 36; i++)
 		snprintf(spike + strlen(spike), sizeof spike - strlen(spike), "%.3f,1500,300\n", 40 + i * 0.033);
 	trace = write_file("spike.csv", spike);
 	snprintf(cfgtext, sizeof cfgtext,
@@ -737,6 +786,7 @@ int main(void)
 		{"random borrow/prefetch/reclaim/free keep the invariants", test_random_sequences},
 		{"a reclaim frees exactly what it promised", test_reclaim_move_exact},
 		{"lending floor, reserve, no lending while borrowing", test_lending_rules},
+		{"ema lends down to reserve + headroom, not to the reclaim line", test_headroom_band},
 		{"borrowing cap", test_borrow_cap},
 		{"per-link budgets on 4 direct GPUs, lenders balanced", test_link_budgets_direct},
 		{"per-link budgets behind a switch: one ingress port", test_link_budgets_switch},
