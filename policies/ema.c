@@ -48,7 +48,7 @@ static const struct ema_config_key ema_knob_keys[] = {
 		    "TPOT within 1 + tpot_slack of its local-only TPOT (doc/model.md, "
 		    "\"ema's TPOT budget\"); 0 = no budget."),
 	EMA_OWN_DBL(lender_slowdown, 0, 1, "share, 0 = no guard",
-		    "ema: lender guard. A GPU lends no more pages while the reads of its "
+		    "ema: lender guard. A GPU lends no pages for new requests while the reads of its "
 		    "pages by borrowers over the last 10 s predict, at interference_lender, a "
 		    "slowdown of its memory-bound work of this share or more (doc/model.md, "
 		    "\"ema's lender guard\")."),
@@ -341,8 +341,9 @@ static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
  * (sim/sim_platform.c charges exactly that). The guard measures the rate
  * each GPU serves: over all borrowers, their decayed bytes from it over
  * their decayed run time, to now; a GPU whose predicted slowdown reaches
- * lender_slowdown lends no more pages (what it has out stays: a reclaim
- * preempts or moves whole requests, and the rate falls as they finish).
+ * lender_slowdown lends no pages for new requests (lendable(): running
+ * ones still grow, and what it has out stays: a reclaim preempts or moves
+ * whole requests; the rate falls as they finish).
  * Worked example (h200x2 at 28 GiB, measured): the borrower reads its
  * 2.68 GB of borrowed KV at every 9.9 ms step and spends 17% of its time in
  * prefills, 225 GB/s: 0.952 x 225 / 4357 = 4.9%, against the lender's
@@ -414,8 +415,13 @@ static int32_t headroom_pages(const struct ema_policy_ctx *c, int g)
 }
 
 /* What GPU g may still lend under the lending rules, the headroom band
- * and the slowdown cap. */
-static int32_t lendable(const struct ema_policy_ctx *c, const struct ema_state *st, int g)
+ * and the slowdown cap, and for an admission (`admit`) the lender guard:
+ * like the TPOT budget it stops new requests on borrowed pages, not the
+ * next page of a running one (refused, that request is preempted and
+ * recomputed: on h200x2 the borrower then preempted 158 times against
+ * static's 83). */
+static int32_t lendable(const struct ema_policy_ctx *c, const struct ema_state *st, int g,
+			bool admit)
 {
 	int32_t n = ema_lending_lendable(c, g);
 	int32_t left = st->max_lent[g] - ema_ledger_lent_pages(c->ledger, g);
@@ -426,7 +432,7 @@ static int32_t lendable(const struct ema_policy_ctx *c, const struct ema_state *
 		n = left;
 	if (band < n)
 		n = band;
-	if (n > 0 && own(c)->lender_slowdown > 0 && c->ledger->gpu[g].home_tenant >= 0 &&
+	if (admit && n > 0 && own(c)->lender_slowdown > 0 && c->ledger->gpu[g].home_tenant >= 0 &&
 	    lender_slowdown_now(c, st, g) >= own(c)->lender_slowdown)
 		n = 0;
 	return n > 0 ? n : 0;
@@ -573,7 +579,7 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 
 		if (g == c->tenant_gpu[tenant])
 			continue;
-		n = lendable(c, st, g);
+		n = lendable(c, st, g, true);
 		if (link_budgets(c)) {
 			int32_t b = budget_now(c, tenant, g);
 
@@ -587,7 +593,7 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 		int32_t t_left;
 
 		for (int g = 0; g < c->n_gpus; g++) {
-			avail_g[g] = g == c->tenant_gpu[tenant] ? 0 : lendable(c, st, g);
+			avail_g[g] = g == c->tenant_gpu[tenant] ? 0 : lendable(c, st, g, true);
 			lent[g] = ema_ledger_lent_pages(c->ledger, g);
 		}
 		t_left = tpot_pages_left(c, st, tenant,
@@ -628,7 +634,7 @@ static int ema_choose_lender(const struct ema_policy_ctx *c, void *state, int te
 	if (st->never[tenant] || borrowed + 1 > st->max_borrow[tenant])
 		return -1;
 	for (int g = 0; g < c->n_gpus; g++) {
-		avail[g] = g == c->tenant_gpu[tenant] ? 0 : lendable(c, st, g);
+		avail[g] = g == c->tenant_gpu[tenant] ? 0 : lendable(c, st, g, false);
 		lent[g] = ema_ledger_lent_pages(c->ledger, g);
 	}
 	best = pick_lender(c, tenant, c->ledger->borrowed[tenant], borrowed, avail, lent);
