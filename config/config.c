@@ -360,6 +360,9 @@ int ema_config_set_policies(const struct ema_config_policy *list, int n)
 		row->off = offsetof(struct ema_policy_cfg, own) + (size_t)slot * EMA_KNOB_TABLE_BYTES;
 		row->size = list[i].knobs_size;
 		row->sub = list[i].knobs;
+		row->unit = "";
+		row->help = "The policy's own knobs (policies/policy.h): the rows below, read by "
+			    "that policy alone.";
 		knob_table_owner[slot++] = list[i].name;
 	}
 	memset(&policy_keys[POLICY_SHARED_KEYS + slot], 0, sizeof policy_keys[0]);

@@ -54,8 +54,8 @@ config/scenario_data.c: scenarios/default.json tools/embed.sh
 # changes, and tests/test_keys fails until it is refreshed.
 noinst_PROGRAMS += tools/gen_keys
 tools_gen_keys_SOURCES = tools/gen_keys.c
-tools_gen_keys_CPPFLAGS = $(CONFIG_CPPFLAGS)
-tools_gen_keys_LDADD = libema_config.a libema_traces.a libema_base.a $(CJSON_LIBS) -lm
+tools_gen_keys_CPPFLAGS = $(SERVE_CPPFLAGS)
+tools_gen_keys_LDADD = $(EMA_LIBS)
 EXTRA_DIST += doc/keys.md
 
 keys-doc: tools/gen_keys$(EXEEXT)

@@ -18,6 +18,46 @@
 
 #include "lending.h"
 
+/* The TPOT budget's default slack (policy.ema.tpot_slack). */
+#define TPOT_SLACK_DEFAULT 0.08
+/* The lender guard's default (policy.ema.lender_slowdown): the guard holds
+ * the lender's mean slowdown near it, and a lender's TPOT p50 lands about
+ * 0.5-1 point above (h200x2 at 28 GiB, 8 seeds: 0.04 gives TPOT p50
+ * 1.047-1.048, too close to the 5% of issue 11; 0.035 gives 1.040-1.043). */
+#define LENDER_SLOWDOWN_DEFAULT 0.035
+
+/* ema's own knobs, policy.ema.KEY (doc/policies.md, "ema's guards"). */
+struct ema_knobs {
+	double link_share;   /* share of a link's step the per-link budget plans to use */
+	double tpot_slack;   /* borrow while the predicted TPOT stays within 1 + this of local-only; 0 = no guard */
+	double lender_slowdown; /* lend while the reads a lender serves slow it by less than this; 0 = no guard */
+};
+
+static const struct ema_knobs ema_knob_defaults = { 0.85, TPOT_SLACK_DEFAULT, LENDER_SLOWDOWN_DEFAULT };
+
+/* EMA_KNOB_DBL with a unit, for the key reference (doc/keys.md). */
+#define EMA_OWN_DBL(field, lo, hi, unit, text) \
+	{ #field, EMA_CFG_DBL, offsetof(struct ema_knobs, field), 0, 0, lo, hi, 0, NULL, NULL, NULL, \
+	  unit, text }
+
+static const struct ema_config_key ema_knob_keys[] = {
+	EMA_OWN_DBL(link_share, 0.05, 4, "share of a link's step",
+		    "ema: share of what a link carries during one step that the per-link "
+		    "budget lends through it, R_g <= link_share x rate x step (doc/model.md, "
+		    "\"ema's per-link budget\"); above 1 the steps become link-bound."),
+	EMA_OWN_DBL(tpot_slack, 0, 10, "share of the local-only TPOT",
+		    "ema: TPOT budget. A tenant admits requests on borrowed pages only while "
+		    "the cost model's decode step and its measured prefill share predict a "
+		    "TPOT within 1 + tpot_slack of its local-only TPOT (doc/model.md, "
+		    "\"ema's TPOT budget\"); 0 = no budget."),
+	EMA_OWN_DBL(lender_slowdown, 0, 1, "share, 0 = no guard",
+		    "ema: lender guard. A GPU lends no pages for new requests while the reads of its "
+		    "pages by borrowers over the last 10 s predict, at interference_lender, a "
+		    "slowdown of its memory-bound work of this share or more (doc/model.md, "
+		    "\"ema's lender guard\")."),
+	EMA_KNOB_END
+};
+
 struct ema_state {
 	/* policy.max_remote_share's cap per tenant (INT32_MAX / 2: none, the
 	 * link budgets rule); computed once: capacities do not change */
@@ -26,12 +66,33 @@ struct ema_state {
 	int32_t max_request[EMA_MAX_TENANTS]; /* what one request could ever hold */
 	bool never[EMA_MAX_TENANTS];         /* borrow_rule=throughput: borrowing does not pay */
 	bool staged_last[EMA_MAX_TENANTS];   /* the tenant's last iteration was staged */
+	/* TPOT budget: the tenant's predicted busy time and the part of it in
+	 * prefills, each prefill scaled to local-only throughput, both decayed
+	 * over EMA_TPOT_WINDOW_NS of run time (ema_note_iteration) */
+	double busy_ns[EMA_MAX_TENANTS];
+	double prefill_ns[EMA_MAX_TENANTS];
+	int64_t noted_ns[EMA_MAX_TENANTS];
+	bool noted[EMA_MAX_TENANTS];
+	/* lender guard: bytes each tenant read from each GPU and the run
+	 * time they were read over, decayed like the above */
+	double read_bytes[EMA_MAX_TENANTS][EMA_MAX_GPUS];
+	double read_ns[EMA_MAX_TENANTS];
 };
 
-/* Share of a link's step the budget plans to use: slack for reclaim
- * traffic, steps that read less than a full GPU, and jitter. */
-#define EMA_LINK_SAFETY 0.85
+/* The TPOT budget's memory of the tenant's prefill share: about the last
+ * 10 s of run time, a few dozen prefill iterations of an overloaded
+ * tenant (shorter follows the bursts and lets the estimate jump; longer
+ * keeps the start, all prefills, in it long after the GPU filled). */
+#define EMA_TPOT_WINDOW_NS 10e9
 
+static const struct ema_knobs *own(const struct ema_policy_ctx *c)
+{
+	return c->own_knobs != NULL ? c->own_knobs : &ema_knob_defaults;
+}
+
+/* Whether borrowing is ruled by the per-link budgets (link_share: slack
+ * for reclaim traffic, steps that read less than a full GPU, and jitter;
+ * 0.85 by default) rather than max_remote_share. */
 static bool link_budgets(const struct ema_policy_ctx *c)
 {
 	return !(c->knobs->max_remote_share > 0);
@@ -43,7 +104,7 @@ static bool path_staged(const struct ema_policy_ctx *c)
 }
 
 /* Remote bytes one link may carry for `tenant` during one of its steps:
- *     R_g <= EMA_LINK_SAFETY x link rate x step time
+ *     R_g <= link_share x link rate x step time
  * The step is that of a full GPU (weights W + its KV capacity L: a tenant
  * borrows only when its GPU is full), from the cost model. In place the
  * remote reads overlap the local ones, so the step is the local time and
@@ -61,7 +122,7 @@ static double link_bytes(const struct ema_policy_ctx *c, int tenant, int32_t tot
 
 	if (staged)
 		local += (double)total * (double)c->page_bytes;
-	return EMA_LINK_SAFETY * ema_cost_link_gbps(hw, staged, c->knobs->copy_method) *
+	return own(c)->link_share * ema_cost_link_gbps(hw, staged, c->knobs->copy_method) *
 	       ema_cost_hbm_ns(hw, local);
 }
 
@@ -122,6 +183,194 @@ static int32_t share_cap(const struct ema_policy_ctx *c, int tenant)
 	return (int32_t)floor(s / (1.0 - s) * c->kv_capacity_pages[tenant]);
 }
 
+/* ---- the TPOT budget ----------------------------------------------------
+ *
+ * A borrower's TPOT is its decode step over the share of its time not
+ * spent in other requests' prefills (prefill iterations run between
+ * decodes, serving.chunked_prefill false): TPOT = s / (1 - p). Borrowing
+ * R bytes on top of its L bytes of KV changes both: the step to s(R) (the
+ * cost model of a full GPU: in place max(local, link) / overlap
+ * efficiency; staged, with the staged bytes and their writes), and, since
+ * a KV-bound batch grows with the KV, the throughput by g / sigma, where
+ * g = (L + R) / L and sigma = s(R) / s(0), and with it the prefill share,
+ * p(R) = p0 x g / sigma. Against its local-only TPOT:
+ *
+ *     TPOT(R) / TPOT(0) = sigma (1 - p0) / (1 - p0 g / sigma)
+ *
+ * p0 is measured: the tenant's prefill share of its predicted busy time
+ * over the last EMA_TPOT_WINDOW_NS, each prefill scaled by sigma / g of
+ * the moment to what it would be at local-only throughput. The tenant
+ * borrows while the ratio stays within 1 + tpot_slack. Worked example
+ * (a100x4 llama-2-13b, measured there): p0 = 0.145, sigma = 1.019 in
+ * place: g <= (sigma / p0) (1 - sigma (1 - p0) / (1 + slack)) = 1.36 at
+ * slack 0.08, i.e. R <= 0.36 L, where the link budgets allow 0.46 L. */
+
+/* Predicted step of `tenant`'s GPU full of its own KV (weights + KV
+ * capacity, memory-bound), with remote[g] pages more on GPU g, on the
+ * path ema would take (plan_staged's choice). */
+static double full_step_ns(const struct ema_policy_ctx *c, int tenant, const int32_t *remote)
+{
+	struct ema_iteration it;
+	struct ema_step_cost in, st;
+
+	memset(&it, 0, sizeof it);
+	it.tenant = tenant;
+	it.gpu = c->tenant_gpu[tenant];
+	it.weight_bytes = ema_model_weight_bytes(c->model);
+	it.kv_local_bytes = (uint64_t)c->kv_capacity_pages[tenant] * c->page_bytes;
+	it.method = c->knobs->copy_method;
+	for (int g = 0; remote != NULL && g < c->n_gpus; g++)
+		if (remote[g] > 0 && it.n_remote < EMA_MAX_GPUS) {
+			it.remote[it.n_remote].gpu = g;
+			it.remote[it.n_remote].n_pages = remote[g];
+			it.remote[it.n_remote].bytes = (uint64_t)remote[g] * c->page_bytes;
+			it.n_remote++;
+		}
+	ema_step_cost(c->hw, &it, false, &in);
+	if (it.n_remote == 0 || c->knobs->prefetch_depth <= 0 ||
+	    c->knobs->remote_path == EMA_PATH_INPLACE)
+		return in.total_ns;
+	ema_step_cost(c->hw, &it, true, &st);
+	if (c->knobs->remote_path == EMA_PATH_STAGED || !c->inplace_beside_local)
+		return st.total_ns;
+	return st.total_ns < in.total_ns ? st.total_ns : in.total_ns;
+}
+
+/* sigma = s(R) / s(0) for remote[] pages borrowed. */
+static double step_ratio(const struct ema_policy_ctx *c, int tenant, const int32_t *remote)
+{
+	double s0 = full_step_ns(c, tenant, NULL);
+
+	return s0 > 0 ? full_step_ns(c, tenant, remote) / s0 : 1.0;
+}
+
+/* The measured prefill share at local-only throughput, p0. */
+static double prefill_share0(const struct ema_state *st, int tenant)
+{
+	return st->busy_ns[tenant] > 0 ? st->prefill_ns[tenant] / st->busy_ns[tenant] : 0.0;
+}
+
+/* Whether the TPOT budget rules for `tenant` now: a slack is set and the
+ * tenant runs something (an idle tenant's budget is waived, as the
+ * serving watermark is, so that a request that needs to borrow is never
+ * stuck behind a prefill share no iteration updates). */
+static bool tpot_budget_on(const struct ema_policy_ctx *c, int tenant)
+{
+	return own(c)->tpot_slack > 0 && ema_ledger_used_pages(c->ledger, c->tenant_gpu[tenant]) > 0;
+}
+
+/* Pages the TPOT budget still allows, for admission: the largest g with
+ * the ratio within 1 + slack at sigma of what is held plus a page from
+ * GPU g1 (sigma is constant in place within the link budgets; staged it
+ * grows, and choose_lender checks each page). */
+static int32_t tpot_pages_left(const struct ema_policy_ctx *c, const struct ema_state *st,
+			       int tenant, int g1)
+{
+	int32_t remote[EMA_MAX_GPUS];
+	double p0 = prefill_share0(st, tenant), sigma, gmax, slack = own(c)->tpot_slack;
+	int32_t total = ema_ledger_borrowed_pages(c->ledger, tenant);
+
+	if (!tpot_budget_on(c, tenant) || p0 <= 0)
+		return INT32_MAX / 2;
+	memcpy(remote, c->ledger->borrowed[tenant], sizeof remote);
+	if (g1 >= 0)
+		remote[g1]++;
+	sigma = step_ratio(c, tenant, remote);
+	gmax = sigma / p0 * (1.0 - sigma * (1.0 - p0) / (1.0 + slack));
+	if (gmax <= 1.0)
+		return 0;
+	gmax = floor((gmax - 1.0) * c->kv_capacity_pages[tenant]);
+	if (gmax > INT32_MAX / 2)
+		return INT32_MAX / 2;
+	return (int32_t)gmax > total ? (int32_t)gmax - total : 0;
+}
+
+/* Every iteration of `tenant` (plan_iteration), for the guards. TPOT
+ * budget: its predicted time joins the decayed busy time, and a
+ * prefill's, scaled by sigma / g of the moment, the prefill time (a mixed
+ * iteration of chunked prefill by its share of prefill tokens). Lender
+ * guard: the remote bytes it reads from each GPU join that GPU's decayed
+ * bytes, and the run time since its last iteration the decayed time they
+ * were read over (the bytes of one iteration land one iteration late: a
+ * few ms in a window of 10 s). */
+static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
+			   const struct ema_iteration *it)
+{
+	int t = it->tenant;
+	int64_t now = ema_policy_now(c);
+	double decay = 0, dt = 0;
+
+	if ((own(c)->tpot_slack <= 0 && own(c)->lender_slowdown <= 0) || t < 0 || t >= c->n_tenants)
+		return;
+	if (st->noted[t]) {
+		dt = (double)(now - st->noted_ns[t]);
+		decay = exp(-dt / EMA_TPOT_WINDOW_NS);
+	}
+	if (own(c)->tpot_slack > 0) {
+		struct ema_step_cost sc;
+		double x = 0;
+
+		ema_step_cost(c->hw, it, false, &sc);
+		if (it->prefill_tokens > 0) {
+			double g = 1.0 + (double)ema_ledger_borrowed_pages(c->ledger, t) /
+					 (c->kv_capacity_pages[t] > 0 ? c->kv_capacity_pages[t] : 1);
+			double share = (double)it->prefill_tokens /
+				       (double)(it->prefill_tokens + it->decode_tokens);
+			const int32_t *held = ema_ledger_borrowed_pages(c->ledger, t) > 0 ?
+					      c->ledger->borrowed[t] : NULL;
+
+			x = sc.total_ns * share * step_ratio(c, t, held) / g;
+		}
+		st->busy_ns[t] = st->busy_ns[t] * decay + sc.total_ns;
+		st->prefill_ns[t] = st->prefill_ns[t] * decay + x;
+	}
+	if (own(c)->lender_slowdown > 0) {
+		for (int g = 0; g < c->n_gpus; g++)
+			st->read_bytes[t][g] *= decay;
+		for (int i = 0; i < it->n_remote; i++)
+			if (it->remote[i].gpu >= 0 && it->remote[i].gpu < c->n_gpus)
+				st->read_bytes[t][it->remote[i].gpu] += (double)it->remote[i].bytes;
+		st->read_ns[t] = st->read_ns[t] * decay + dt;
+	}
+	st->noted_ns[t] = now;
+	st->noted[t] = true;
+}
+
+/* ---- the lender guard -------------------------------------------------
+ *
+ * Every byte a borrower reads from a lender's pages, in place or staged,
+ * comes out of the lender's HBM at every step, and slows the lender's
+ * memory-bound work by interference_lender x (GB/s read) / hbm_read_gbps
+ * (sim/sim_platform.c charges exactly that). The guard measures the rate
+ * each GPU serves: over all borrowers, their decayed bytes from it over
+ * their decayed run time, to now; a GPU whose predicted slowdown reaches
+ * lender_slowdown lends no pages for new requests (lendable(): running
+ * ones still grow, and what it has out stays: a reclaim preempts or moves
+ * whole requests; the rate falls as they finish).
+ * Worked example (h200x2 at 28 GiB, measured): the borrower reads its
+ * 2.68 GB of borrowed KV at every 9.9 ms step and spends 17% of its time in
+ * prefills, 225 GB/s: 0.952 x 225 / 4357 = 4.9%, against the lender's
+ * TPOT p50 measured +5.4% without the guard. */
+static double lender_slowdown_now(const struct ema_policy_ctx *c, const struct ema_state *st, int g)
+{
+	int64_t now = ema_policy_now(c);
+	double gbps = 0;
+
+	for (int t = 0; t < c->n_tenants; t++) {
+		double gap, decay, span;
+
+		if (!st->noted[t] || st->read_bytes[t][g] <= 0)
+			continue;
+		gap = (double)(now - st->noted_ns[t]);
+		decay = exp(-gap / EMA_TPOT_WINDOW_NS);
+		/* at least 1 ms: the first iterations have no time behind them */
+		span = st->read_ns[t] * decay + gap;
+		gbps += st->read_bytes[t][g] * decay / (span > 1e6 ? span : 1e6);
+	}
+	return c->hw->hbm_read_gbps > 0 ?
+	       c->hw->interference_lender * gbps / c->hw->hbm_read_gbps : 0.0;
+}
+
 /* The lender to take `tenant`'s next page from, given what it holds
  * (from[], total), what each GPU may still lend (avail[]) and has lent
  * (lent[]): among GPUs with a page to lend and, under link budgets, a
@@ -150,14 +399,45 @@ static int pick_lender(const struct ema_policy_ctx *c, int tenant, const int32_t
 	return best;
 }
 
-/* What GPU g may still lend under the lending rules and the slowdown cap. */
-static int32_t lendable(const struct ema_policy_ctx *c, const struct ema_state *st, int g)
+/* Pages of GPU g's KV that ema keeps free beyond the lending rules'
+ * reserve: its headroom (none on a GPU without a tenant, which never
+ * reclaims). The borrower takes a lender's free pages down to reserve +
+ * headroom, so the lender's own growth by up to its reserve is absorbed
+ * before after_iteration reclaims (free < headroom). With the reserve
+ * alone, the default reserve and headroom (both 5%) left no band at all:
+ * the lender's next page set off a reclaim that preempted a whole borrowed
+ * request (hundreds of pages) to free one, the borrower took the freed
+ * pages again at once, and so on (a100x4 llama-2-13b, seed 1: 14 reclaims
+ * of 115-279 pages from one lender within 7 s, and 37 preemptions of the
+ * borrower against static's 20; with the band, 2 and 19). */
+static int32_t headroom_pages(const struct ema_policy_ctx *c, int g)
+{
+	if (c->ledger->gpu[g].home_tenant < 0)
+		return 0;
+	return (int32_t)ceil(c->knobs->headroom * ema_lending_kv_capacity(c, g));
+}
+
+/* What GPU g may still lend under the lending rules, the headroom band
+ * and the slowdown cap, and for an admission (`admit`) the lender guard:
+ * like the TPOT budget it stops new requests on borrowed pages, not the
+ * next page of a running one (refused, that request is preempted and
+ * recomputed: on h200x2 the borrower then preempted 158 times against
+ * static's 83). */
+static int32_t lendable(const struct ema_policy_ctx *c, const struct ema_state *st, int g,
+			bool admit)
 {
 	int32_t n = ema_lending_lendable(c, g);
 	int32_t left = st->max_lent[g] - ema_ledger_lent_pages(c->ledger, g);
+	int32_t band = ema_ledger_free_pages(c->ledger, g) - ema_lending_reserve_pages(c, g) -
+		       headroom_pages(c, g);
 
 	if (left < n)
 		n = left;
+	if (band < n)
+		n = band;
+	if (admit && n > 0 && own(c)->lender_slowdown > 0 && c->ledger->gpu[g].home_tenant >= 0 &&
+	    lender_slowdown_now(c, st, g) >= own(c)->lender_slowdown)
+		n = 0;
 	return n > 0 ? n : 0;
 }
 
@@ -172,7 +452,11 @@ static int32_t max_borrow_total(const struct ema_policy_ctx *c, const struct ema
 
 	for (int g = 0; g < c->n_gpus; g++) {
 		int32_t n = ema_lending_max_lendable(c, g);
+		int32_t band = ema_lending_kv_capacity(c, g) - ema_lending_reserve_pages(c, g) -
+			       headroom_pages(c, g);
 
+		if (band < n)
+			n = band > 0 ? band : 0;
 		if (g != c->tenant_gpu[tenant])
 			avail[g] = n < st->max_lent[g] ? n : st->max_lent[g];
 	}
@@ -298,7 +582,7 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 
 		if (g == c->tenant_gpu[tenant])
 			continue;
-		n = lendable(c, st, g);
+		n = lendable(c, st, g, true);
 		if (link_budgets(c)) {
 			int32_t b = budget_now(c, tenant, g);
 
@@ -306,6 +590,20 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 		}
 		if (n > 0)
 			avail += n;
+	}
+	if (tpot_budget_on(c, tenant) && avail > 0) {
+		int32_t avail_g[EMA_MAX_GPUS] = {0}, lent[EMA_MAX_GPUS] = {0};
+		int32_t t_left;
+
+		for (int g = 0; g < c->n_gpus; g++) {
+			avail_g[g] = g == c->tenant_gpu[tenant] ? 0 : lendable(c, st, g, true);
+			lent[g] = ema_ledger_lent_pages(c->ledger, g);
+		}
+		t_left = tpot_pages_left(c, st, tenant,
+					 pick_lender(c, tenant, c->ledger->borrowed[tenant],
+						     ema_ledger_borrowed_pages(c->ledger, tenant),
+						     avail_g, lent));
+		avail = avail < t_left ? avail : t_left;
 	}
 	if (link_budgets(c) && c->hw->topology == EMA_TOPO_SWITCH) {
 		/* the ingress port is shared by every lender: a GPU that lent
@@ -339,7 +637,7 @@ static int ema_choose_lender(const struct ema_policy_ctx *c, void *state, int te
 	if (st->never[tenant] || borrowed + 1 > st->max_borrow[tenant])
 		return -1;
 	for (int g = 0; g < c->n_gpus; g++) {
-		avail[g] = g == c->tenant_gpu[tenant] ? 0 : lendable(c, st, g);
+		avail[g] = g == c->tenant_gpu[tenant] ? 0 : lendable(c, st, g, false);
 		lent[g] = ema_ledger_lent_pages(c->ledger, g);
 	}
 	best = pick_lender(c, tenant, c->ledger->borrowed[tenant], borrowed, avail, lent);
@@ -386,6 +684,7 @@ static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_ite
 	int groups = c->layer_groups > 0 ? c->layer_groups : 1;
 	int depth = c->knobs->prefetch_depth < groups ? c->knobs->prefetch_depth : groups;
 
+	note_iteration(c, st, it);
 	for (int i = 0; i < it->n_remote; i++)
 		remote += it->remote[i].bytes;
 	it->layer_groups = groups;
@@ -461,6 +760,9 @@ const struct ema_policy_ops ema_policy_ema = {
 	.name = "ema",
 	.summary = "borrow peer memory within per-link budgets, read remote KV in place or staged, reclaim ahead with headroom",
 	.state_size = sizeof(struct ema_state),
+	.knobs = ema_knob_keys,
+	.knobs_size = sizeof(struct ema_knobs),
+	.knob_defaults = &ema_knob_defaults,
 	.init = ema_init,
 	.borrowable = ema_borrowable,
 	.max_request_pages = ema_max_request_pages,

@@ -14,12 +14,19 @@ int32_t ema_lending_kv_capacity(const struct ema_policy_ctx *c, int gpu)
 	return c->ledger->gpu[gpu].capacity;
 }
 
+int32_t ema_lending_reserve_pages(const struct ema_policy_ctx *c, int gpu)
+{
+	if (c->ledger->gpu[gpu].home_tenant < 0)
+		return 0;
+	return (int32_t)ceil(c->knobs->lender_reserve * ema_lending_kv_capacity(c, gpu));
+}
+
 int32_t ema_lending_lendable(const struct ema_policy_ctx *c, int gpu)
 {
 	const struct ema_policy_cfg *pc = c->knobs;
 	int32_t cap = ema_lending_kv_capacity(c, gpu);
 	bool has_tenant = c->ledger->gpu[gpu].home_tenant >= 0;
-	int32_t reserve = has_tenant ? (int32_t)ceil(pc->lender_reserve * cap) : 0;
+	int32_t reserve = ema_lending_reserve_pages(c, gpu);
 	int32_t floor_pages = has_tenant ? (int32_t)ceil(pc->lender_floor * cap) : 0;
 	int32_t by_free = ema_ledger_free_pages(c->ledger, gpu) - reserve;
 	int32_t by_floor = cap - floor_pages - ema_ledger_lent_pages(c->ledger, gpu);

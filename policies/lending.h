@@ -21,6 +21,9 @@
 
 #include "policy.h"
 
+/* Pages GPU g keeps free for its own tenant's bursts (lender_reserve of
+ * its KV; none without a tenant). */
+int32_t ema_lending_reserve_pages(const struct ema_policy_ctx *c, int gpu);
 /* Pages GPU g can still lend under the floor and reserve. */
 int32_t ema_lending_lendable(const struct ema_policy_ctx *c, int gpu);
 /* Pages GPU g could lend were its own tenant idle (its KV capacity less

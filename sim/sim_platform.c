@@ -51,6 +51,7 @@
  * there), so that anything that happens at that time happens to a real
  * callback, in its place. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,6 +141,7 @@ struct leap {
 
 struct sim {
 	struct ema_platform base;
+	int log_run;                     /* EMA_ITER_LOG's run number */
 	struct ema_platform_params params;
 	const struct ema_hw_profile *hw;
 	struct ema_eventq q;
@@ -567,6 +569,30 @@ static double iteration_total(struct sim *p, const struct ema_iteration *it, uin
 static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 			       ema_iteration_fn fn, void *arg);
 
+/* EMA_ITER_LOG=FILE: one CSV line per iteration started, for diagnosis
+ * (doc/model.md, "The targets of issue 11, simulated", measures the
+ * borrower's step and prefill share and the lenders' slowdown with it).
+ * Every platform of the process appends to the same file; `run` counts
+ * the platforms created, i.e. the policies of an `ema run` in order. Leaped
+ * iterations are not started one by one: EMA_LEAP=0 logs them all. Off
+ * (and the outputs unchanged) when the variable is unset. */
+static FILE *iter_log;
+static int iter_log_runs;
+
+static void iter_log_line(const struct sim *p, const struct ema_iteration *it,
+			  const struct ema_timing *c, double total, uint64_t remote)
+{
+	if (iter_log == NULL)
+		return;
+	fprintf(iter_log, "%d,%.6f,%d,%d,%d,%lld,%lld,%llu,%llu,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.2f,%.2f\n",
+		p->log_run, (double)p->now / 1e9, it->gpu, it->tenant, it->n_seqs,
+		(long long)it->prefill_tokens, (long long)it->decode_tokens,
+		(unsigned long long)it->kv_local_bytes, (unsigned long long)remote,
+		it->prefetch_depth, c->total_ns, total, c->compute_ns, c->memory_ns,
+		c->remote_inplace_ns, ema_flownet_hbm_out_gbps(p->net, it->gpu),
+		ema_flownet_hbm_in_gbps(p->net, it->gpu));
+}
+
 static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it,
 			 ema_iteration_fn fn, void *arg, struct ema_error *err)
 {
@@ -615,6 +641,7 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 		remote += it->remote[i].bytes;
 	}
 	total = iteration_total(p, it, remote, &c, &in_others);
+	iter_log_line(p, it, &c, total, remote);
 	total_ns = (int64_t)llround(total);
 	over_ns = (int64_t)llround(c.overhead_ns);
 	if (over_ns > total_ns)
@@ -1250,6 +1277,17 @@ int ema_sim_platform_create(struct ema_platform **out, const struct ema_platform
 	if (p == NULL)
 		return ema_error_set(err, EMA_ERR_NOMEM, "sim: out of memory");
 	p->base.ops = &sim_ops;
+	if (iter_log == NULL && getenv("EMA_ITER_LOG") != NULL && *getenv("EMA_ITER_LOG") != '\0') {
+		iter_log = fopen(getenv("EMA_ITER_LOG"), "w");
+		if (iter_log == NULL)
+			fprintf(stderr, "ema: EMA_ITER_LOG=%s: cannot write it; no iteration log\n",
+				getenv("EMA_ITER_LOG"));
+		else
+			fputs("run,time_s,gpu,tenant,n_seqs,prefill_tokens,decode_tokens,kv_local_bytes,"
+			      "remote_bytes,prefetch_depth,cost_ns,total_ns,compute_ns,memory_ns,"
+			      "remote_inplace_ns,hbm_out_gbps,hbm_in_gbps\n", iter_log);
+	}
+	p->log_run = ++iter_log_runs;
 	p->params = *params;
 	p->base.params = &p->params;
 	p->hw = params->hw;

@@ -161,6 +161,31 @@ static void tiny_config(struct ema_config *c, int tenants, double mem_mib)
 		snprintf(c->tenants[i].name, sizeof c->tenants[i].name, "t%d", i);
 		c->tenants[i].gpu = i;
 	}
+	/* the own knobs of the policies registered (ema_engine_register_policies)
+	 * at their defaults, as a configuration file would have them */
+	for (int p = 0; ema_policy_table[p] != NULL; p++) {
+		void *own = (void *)ema_config_policy_knobs(c, ema_policy_table[p]->name);
+
+		if (own != NULL && ema_policy_table[p]->knob_defaults != NULL)
+			memcpy(own, ema_policy_table[p]->knob_defaults, ema_policy_table[p]->knobs_size);
+	}
+}
+
+/* Sets a double knob of a policy's own table (policy.NAME.KEY) in c;
+ * false when the policy's table is not registered or has no such key. */
+static inline bool set_own_knob(struct ema_config *c, const char *policy, const char *key, double v)
+{
+	const struct ema_policy_ops *ops = ema_policy_find(policy);
+	unsigned char *own = (unsigned char *)ema_config_policy_knobs(c, policy);
+
+	if (ops == NULL || own == NULL || ops->knobs == NULL)
+		return false;
+	for (const struct ema_config_key *k = ops->knobs; k->key != NULL; k++)
+		if (strcmp(k->key, key) == 0 && k->type == EMA_CFG_DBL) {
+			memcpy(own + k->off, &v, sizeof v);
+			return true;
+		}
+	return false;
 }
 
 static inline struct ema_request_spec spec(int64_t at, int p, int o)

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "config_internal.h"
+#include "engine.h"
 #include "test_main.h"
 
 /* The reference as text (caller frees), or NULL after a CUnit failure. */
@@ -203,5 +204,9 @@ int main(void)
 		{ NULL, NULL }
 	};
 
+	/* the policies' own knobs, policy.NAME.KEY, as the program and
+	 * tools/gen_keys register them */
+	if (ema_engine_register_policies(ema_policy_table) != EMA_OK)
+		return 99;
 	return ema_test_run("keys", cases);
 }

@@ -386,8 +386,9 @@ static void test_link_model_single_copy(void)
  * shows exactly that as ema's borrowed_peak_gib. */
 static void test_cap_h200x2(void)
 {
-	static const char *sets[] = { "policies=ema" };
-	struct ema_experiment *x = run(sets, 1);
+	/* the link budget alone: ema's guards stop short of it here */
+	static const char *sets[] = { "policies=ema", "policy.ema.tpot_slack=0", "policy.ema.lender_slowdown=0" };
+	struct ema_experiment *x = run(sets, 3);
 	const struct ema_tenant_result *r;
 	double step_ms;
 	int32_t cap;
@@ -414,13 +415,14 @@ static void test_cap_h200x8_a100x4(void)
 {
 	static const char *x8[] = {
 		"hardware=h200x8", "policies=ema", "tenants.0.workload.rate_rps=16",
-		"tenants.0.workload.duration_s=60", "tenants.1.workload.duration_s=60",
+		"tenants.0.workload.duration_s=60", "tenants.1.workload.duration_s=60", "policy.ema.tpot_slack=0", "policy.ema.lender_slowdown=0",
 	};
 	static const char *a4[] = {
 		"hardware=a100x4_40gb", "model=llama-2-7b", "gpu_mem_cap_gib=0", "policies=ema",
-		"tenants.0.workload.duration_s=30", "tenants.1.workload.duration_s=30",
+		"tenants.0.workload.duration_s=30", "tenants.1.workload.duration_s=30", "policy.ema.tpot_slack=0", "policy.ema.lender_slowdown=0",
 	};
-	struct ema_experiment *x = run(x8, 5);
+	/* the link budgets alone, as in test_cap_h200x2 */
+	struct ema_experiment *x = run(x8, 7);
 	double step_ms;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
@@ -430,7 +432,7 @@ static void test_cap_h200x8_a100x4(void)
 			       1091, 1e-6);
 	done(x);
 
-	x = run(a4, 6);
+	x = run(a4, 8);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
 	CU_ASSERT_EQUAL(kv_pages(&x->cfg), 14052);
 	CU_ASSERT_EQUAL(budget_by_hand(&x->cfg, &step_ms), 1247);
@@ -449,8 +451,8 @@ static void test_cap_h200x8_a100x4(void)
  * holds more than the borrowed peak needs. */
 static void test_staging_pages(void)
 {
-	static const char *sets[] = { "policies=ema", "policy.remote_path=staged" };
-	struct ema_experiment *x = run(sets, 2);
+	static const char *sets[] = { "policies=ema", "policy.remote_path=staged", "policy.ema.tpot_slack=0", "policy.ema.lender_slowdown=0" };
+	struct ema_experiment *x = run(sets, 4);
 	const struct ema_engine *e;
 	int32_t want, peak = 0, borrowed;
 	int g0;
@@ -536,5 +538,8 @@ int main(void)
 		{ NULL, NULL }
 	};
 
+	/* as the program does: the policies' own knobs are keys */
+	if (ema_engine_register_policies(ema_policy_table) != EMA_OK)
+		return 99;
 	return ema_test_run("model", cases);
 }

@@ -156,6 +156,9 @@ static void test_reclaim_move_exact(void)
 	cfg.policy.max_remote_share = 0.5;
 	cfg.policy.prefetch_depth = 1;
 	cfg.policy.headroom = 0;
+	/* the mechanics of a reclaim, not the guards' choices */
+	CU_ASSERT_FATAL(set_own_knob(&cfg, "ema", "tpot_slack", 0));
+	CU_ASSERT_FATAL(set_own_knob(&cfg, "ema", "lender_slowdown", 0));
 	/* run up to a horizon: tenant 0 has filled its GPU and borrowed */
 	cfg.horizon_s = 0.001;
 	m = mock_new(&cfg);
@@ -248,6 +251,52 @@ static void test_lending_rules(void)
 	ema_engine_destroy(&e);
 }
 
+/* ema lends a GPU's free pages only down to reserve + headroom, so the
+ * lender's own growth by its reserve is absorbed before it reclaims (free
+ * < headroom). 2 GPUs of 100 KV pages, reserve 5%, headroom 5%, the
+ * lender's tenant holding 80: the lending rules allow 20 - 5 = 15, ema
+ * 20 - 5 - 5 = 10 (its link budget, 50 pages, does not bind); the lender
+ * is left 10 free, and grows by 5 before 4 < 5 sets off a reclaim. With
+ * headroom 0 ema takes what the lending rules allow. */
+static void test_headroom_band(void)
+{
+	const struct ema_policy_ops *ema = ema_policy_find("ema");
+	struct ema_request_spec r0[1] = {{0, 1, 1}}, r1[1] = {{0, 1, 1}};
+	struct ema_workload w[2] = {{r0, 1, 1}, {r1, 1, 1}};
+
+	for (int pass = 0; pass < 2; pass++) {
+		double headroom = pass == 0 ? 0.05 : 0;
+		int32_t want = pass == 0 ? 10 : 15, n = 0;
+		struct ema_config cfg;
+		struct ema_engine e;
+		struct ema_error err = {0};
+		struct mock *m;
+
+		tiny_config(&cfg, 2, (489 + 100) * 4.0 / 1024);
+		cfg.policy.lender_floor = 0.25;
+		cfg.policy.lender_reserve = 0.05;
+		cfg.policy.headroom = headroom;
+		m = mock_new(&cfg);
+		CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, ema, &m->base, w, &err), EMA_OK);
+		for (int i = 0; i < 80; i++)
+			ema_ledger_alloc(&e.ledger, 1, 1, EMA_PAGE_KV);
+		CU_ASSERT_EQUAL(ema_lending_lendable(&e.ctx, 1), 15);
+		CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), want);
+		while (ema->choose_lender(&e.ctx, e.policy_state, 0) == 1 && n < 100) {
+			CU_ASSERT_FATAL(ema_ledger_alloc(&e.ledger, 1, 0, EMA_PAGE_KV) >= 0);
+			n++;
+		}
+		CU_ASSERT_EQUAL(n, want);
+		CU_ASSERT_EQUAL(ema_ledger_free_pages(&e.ledger, 1), 20 - want);
+		CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 0);
+		/* what one request could hold: the floor (75) binds, not the band (90) */
+		CU_ASSERT_EQUAL(e.tenants[0].max_request_pages, 100 + 50);
+		e.platform = NULL;
+		mock_destroy(&m->base);
+		ema_engine_destroy(&e);
+	}
+}
+
 /* ---- experiments on the simulator (h200x2) ---------------------------- */
 
 static char tmpdir[] = "/tmp/ema_test_policies.XXXXXX";
@@ -275,9 +324,13 @@ static const struct ema_tenant_result *row(const struct ema_experiment *x, const
 	return NULL;
 }
 
-/* An overloaded borrower takes all it may from GPU 1; at 40 s the lender
- * gets a burst of 30 requests that fit its own memory (no preemption
- * under static). Under ema it must take its pages back fast enough to do
+/* An overloaded borrower takes all its link budget allows from GPU 1
+ * (its TPOT budget off: with it the borrower stops at 0.96 GiB here); at 40 s the lender
+ * gets a burst of 36 requests that fit its own memory (no preemption
+ * under static) but not beside the borrower's pages: 36 x 1800 tokens x
+ * 128 KiB = 4050 pages of the 4629, 1280 of them lent. (30 requests, 3375
+ * pages, came within 26 pages of what the lender had left, and since ema
+ * stops lending at reserve + headroom it no longer needed a reclaim.) Under ema it must take its pages back fast enough to do
  * as well as under static: 5% on p50s and throughput, 15% on p99s. */
 static void test_adversarial_lender(void)
 {
@@ -288,12 +341,13 @@ static void test_adversarial_lender(void)
 	const struct ema_tenant_result *st, *em, *b;
 	const char *trace;
 
-	for (int i = 0; i < 30; i++)
+	for (int i = 0; i < 36; i++)
 		snprintf(spike + strlen(spike), sizeof spike - strlen(spike), "%.3f,1500,300\n", 40 + i * 0.033);
 	trace = write_file("spike.csv", spike);
 	snprintf(cfgtext, sizeof cfgtext,
 		 "{\"name\": \"adversarial\", \"hardware\": \"h200x2\", \"model\": \"llama-3-8b\",\n"
-		 " \"gpu_mem_cap_gib\": 24, \"policies\": [\"static\", \"ema\"], \"tenants\": [\n"
+		 " \"gpu_mem_cap_gib\": 24, \"policies\": [\"static\", \"ema\"],\n"
+		 " \"policy\": {\"ema\": {\"tpot_slack\": 0}}, \"tenants\": [\n"
 		 "  {\"name\": \"borrower\", \"gpu\": 0, \"workload\": {\"source\": \"synthetic\", \"rate_rps\": 16,\n"
 		 "   \"duration_s\": 80, \"prompt\": {\"kind\": \"lognormal\", \"mean\": 1024, \"cv\": 1, \"max\": 8192},\n"
 		 "   \"output\": {\"kind\": \"lognormal\", \"mean\": 256, \"cv\": 1, \"max\": 2048}}},\n"
@@ -487,6 +541,113 @@ static void test_link_budgets_staged(void)
 		CU_ASSERT_EQUAL(e.ledger.borrowed[0][g], 123);
 	CU_ASSERT(gap <= 1);
 	budget_done(&e, m);
+}
+
+/* ---- ema's guards by hand ---------------------------------------------- */
+
+/* An iteration of tenant 0 on GPU 0 with 2 MB of weights and nothing else
+ * (the cost model: 2000 ns), `prefill` tokens of prefill or 4 decodes,
+ * reading `remote` bytes from GPU 1. */
+static void plan_one(struct ema_engine *e, int prefill, uint64_t remote)
+{
+	struct ema_iteration it;
+
+	memset(&it, 0, sizeof it);
+	it.tenant = 0;
+	it.gpu = 0;
+	it.weight_bytes = 2000000;
+	it.prefill_tokens = prefill;
+	it.decode_tokens = prefill > 0 ? 0 : 4;
+	it.layer_groups = 1;
+	if (remote > 0) {
+		it.n_remote = 1;
+		it.remote[0].gpu = 1;
+		it.remote[0].bytes = remote;
+		it.remote[0].n_pages = 1;
+	}
+	ema_policy_find("ema")->plan_iteration(&e->ctx, e->policy_state, &it);
+}
+
+/* The TPOT budget on the 4-GPU budget engine (600 KV pages, three idle
+ * lenders, 92 pages of link budget each). One prefill and four decode
+ * iterations of equal time at one instant measure p0 = 0.2; in place one
+ * page more keeps the step (4457.6 ns of local reads against 41 ns of
+ * link, overlap efficiency 1), sigma = 1. With slack 0.1:
+ *     g <= (1 / 0.2) x (1 - 0.8 / 1.1) = 1.3636, R <= floor(0.3636 x 600) = 218
+ * pages, where TPOT(R) / TPOT(0) = 0.8 / (1 - 0.2 g): 1.09991 at 218,
+ * 1.10041 at 219. The link budgets alone allow 276; so do an idle tenant
+ * (no page held: the budget is waived) and slack 0. */
+static void test_tpot_budget(void)
+{
+	const struct ema_policy_ops *ema = ema_policy_find("ema");
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct mock *m;
+
+	/* the engine reads the knobs from cfg as they are at each call */
+	budget_engine(&cfg, &e, &m, EMA_TOPO_DIRECT, EMA_PATH_INPLACE);
+	CU_ASSERT_FATAL(set_own_knob(&cfg, "ema", "tpot_slack", 0.1));
+	CU_ASSERT_FATAL(set_own_knob(&cfg, "ema", "lender_slowdown", 0));
+	CU_ASSERT_FALSE(set_own_knob(&cfg, "ema", "nosuch", 0));
+	/* nothing measured yet: the link budgets */
+	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 3 * 92);
+	plan_one(&e, 100, 0);
+	for (int i = 0; i < 4; i++)
+		plan_one(&e, 0, 0);
+	/* idle: waived */
+	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 3 * 92);
+	for (int i = 0; i < 600; i++)
+		CU_ASSERT_FATAL(ema_ledger_alloc(&e.ledger, 0, 0, EMA_PAGE_KV) >= 0);
+	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 218);
+	/* the budget stops admissions only: a running request still grows */
+	CU_ASSERT(ema->choose_lender(&e.ctx, e.policy_state, 0) >= 1);
+	CU_ASSERT_FATAL(set_own_knob(&cfg, "ema", "tpot_slack", 0));
+	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 3 * 92);
+	budget_done(&e, m);
+}
+
+/* The lender guard: 2 GPUs of 100 KV pages, tenant 1 on GPU 1 lends,
+ * interference_lender 1, HBM 1000 GB/s. Tenant 0 reads 50 MB from GPU 1
+ * every 1 ms for 100 ms: 101 iterations' bytes over 100 ms of run time
+ * (the bytes of one iteration land one iteration late), 50.5 GB/s, less a
+ * decay of 0.5% over the 10 s window: a slowdown of 1 x 50.3 / 1000 = 5.0%.
+ * At lender_slowdown 0.04 GPU 1 lends nothing more for new requests, at
+ * 0.06 it does (the link budget, 50 pages); 60 s without a read and the
+ * rate has faded. */
+static void test_lender_guard(void)
+{
+	const struct ema_policy_ops *ema = ema_policy_find("ema");
+
+	for (int pass = 0; pass < 2; pass++) {
+		struct ema_request_spec r0[1] = {{0, 1, 1}}, r1[1] = {{0, 1, 1}};
+		struct ema_workload w[2] = {{r0, 1, 1}, {r1, 1, 1}};
+		struct ema_config cfg;
+		struct ema_engine e;
+		struct ema_error err = {0};
+		struct mock *m;
+
+		tiny_config(&cfg, 2, (489 + 100) * 4.0 / 1024);
+		cfg.hw.interference_lender = 1;
+		CU_ASSERT_FATAL(set_own_knob(&cfg, "ema", "tpot_slack", 0));
+		CU_ASSERT_FATAL(set_own_knob(&cfg, "ema", "lender_slowdown", pass == 0 ? 0.04 : 0.06));
+		m = mock_new(&cfg);
+		CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, ema, &m->base, w, &err), EMA_OK);
+		for (int i = 0; i < 100; i++)
+			CU_ASSERT_FATAL(ema_ledger_alloc(&e.ledger, 0, 0, EMA_PAGE_KV) >= 0);
+		CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 50);
+		for (int k = 0; k <= 100; k++) {
+			m->now = (int64_t)k * 1000000;
+			plan_one(&e, 0, 50000000);
+		}
+		CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), pass == 0 ? 0 : 50);
+		/* it gates admissions: a running request still gets its next page */
+		CU_ASSERT_EQUAL(ema->choose_lender(&e.ctx, e.policy_state, 0), 1);
+		m->now += 60000000000LL;
+		CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 50);
+		e.platform = NULL;
+		mock_destroy(&m->base);
+		ema_engine_destroy(&e);
+	}
 }
 
 /* policy.borrow_rule=throughput, staged: on the default setup W = 16.1
@@ -737,6 +898,9 @@ int main(void)
 		{"random borrow/prefetch/reclaim/free keep the invariants", test_random_sequences},
 		{"a reclaim frees exactly what it promised", test_reclaim_move_exact},
 		{"lending floor, reserve, no lending while borrowing", test_lending_rules},
+		{"ema lends down to reserve + headroom, not to the reclaim line", test_headroom_band},
+		{"the TPOT budget by hand: p0 measured, R <= 218 pages", test_tpot_budget},
+		{"the lender guard: a GPU serving reads at 5% lends no more at 4%", test_lender_guard},
 		{"borrowing cap", test_borrow_cap},
 		{"per-link budgets on 4 direct GPUs, lenders balanced", test_link_budgets_direct},
 		{"per-link budgets behind a switch: one ingress port", test_link_budgets_switch},
@@ -752,6 +916,9 @@ int main(void)
 	int rc;
 
 	if (mkdtemp(tmpdir) == NULL)
+		return 99;
+	/* as the program does: the policies' own knobs are keys */
+	if (ema_engine_register_policies(ema_policy_table) != EMA_OK)
 		return 99;
 	rc = ema_test_run("policies", cases);
 	unlink(write_file("spike.csv", ""));

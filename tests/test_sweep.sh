@@ -346,9 +346,10 @@ check "--max-rate: ema, seed 2, at $met req/s: every target met" slo_ok at_met/s
 if slo_ok at_missed/summary.csv; then fail "--max-rate: the rate missed meets the SLO"; else pass; fi
 check "--max-rate: met and missed within 2% ($met, $missed)" \
 	awk -v a="$met" -v b="$missed" 'BEGIN { exit !(b > a && b - a <= 0.02 * a) }'
-# the interval over the 2 seeds holds the mean
+# the interval over the 2 seeds holds the mean (of zero width when both
+# seeds' bisections end on the same probe, as ema's do with its TPOT budget)
 check "--max-rate: the interval around the geometric mean" \
-	awk -F, '$1 == "ema" { exit !($6 < $5 && $5 < $7 && $6 > 0) }' cap/capacity.csv
+	awk -F, '$1 == "ema" { exit !($6 <= $5 && $5 <= $7 && $6 > 0) }' cap/capacity.csv
 for bad in "--max-rate tenants.0.workload.rate_rps" \
 	"--max-rate tenants.0.workload.rate_rps --slo nosuch_ms=3" \
 	"--max-rate tenants.0.workload.rate_rps --slo ttft_p90_ms=-1" \
