@@ -285,6 +285,57 @@ static void lent_peaks(struct ema_policy_run *run)
 			run->lent_peak[tl[i].gpu] = tl[i].lent;
 }
 
+static int build_workload(struct ema_experiment *x, int ti, struct ema_trace_cache *cache,
+			  struct ema_error *err)
+{
+	const struct ema_config *cfg = &x->cfg;
+	const struct ema_workload_cfg *wc = &cfg->tenants[ti].workload;
+	struct ema_workload_cut cut;
+	uint64_t seed = wc->seed ? wc->seed : ema_seed_derive(cfg->seed, ti, "workload");
+	int rc;
+
+	rc = ema_workload_build_shared(wc, seed, &x->workloads[ti], &cut, cache, err);
+	if (rc == EMA_ERR_INPUT && strncmp(err->msg, "workload: ", 10) == 0) {
+		/* a generator's check: say which tenant of which file */
+		char msg[EMA_ERROR_MSG_MAX];
+
+		snprintf(msg, sizeof msg, "%s", err->msg + 10);
+		if (cfg->workload_line[ti] > 0)
+			return ema_error_set(err, EMA_ERR_INPUT,
+					     "%s:%ld: tenants.%d.workload: %s",
+					     cfg->source_file, cfg->workload_line[ti],
+					     ti, msg);
+		return ema_error_set(err, EMA_ERR_INPUT, "%s: tenants.%d.workload: %s",
+				     cfg->source_file, ti, msg);
+	}
+	if (rc != EMA_OK)
+		return rc;
+	{
+		/* not progress: shown with --quiet too */
+		char note[EMA_ERROR_MSG_MAX + EMA_PATH_MAX];
+
+		if (ema_workload_cut_note(&x->workloads[ti], &cut, wc, note, sizeof note))
+			fprintf(stderr, "ema: warning: tenants.%d.workload: %s\n", ti, note);
+	}
+	return EMA_OK;
+}
+
+/* Every tenant's requests. Tenants replaying the same trace file share
+ * one read of it (the bench's 8 tenants parsed the one file 8 times). */
+static int build_workloads(struct ema_experiment *x, struct ema_error *err)
+{
+	const struct ema_config *cfg = &x->cfg;
+	struct ema_trace_cache *cache = ema_trace_cache_new();
+	int rc = EMA_OK;
+
+	if (cache == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	for (int ti = 0; ti < cfg->n_tenants && rc == EMA_OK; ti++)
+		rc = build_workload(x, ti, cache, err);
+	ema_trace_cache_free(cache);
+	return rc;
+}
+
 int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 {
 	const struct ema_config *cfg = &x->cfg;
@@ -296,35 +347,9 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 			return ema_error_set(err, EMA_ERR_INPUT,
 					     "%s: unknown policy \"%s\" (see `ema list policies`)",
 					     cfg->source_file, cfg->policies[i]);
-	for (int ti = 0; ti < cfg->n_tenants; ti++) {
-		const struct ema_workload_cfg *wc = &cfg->tenants[ti].workload;
-		struct ema_workload_cut cut;
-		uint64_t seed = wc->seed ? wc->seed : ema_seed_derive(cfg->seed, ti, "workload");
-
-		rc = ema_workload_build_cut(wc, seed, &x->workloads[ti], &cut, err);
-		if (rc == EMA_ERR_INPUT && strncmp(err->msg, "workload: ", 10) == 0) {
-			/* a generator's check: say which tenant of which file */
-			char msg[EMA_ERROR_MSG_MAX];
-
-			snprintf(msg, sizeof msg, "%s", err->msg + 10);
-			if (cfg->workload_line[ti] > 0)
-				return ema_error_set(err, EMA_ERR_INPUT,
-						     "%s:%ld: tenants.%d.workload: %s",
-						     cfg->source_file, cfg->workload_line[ti],
-						     ti, msg);
-			return ema_error_set(err, EMA_ERR_INPUT, "%s: tenants.%d.workload: %s",
-					     cfg->source_file, ti, msg);
-		}
-		if (rc != EMA_OK)
-			return rc;
-		{
-			/* not progress: shown with --quiet too */
-			char note[EMA_ERROR_MSG_MAX + EMA_PATH_MAX];
-
-			if (ema_workload_cut_note(&x->workloads[ti], &cut, wc, note, sizeof note))
-				fprintf(stderr, "ema: warning: tenants.%d.workload: %s\n", ti, note);
-		}
-	}
+	rc = build_workloads(x, err);
+	if (rc != EMA_OK)
+		return rc;
 	for (int i = 0; i < cfg->n_policies; i++) {
 		struct ema_policy_run *run = &x->runs[i];
 		struct ema_platform *p = NULL;
