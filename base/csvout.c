@@ -200,3 +200,30 @@ void ema_csvout_g6(struct ema_csvout *o, double v)
 
 	ema_csvout_put(o, tmp, (size_t)ema_fmt_g6(tmp, v));
 }
+
+void ema_csvout_ms(struct ema_csvout *o, int64_t ns)
+{
+	char tmp[32];
+	uint64_t whole, frac;
+	int n = 0;
+
+	/* (double)ns x 1e-6 has two roundings, a relative error below
+	 * 2.3e-16, so under 2.3e-7 from ns / 10^6 while ns < 10^15: the
+	 * nearest six-decimal number, what printf prints, is ns / 10^6 */
+	if (ns < 0 || ns >= 1000000000000000LL) {
+		ema_csvout_fixed(o, (double)ns * 1e-6, 6);
+		return;
+	}
+	whole = (uint64_t)ns / 1000000u;
+	frac = (uint64_t)ns % 1000000u;
+	for (int i = 0; i < 6; i++) {
+		tmp[sizeof tmp - 1 - n++] = (char)('0' + (int)(frac % 10));
+		frac /= 10;
+	}
+	tmp[sizeof tmp - 1 - n++] = '.';
+	do {
+		tmp[sizeof tmp - 1 - n++] = (char)('0' + (int)(whole % 10));
+		whole /= 10;
+	} while (whole != 0);
+	ema_csvout_put(o, tmp + sizeof tmp - n, (size_t)n);
+}

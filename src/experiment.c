@@ -526,7 +526,7 @@ int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f)
 static void put_ms(struct ema_csvout *o, int64_t ns)
 {
 	if (ns >= 0)
-		ema_csvout_fixed(o, (double)ns * 1e-6, 6);
+		ema_csvout_ms(o, ns);
 }
 
 static int write_requests_csv(const struct ema_experiment *x, FILE *f)
