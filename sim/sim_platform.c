@@ -887,6 +887,29 @@ static int sim_transfer_start(struct sim *p, const struct ema_transfer *t,
 
 /* ---- leaps ---------------------------------------------------------- */
 
+/* fmax(a, b) (the larger; the other where one is NaN), in line: a call
+ * into libm per step of a leap was a visible share of a replay. */
+static inline double max_time(double a, double b)
+{
+	if (isnan(a))
+		return b;
+	if (isnan(b))
+		return a;
+	return a > b ? a : b;
+}
+
+/* llround(x), in line for what times are (non-negative, below 2^63):
+ * the fraction x - trunc(x) of a double is exact. */
+static inline int64_t round_ns(double x)
+{
+	if (x >= 0 && x < 9.2e18) {
+		int64_t r = (int64_t)x;
+
+		return r + (x - (double)r >= 0.5);
+	}
+	return (int64_t)llround(x);
+}
+
 static int sim_iteration_time(struct ema_platform *pl, const struct ema_iteration *it,
 			      int64_t *ns, struct ema_error *err)
 {
@@ -904,14 +927,29 @@ static int sim_iteration_time(struct ema_platform *pl, const struct ema_iteratio
 		return EMA_ERR_UNSUPPORTED;
 	}
 	if (p->plain_without_flows) {
-		/* no flow through the GPU: iteration_total's factors are 1 */
-		ema_timing_iteration(p->hw, p->params.model, it, &c);
-		total = c.total_ns;
+		double compute, local;
+
+		/* No flow through the GPU: iteration_total's factors are 1, and
+		 * without remote KV (staged or not) ema_timing_iteration's time
+		 * is overhead + max(compute, local HBM), computed here in line:
+		 * this runs for every step of every leap. With FLOPs known only
+		 * from above, the time is memory's where their bound's compute
+		 * time does not exceed it (compute time grows with FLOPs). */
+		ema_cost_local_parts(p->hw, it, &compute, &local);
+		if (it->flops_bound && compute > local)
+			goto need_flops;
+		total = p->hw->iter_overhead_us * 1e3 + max_time(compute, local);
 	} else {
+		if (it->flops_bound)
+			goto need_flops;
 		total = iteration_total(p, it, 0, &c, &in_others);
 	}
-	*ns = (int64_t)llround(total);
+	*ns = round_ns(total);
 	return EMA_OK;
+need_flops:
+	if (err != NULL)
+		ema_error_set(err, EMA_ERR_UNSUPPORTED, "sim: this step's time needs its exact FLOPs");
+	return EMA_ERR_UNSUPPORTED;
 }
 
 static int sim_leap(struct ema_platform *pl, int gpu, int k, const int64_t *end,
