@@ -94,6 +94,7 @@ struct ema_tenant {
 	int32_t leap_k;
 	int64_t *leap_end; int32_t cap_leap;
 	void *leap_scratch; int32_t cap_scratch;     /* planning a leap */
+	struct leap_buckets *leap_buckets;          /* ... its steps' events */
 	void *leap_ev[2]; int32_t leap_n_ev[2], cap_leap_ev[2]; /* what its steps do */
 	struct ema_tenant_stats stats;
 };
