@@ -182,18 +182,33 @@ static void note_peak(struct ema_engine *e, struct ema_tenant *t)
 
 /* ---- pages of a request ---------------------------------------------- */
 
+/* Room in r's page array for `need` pages. The first time, for all the
+ * pages its last step needs (prompt + output - 1 tokens): one allocation
+ * per request instead of one per doubling as it grows page by page. */
+static int req_reserve(struct ema_engine *e, struct ema_request *r, int32_t need)
+{
+	int32_t ncap, last;
+	struct ema_kv_page *n;
+
+	if (need <= r->cap_pages)
+		return EMA_OK;
+	last = ema_engine_pages_for_tokens(e, (int64_t)r->prompt_tokens + r->output_tokens - 1);
+	ncap = need > last ? need : last;
+	if (ncap < 2 * r->cap_pages)
+		ncap = 2 * r->cap_pages;
+	n = realloc(r->pages, (size_t)ncap * sizeof *n);
+	if (n == NULL)
+		return EMA_ERR_NOMEM;
+	r->pages = n;
+	r->cap_pages = ncap;
+	return EMA_OK;
+}
+
 static int req_add_page(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r,
 			int gpu, int32_t page)
 {
-	if (r->n_pages == r->cap_pages) {
-		int32_t ncap = r->cap_pages ? r->cap_pages * 2 : 8;
-		struct ema_kv_page *n = realloc(r->pages, (size_t)ncap * sizeof *n);
-
-		if (n == NULL)
-			return EMA_ERR_NOMEM;
-		r->pages = n;
-		r->cap_pages = ncap;
-	}
+	if (req_reserve(e, r, r->n_pages + 1) != EMA_OK)
+		return EMA_ERR_NOMEM;
 	r->pages[r->n_pages].gpu = (int16_t)gpu;
 	r->pages[r->n_pages].page = page;
 	r->n_pages++;
@@ -742,16 +757,9 @@ static int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 		 * what alloc_page's first choice would give one by one, at once. */
 		if (add > 1 && ema_ledger_free_pages(&e->ledger, t->gpu) - add >= t->local_reserve &&
 		    page_scratch(e, add) == EMA_OK) {
-			if (need > r->cap_pages) {
-				int32_t ncap = need > 2 * r->cap_pages ? need : 2 * r->cap_pages;
-				struct ema_kv_page *np = realloc(r->pages, (size_t)ncap * sizeof *np);
-
-				if (np == NULL) {
-					engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
-					return ALLOC_NOSPACE;
-				}
-				r->pages = np;
-				r->cap_pages = ncap;
+			if (req_reserve(e, r, need) != EMA_OK) {
+				engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+				return ALLOC_NOSPACE;
 			}
 			if (ema_ledger_alloc_n(&e->ledger, t->gpu, t->index, EMA_PAGE_KV, add,
 					       e->page_scratch) == EMA_OK) {
