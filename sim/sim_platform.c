@@ -160,6 +160,8 @@ struct sim {
 	struct iter_slot iters[EMA_MAX_GPUS];
 	struct leap leaps[EMA_MAX_GPUS];
 	int n_leaps;          /* active ones */
+	uint32_t leap_gpus;   /* their GPUs, a bit each: the run loop visits only them */
+	_Static_assert(EMA_MAX_GPUS <= 32, "leap_gpus has a bit per GPU");
 	/* iteration_total's interference factors are exactly 1 when no flow
 	 * crosses the GPU (they are not with infinite coefficients) */
 	bool plain_without_flows;
@@ -999,6 +1001,7 @@ static int sim_leap(struct ema_platform *pl, int gpu, int k, const int64_t *end,
 	l->arg = arg;
 	l->active = true;
 	p->n_leaps++;
+	p->leap_gpus |= 1u << gpu;
 	p->iters[gpu].busy = true;
 	return EMA_OK;
 }
@@ -1073,6 +1076,7 @@ static void leap_dispatch(struct sim *p, int gpu)
 	p->q.now_ns = p->now;
 	l->active = false;
 	p->n_leaps--;
+	p->leap_gpus &= ~(1u << gpu);
 	s->streaming = false;
 	s->spec_groups = 0;
 	s->spec_adopted = false;
@@ -1125,12 +1129,11 @@ static int64_t next_with_leaps(struct sim *p, int *gpu, bool *bad)
 		int64_t t = ev != NULL ? ev->time_ns : INT64_MAX;
 		bool again = false;
 
-		for (int g = 0; g < EMA_MAX_GPUS; g++) {
+		for (uint32_t m = p->leap_gpus; m != 0; m &= m - 1) {
+			int g = __builtin_ctz(m);
 			struct leap *l = &p->leaps[g];
 			int64_t te;
 
-			if (!l->active)
-				continue;
 			te = l->end[l->m];
 			if (te < t || (te == t && (best >= 0 ?
 				leap_before_leap(l, l->m, &p->leaps[best], p->leaps[best].m, bad) :
@@ -1142,11 +1145,12 @@ static int64_t next_with_leaps(struct sim *p, int *gpu, bool *bad)
 		if (t == INT64_MAX)
 			return t;
 		/* iterations of other leaps ending at t become their ends */
-		for (int g = 0; g < EMA_MAX_GPUS; g++) {
+		for (uint32_t m = p->leap_gpus; m != 0; m &= m - 1) {
+			int g = __builtin_ctz(m);
 			struct leap *l = &p->leaps[g];
 			int j;
 
-			if (!l->active || g == best)
+			if (g == best)
 				continue;
 			j = leap_at(l, t);
 			if (j >= l->m || l->end[j] != t)
