@@ -1374,9 +1374,11 @@ static int borrowers_on(struct ema_engine *e, int gpu)
 /* ---- leaps -------------------------------------------------------------- *
  *
  * A decode batch whose requests only grow by a token per step changes
- * nothing anyone else sees while (a) the policy has no hook that could
- * look at other tenants' GPUs (borrowable, choose_lender, reclaim,
- * plan_iteration, after_iteration all NULL), (b) its pages come from its
+ * nothing anyone else sees while (a) the policy says that none of its
+ * decisions could change meanwhile (its leap_ok hook, policy.h: while
+ * the tenant's GPU's free pages stay in the range it gives, and neither
+ * plan_iteration nor after_iteration of the tenant's steps after the
+ * first matter), (b) its pages come from its
  * own free pages, (c) no request of it moves and none waits, (d) no other
  * tenant would do anything when kicked at the end of one of its steps,
  * (e) no grid point of the timeline and no horizon falls within, and (f)
@@ -1385,8 +1387,9 @@ static int borrowers_on(struct ema_engine *e, int gpu)
  * run them as one event (leap). At the end, the steps in between are
  * played back with the same code stepping runs, at their own times
  * (leap_replay), and the last one ends as a real iteration. A leap ends
- * early where (d) stops holding (check_leaps, after every callback) and
- * where another event falls on one of its steps' ends (the platform). */
+ * early where (d) stops holding (check_leaps, after every callback),
+ * where another event falls on one of its steps' ends (the platform) and
+ * before a step whose pages would leave (a)'s range. */
 
 #define LEAP_MAX 1024
 
@@ -1404,14 +1407,13 @@ static int64_t tokens_for_pages(const struct ema_engine *e, int32_t n)
 		(int64_t)((uint64_t)n * e->page_bytes / e->block_bytes) * e->cfg->serving.block_tokens;
 }
 
+/* The platform can leap and the policy may let it (its leap_ok). */
 static bool leap_possible(const struct ema_engine *e)
 {
 	const struct ema_platform_ops *ops = e->platform->ops;
-	const struct ema_policy_ops *po = e->policy;
 
 	return ops->iteration_time != NULL && ops->leap != NULL && ops->leap_cut != NULL &&
-	       po->borrowable == NULL && po->choose_lender == NULL && po->reclaim == NULL &&
-	       po->plan_iteration == NULL && po->after_iteration == NULL;
+	       e->policy->leap_ok != NULL;
 }
 
 /* A request of a planned leap. */
@@ -1522,6 +1524,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	int64_t *end;
 	struct leap_req *q;
 	struct leap_buckets *bk;
+	struct ema_leap_range range = { 0, INT32_MAX };
 	struct ema_iteration *it = it1;
 	/* the first step's figures, which launch needs back unless it leaps */
 	const struct {
@@ -1547,6 +1550,11 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	for (int i = 0; i < e->n_tenants; i++)
 		if (i != t->index && kick_sensitive(&e->tenants[i]))
 			return false;
+	/* the policy's word for this leap, and the free pages it allows */
+	free_pages = ema_ledger_free_pages(&e->ledger, t->gpu);
+	if (!e->policy->leap_ok(&e->ctx, e->policy_state, t->index, &range) ||
+	    free_pages < range.free_min || free_pages > range.free_max)
+		return false;
 	now = ema_engine_now(e);
 	limit = timeline_grid_ns(e, e->timeline_next_k);
 	if (e->cfg->horizon_s > 0 && (int64_t)(e->cfg->horizon_s * 1e9) < limit)
@@ -1608,7 +1616,6 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 		}
 	}
 	live = n;
-	free_pages = ema_ledger_free_pages(&e->ledger, t->gpu);
 	for (int32_t j = 2; j <= LEAP_MAX; j++) {
 		bool room = true;
 		int rc;
@@ -1650,8 +1657,10 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 			}
 		}
 		/* (what it logged for step j and after is never played back:
-		 * a leap of j - 1 steps plays back steps 1 .. j - 2) */
-		if (!room)
+		 * a leap of j - 1 steps plays back steps 1 .. j - 2, and step
+		 * j - 1's end, where free pages would leave the policy's range,
+		 * is a real one) */
+		if (!room || free_pages < range.free_min || free_pages > range.free_max)
 			break;
 		/* its work, as batch_add sums it: decodes at context
 		 * computed + j - 1 */
