@@ -74,10 +74,36 @@ static void engine_fail_op(struct ema_engine *e, int rc, const char *what)
 int32_t ema_engine_pages_for_tokens(const struct ema_engine *e, int64_t tokens)
 {
 	int64_t bt = e->cfg->serving.block_tokens;
-	int64_t blocks = (tokens + bt - 1) / bt;
-	uint64_t bytes = (uint64_t)blocks * e->block_bytes;
+	int64_t blocks;
+	uint64_t bytes;
 
+	/* pages of whole blocks: ceil(ceil(tokens / bt) / blocks per page)
+	 * is ceil(tokens / tokens per page), one division instead of two */
+	if (e->tokens_per_page > 0)
+		return (int32_t)((tokens + e->tokens_per_page - 1) / e->tokens_per_page);
+	blocks = (tokens + bt - 1) / bt;
+	bytes = (uint64_t)blocks * e->block_bytes;
 	return (int32_t)((bytes + e->page_bytes - 1) / e->page_bytes);
+}
+
+/* Tokens that n pages hold: whole blocks of n x page bytes, so that
+ * pages_for_tokens(tokens) <= n exactly when tokens <= it. */
+static inline int64_t tokens_for_pages(const struct ema_engine *e, int32_t n)
+{
+	if (e->tokens_per_page > 0)
+		return (int64_t)n * e->tokens_per_page;
+	return e->block_bytes == 0 ? INT64_MAX :
+		(int64_t)((uint64_t)n * e->page_bytes / e->block_bytes) * e->cfg->serving.block_tokens;
+}
+
+/* pages_for_tokens(tokens) for a request that holds `pages` pages, too
+ * few for them: most often one page more (a decode step's token), which
+ * needs no division. */
+static inline int32_t pages_to_hold(const struct ema_engine *e, int32_t pages, int64_t tokens)
+{
+	if (e->tokens_per_page > 0 && tokens <= (int64_t)(pages + 1) * e->tokens_per_page)
+		return pages + 1;
+	return ema_engine_pages_for_tokens(e, tokens);
 }
 
 static inline int32_t seq_len(const struct ema_request *r)
@@ -727,15 +753,12 @@ static int ensure_bufs(struct ema_tenant *t, int32_t need)
 	return EMA_OK;
 }
 
-/* Tokens the request's pages hold: whole blocks of n_pages x page bytes,
- * so that pages_for_tokens(tokens) <= n_pages exactly when tokens <= it.
- * Recomputed (one division) only when its pages changed. */
+/* Tokens the request's pages hold (tokens_for_pages), recomputed only
+ * when its pages changed. */
 static inline int64_t tokens_held(const struct ema_engine *e, struct ema_request *r)
 {
 	if (r->cap_tok_pages != r->n_pages) {
-		r->cap_tok = e->block_bytes == 0 ? INT64_MAX :
-			(int64_t)((uint64_t)r->n_pages * e->page_bytes / e->block_bytes) *
-			e->cfg->serving.block_tokens;
+		r->cap_tok = tokens_for_pages(e, r->n_pages);
 		r->cap_tok_pages = r->n_pages;
 	}
 	return r->cap_tok;
@@ -749,7 +772,7 @@ static int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 
 	if (tokens <= tokens_held(e, r))
 		return ALLOC_OK;
-	need = ema_engine_pages_for_tokens(e, tokens);
+	need = pages_to_hold(e, r->n_pages, tokens);
 	{
 		int32_t add = need - r->n_pages;
 
@@ -1400,13 +1423,6 @@ static bool kick_sensitive(const struct ema_tenant *u)
 			    u->swapped_n > 0);
 }
 
-/* tokens_held() for n pages. */
-static int64_t tokens_for_pages(const struct ema_engine *e, int32_t n)
-{
-	return e->block_bytes == 0 ? INT64_MAX :
-		(int64_t)((uint64_t)n * e->page_bytes / e->block_bytes) * e->cfg->serving.block_tokens;
-}
-
 /* The platform can leap and the policy may let it (its leap_ok). */
 static bool leap_possible(const struct ema_engine *e)
 {
@@ -1634,7 +1650,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 			nx = q[i].next;
 			if (q[i].grow_at == j) {
 				int64_t tokens = (int64_t)q[i].computed + j;
-				int32_t need = ema_engine_pages_for_tokens(e, tokens);
+				int32_t need = pages_to_hold(e, q[i].pages, tokens);
 
 				if (free_pages - (need - q[i].pages) < t->local_reserve ||
 				    leap_log(t, 1, j - 1, q[i].id) != EMA_OK) {
@@ -2013,6 +2029,10 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 	e->page_bytes = params.page_bytes;
 	e->kv_bytes_per_token = ema_model_kv_bytes_per_token(&cfg->model);
 	e->block_bytes = e->kv_bytes_per_token * (uint64_t)cfg->serving.block_tokens;
+	if (e->block_bytes > 0 && e->page_bytes % e->block_bytes == 0 &&
+	    e->page_bytes / e->block_bytes <= (uint64_t)INT32_MAX)
+		e->tokens_per_page = (int64_t)(e->page_bytes / e->block_bytes) *
+				     cfg->serving.block_tokens;
 	e->weight_bytes = ema_model_weight_bytes(&cfg->model);
 	ema_work_model_init(&e->work, &cfg->model);
 	e->weight_pages = (int32_t)((ema_model_weight_bytes(&cfg->model) + e->page_bytes - 1) /

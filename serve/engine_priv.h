@@ -112,6 +112,7 @@ struct ema_engine {
 	uint64_t page_bytes;
 	uint64_t kv_bytes_per_token;
 	uint64_t block_bytes;
+	int64_t tokens_per_page;      /* when a page holds whole blocks; else 0 */
 	uint64_t weight_bytes;
 	struct ema_work_model work;   /* the cost model's constants */
 	int32_t weight_pages;
