@@ -14,6 +14,7 @@
 #include "ema_error.h"
 #include "platform.h"
 #include "sim.h"
+#include "step_cost.h"
 #include "test_main.h"
 
 /* Round figures: 100 GB/s links (100 bytes/ns), HBM 1000 bytes/ns, no
@@ -449,6 +450,49 @@ static void test_iteration_time_random(void)
 	}
 	CU_ASSERT_EQUAL(bad, 0);
 	p->ops->destroy(p);
+}
+
+/* The cost model's shortcut for steps without remote KV (timing.c and
+ * step_cost.c) gives the doubles of its general path: the same random
+ * steps, staged or not, once without remote reads and once with a
+ * remote read of 0 bytes (which takes the general path), time alike. */
+static void test_timing_local_shortcut(void)
+{
+	struct ema_config cfg;
+	uint64_t x = 0x2545f4914f6cdd1dULL;
+	int bad = 0;
+
+	h200x2_cfg(&cfg);
+	for (int i = 0; i < 3000; i++) {
+		struct ema_iteration a, b;
+		struct ema_timing ca, cb;
+		struct ema_step_cost sa, sb;
+
+		memset(&a, 0, sizeof a);
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		a.n_seqs = 1 + (int)(x >> 8) % 300;
+		a.weight_bytes = (x >> 20) % 32000000000ULL;
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		a.kv_local_bytes = (x >> 3) % 40000000000ULL;
+		a.act_bytes = (x >> 40) * 7;
+		a.flops = (double)(x % 1000000007ULL) * 1e5;
+		a.layer_groups = 4;
+		a.prefetch_depth = (int)((x >> 12) & 1);
+		b = a;
+		b.n_remote = 1;
+		b.remote[0].gpu = 1;
+		ema_timing_iteration(&cfg.hw, &cfg.model, &a, &ca);
+		ema_timing_iteration(&cfg.hw, &cfg.model, &b, &cb);
+		bad += ca.overhead_ns != cb.overhead_ns || ca.compute_ns != cb.compute_ns ||
+		       ca.memory_ns != cb.memory_ns || ca.remote_inplace_ns != cb.remote_inplace_ns ||
+		       ca.total_ns != cb.total_ns;
+		ema_step_cost(&cfg.hw, &a, false, &sa);
+		ema_step_cost(&cfg.hw, &b, false, &sb);
+		bad += sa.overhead_ns != sb.overhead_ns || sa.compute_ns != sb.compute_ns ||
+		       sa.local_ns != sb.local_ns || sa.link_ns != sb.link_ns ||
+		       sa.memory_ns != sb.memory_ns || sa.total_ns != sb.total_ns;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
 }
 
 /* Borrower GPU 0, lender GPU 1; 36 MB local bytes (36 us at 1000/ns),
@@ -1048,6 +1092,7 @@ int main(void)
 		{ "iteration_time: iteration()'s time, none with transfers", test_iteration_time },
 		{ "iteration_time with an upper bound of the FLOPs", test_iteration_time_bound },
 		{ "iteration_time of random steps is iteration()'s", test_iteration_time_random },
+		{ "cost model: steps without remote KV, shortcut and general path", test_timing_local_shortcut },
 		{ NULL, NULL }
 	};
 
