@@ -1553,7 +1553,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 		it1->attention_flops, it1->act_bytes, it1->kv_local_bytes,
 	};
 	const double lin = e->work.linear_per_token, app = e->work.attention_per_pos;
-	const uint64_t act1 = (uint64_t)(e->work.act_per_token * 1.0);
+	const uint64_t act1 = e->work.act_one;
 	uint64_t ctx_sum = 0;   /* of the live requests, before the leap */
 
 	if (e->page_lists || e->error || n == 0 || n != t->running_n || t->waiting_n > 0 ||
