@@ -54,6 +54,91 @@ double ema_quantile(double *v, size_t n, double q)
 	return gsl_stats_quantile_from_sorted_data(v, 1, n, q);
 }
 
+static inline void swap_d(double *a, double *b)
+{
+	double t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+/* Reorders v[lo, hi) so that v[k] holds what a sort would put there, no
+ * larger value before it and no smaller one after (quickselect, Hoare's
+ * partition around a median of three; finite values). */
+static void select_nth(double *v, size_t lo, size_t hi, size_t k)
+{
+	while (hi - lo > 16) {
+		size_t mid = lo + (hi - lo) / 2, i = lo - 1, j = hi;
+		double pivot;
+
+		/* v[lo] <= v[mid] <= v[hi - 1]: the scans below stop in range */
+		if (v[mid] < v[lo])
+			swap_d(&v[mid], &v[lo]);
+		if (v[hi - 1] < v[lo])
+			swap_d(&v[hi - 1], &v[lo]);
+		if (v[hi - 1] < v[mid])
+			swap_d(&v[hi - 1], &v[mid]);
+		pivot = v[mid];
+		for (;;) {
+			do
+				i++;
+			while (v[i] < pivot);
+			do
+				j--;
+			while (v[j] > pivot);
+			if (i >= j)
+				break;
+			swap_d(&v[i], &v[j]);
+		}
+		/* v[lo, j] <= pivot <= v[j + 1, hi) */
+		if (k <= j)
+			hi = j + 1;
+		else
+			lo = j + 1;
+	}
+	for (size_t i = lo + 1; i < hi; i++)
+		for (size_t j = i; j > lo && v[j] < v[j - 1]; j--)
+			swap_d(&v[j], &v[j - 1]);
+}
+
+void ema_quantiles(double *v, size_t n, const double *q, int k, double *out)
+{
+	size_t lo = 0, prev = SIZE_MAX;
+
+	for (int i = 0; i < k; i++) {
+		size_t lhs;
+
+		if (n == 0) {
+			out[i] = NAN;
+			continue;
+		}
+		/* the order statistics GSL's quantile reads, at its index */
+		lhs = (size_t)(int)(q[i] * (double)(n - 1));
+		if (lhs != prev) {
+			if (lhs < lo || lhs >= n) {
+				/* not ascending: sort it all (the slow way, right) */
+				out[i] = ema_quantile(v, n, q[i]);
+				lo = 0;
+				prev = SIZE_MAX;
+				continue;
+			}
+			select_nth(v, lo, n, lhs);
+			if (lhs + 1 < n) {
+				/* the next order statistic: the least of the rest */
+				size_t m = lhs + 1;
+
+				for (size_t j = lhs + 2; j < n; j++)
+					if (v[j] < v[m])
+						m = j;
+				swap_d(&v[lhs + 1], &v[m]);
+			}
+			prev = lhs;
+			lo = lhs + 1;
+		}
+		out[i] = gsl_stats_quantile_from_sorted_data(v, 1, n, q[i]);
+	}
+}
+
 int ema_metrics_compute(const struct ema_request_record *r, size_t n,
 			const struct ema_metrics_cfg *mc, const struct ema_slo_cfg *slo,
 			struct ema_metrics *m)
@@ -114,7 +199,9 @@ int ema_metrics_compute(const struct ema_request_record *r, size_t n,
 		for (size_t i = 0; i < nu; i++)
 			sum += user[i];
 		m->user_tok_s_mean = sum / (double)nu;
-		m->user_tok_s_p50 = ema_quantile(user, nu, 0.5);
+		static const double half = 0.5;
+
+		ema_quantiles(user, nu, &half, 1, &m->user_tok_s_p50);
 	}
 	{
 		size_t done = 0;
@@ -190,14 +277,14 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 		res->throughput_tok_s = (double)tokens / span;
 		res->req_s = (double)res->completed / span;
 	}
-	res->ttft_ms[0] = ema_quantile(ttft, nt, 0.50);
-	res->ttft_ms[1] = ema_quantile(ttft, nt, 0.90);
-	res->ttft_ms[2] = ema_quantile(ttft, nt, 0.99);
-	res->tpot_ms[0] = ema_quantile(tpot, np, 0.50);
-	res->tpot_ms[1] = ema_quantile(tpot, np, 0.90);
-	res->tpot_ms[2] = ema_quantile(tpot, np, 0.99);
-	res->e2e_ms[0] = ema_quantile(e2e, ne, 0.50);
-	res->e2e_ms[1] = ema_quantile(e2e, ne, 0.99);
+	{
+		/* three order statistics each, not three sorts */
+		static const double q3[3] = { 0.50, 0.90, 0.99 }, q2[2] = { 0.50, 0.99 };
+
+		ema_quantiles(ttft, nt, q3, 3, res->ttft_ms);
+		ema_quantiles(tpot, np, q3, 3, res->tpot_ms);
+		ema_quantiles(e2e, ne, q2, 2, res->e2e_ms);
+	}
 	res->preemptions = st->preemptions;
 	res->swaps = st->swaps;
 	res->recomputed_tokens = st->recomputed_tokens;
