@@ -778,7 +778,7 @@ static int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 
 		/* All from its own GPU's free pages beyond the staging reserve:
 		 * what alloc_page's first choice would give one by one, at once. */
-		if (add > 1 && ema_ledger_free_pages(&e->ledger, t->gpu) - add >= t->local_reserve &&
+		if (add >= 1 && ema_ledger_free_pages(&e->ledger, t->gpu) - add >= t->local_reserve &&
 		    page_scratch(e, add) == EMA_OK) {
 			if (req_reserve(e, r, need) != EMA_OK) {
 				engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
