@@ -19,6 +19,31 @@ static const uint64_t pow10_u64[] = {
 	100000000ULL, 1000000000ULL,
 };
 
+/* "00" .. "99": integers are written two digits at a time. */
+static const char digit_pairs[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
+/* u in decimal, ending just before `end`; returns where it starts. */
+static char *dec_before(char *end, uint64_t u)
+{
+	while (u >= 100) {
+		unsigned d = (unsigned)(u % 100);
+
+		u /= 100;
+		end -= 2;
+		memcpy(end, digit_pairs + 2 * d, 2);
+	}
+	if (u >= 10) {
+		end -= 2;
+		memcpy(end, digit_pairs + 2 * u, 2);
+	} else {
+		*--end = (char)('0' + (int)u);
+	}
+	return end;
+}
+
 /* round(|v| x 10^p), p = 0..9, half to even; false where it would not
  * fit (|v| >= 2^97 or so: such values go through snprintf). */
 static bool scaled_round(double v, int p, u128 *out)
@@ -66,32 +91,28 @@ static bool scaled_round(double v, int p, u128 *out)
  * before it), after an optional '-'. */
 static int put_scaled(char *buf, bool neg, u128 q, int p)
 {
-	char tmp[64];
-	int n = 0, len = 0;
+	char tmp[64], *end = tmp + sizeof tmp, *d = end;
+	int n, len = 0;
 
 	/* 128-bit division is a library call: digits of 64 bits at a time */
 	while (q > UINT64_MAX) {
-		tmp[n++] = (char)('0' + (int)(q % 10));
+		*--d = (char)('0' + (int)(q % 10));
 		q /= 10;
 	}
-	{
-		uint64_t u = (uint64_t)q;
-
-		do {
-			tmp[n++] = (char)('0' + (int)(u % 10));
-			u /= 10;
-		} while (u != 0);
+	d = dec_before(d, (uint64_t)q);
+	n = (int)(end - d);
+	while (n < p + 1) {
+		*--d = '0';
+		n++;
 	}
-	while (n < p + 1)
-		tmp[n++] = '0';
 	if (neg)
 		buf[len++] = '-';
-	while (n > p)
-		buf[len++] = tmp[--n];
+	memcpy(buf + len, d, (size_t)(n - p));
+	len += n - p;
 	if (p > 0) {
 		buf[len++] = '.';
-		while (n > 0)
-			buf[len++] = tmp[--n];
+		memcpy(buf + len, end - p, (size_t)p);
+		len += p;
 	}
 	buf[len] = '\0';
 	return len;
@@ -174,17 +195,13 @@ void ema_csvout_put(struct ema_csvout *o, const char *s, size_t n)
 
 void ema_csvout_int(struct ema_csvout *o, long long v)
 {
-	char tmp[24];
-	int n = 0;
+	char tmp[24], *p;
 	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
 
-	do {
-		tmp[sizeof tmp - 1 - n++] = (char)('0' + (int)(u % 10));
-		u /= 10;
-	} while (u != 0);
+	p = dec_before(tmp + sizeof tmp, u);
 	if (v < 0)
-		tmp[sizeof tmp - 1 - n++] = '-';
-	ema_csvout_put(o, tmp + sizeof tmp - n, (size_t)n);
+		*--p = '-';
+	ema_csvout_put(o, p, (size_t)(tmp + sizeof tmp - p));
 }
 
 void ema_csvout_fixed(struct ema_csvout *o, double v, int decimals)
@@ -199,4 +216,27 @@ void ema_csvout_g6(struct ema_csvout *o, double v)
 	char tmp[EMA_FMT_MAX];
 
 	ema_csvout_put(o, tmp, (size_t)ema_fmt_g6(tmp, v));
+}
+
+void ema_csvout_ms(struct ema_csvout *o, int64_t ns)
+{
+	char tmp[32], *p = tmp + sizeof tmp;
+	uint64_t frac;
+
+	/* (double)ns x 1e-6 has two roundings, a relative error below
+	 * 2.3e-16, so under 2.3e-7 from ns / 10^6 while ns < 10^15: the
+	 * nearest six-decimal number, what printf prints, is ns / 10^6 */
+	if (ns < 0 || ns >= 1000000000000000LL) {
+		ema_csvout_fixed(o, (double)ns * 1e-6, 6);
+		return;
+	}
+	frac = (uint64_t)ns % 1000000u;
+	for (int i = 0; i < 3; i++) {
+		p -= 2;
+		memcpy(p, digit_pairs + 2 * (frac % 100), 2);
+		frac /= 100;
+	}
+	*--p = '.';
+	p = dec_before(p, (uint64_t)ns / 1000000u);
+	ema_csvout_put(o, p, (size_t)(tmp + sizeof tmp - p));
 }

@@ -54,5 +54,11 @@ void ema_csvout_int(struct ema_csvout *o, long long v);
 void ema_csvout_fixed(struct ema_csvout *o, double v, int decimals);
 /* printf("%.6g", v) */
 void ema_csvout_g6(struct ema_csvout *o, double v);
+/* printf("%.6f", (double)ns * 1e-6): a time in ns as milliseconds, the
+ * most common number of requests.csv. The double is within 2.3e-16 of
+ * its value ns / 10^6, whose six decimals are then the digits of ns
+ * itself (for ns below 10^15, 11.6 days; beyond, and below 0, through
+ * ema_csvout_fixed). */
+void ema_csvout_ms(struct ema_csvout *o, int64_t ns);
 
 #endif

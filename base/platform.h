@@ -91,6 +91,12 @@ struct ema_iteration {
 	 * each group's copy waits for the previous group's reads. Platforms
 	 * take it as it is. */
 	int window_depth;
+	/* For iteration_time only (never given to iteration()): flops is an
+	 * upper bound of the FLOPs, not their sum, and attention_flops is
+	 * not set. The platform answers only where the time is the same for
+	 * all FLOPs up to that bound (a memory-bound step), else with
+	 * EMA_ERR_UNSUPPORTED, and the caller sums them. */
+	bool flops_bound;
 };
 
 /* The window depth for it->prefetch_depth and the staging pages given:
@@ -163,8 +169,9 @@ struct ema_platform_ops {
 	 * each made when the previous one ended.
 	 * iteration_time: how long `it` would take if started now on its
 	 * GPU, or EMA_ERR_UNSUPPORTED where the platform cannot tell without
-	 * running it (remote KV, transfers through the GPU); the caller
-	 * promises that nothing else will touch that GPU meanwhile.
+	 * running it (remote KV, transfers through the GPU) or without the
+	 * exact FLOPs (it->flops_bound); the caller promises that nothing
+	 * else will touch that GPU meanwhile.
 	 * leap: runs k >= 2 iterations on gpu back to back, the j-th ending
 	 * at end[j] (end[0] = now; from iteration_time); fn is called once,
 	 * at the end of the last, with its result (start end[k-1]).

@@ -3,6 +3,7 @@
 #include "step_cost.h"
 
 #include <math.h>
+#include <string.h>
 
 double ema_cost_hbm_ns(const struct ema_hw_profile *hw, double bytes)
 {
@@ -74,9 +75,21 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 	double flops_per_ns = hw->peak_tflops * 1e3 * hw->flops_efficiency;
 	double local = (double)it->weight_bytes + (double)it->kv_local_bytes +
 		       (double)it->act_bytes;
-	double bytes[EMA_MAX_GPUS] = {0};
+	double bytes[EMA_MAX_GPUS];
 	double remote = 0;
 
+	if (it->n_remote == 0 && !staged) {
+		/* All KV local (most steps, and every step of a leap): no link
+		 * time, which the general path below computes as 0 from zeros
+		 * after clearing and walking the per-GPU bytes. */
+		out->overhead_ns = hw->iter_overhead_us * 1e3;
+		ema_cost_local_parts(hw, it, &out->compute_ns, &out->local_ns);
+		out->link_ns = 0.0;
+		out->memory_ns = out->local_ns;
+		out->total_ns = out->overhead_ns + fmax(out->compute_ns, out->memory_ns);
+		return;
+	}
+	memset(bytes, 0, sizeof bytes);
 	for (int i = 0; i < it->n_remote; i++) {
 		int g = it->remote[i].gpu;
 

@@ -58,6 +58,23 @@ struct ema_step_cost {
 	double total_ns;         /* overhead + max(compute, memory, and when staged the copies' link time) */
 };
 
+/* The compute and local HBM times of a step, FLOPs / (peak x
+ * flops_efficiency) and local bytes / (hbm_read_gbps x hbm_efficiency):
+ * what ema_step_cost computes for them (it calls this), in line because
+ * the simulator asks for them at every step of a leap. */
+static inline void ema_cost_local_parts(const struct ema_hw_profile *hw,
+					const struct ema_iteration *it, double *compute_ns,
+					double *local_ns)
+{
+	double flops_per_ns = hw->peak_tflops * 1e3 * hw->flops_efficiency;
+	double rate = hw->hbm_read_gbps * hw->hbm_efficiency;
+	double local = (double)it->weight_bytes + (double)it->kv_local_bytes +
+		       (double)it->act_bytes;
+
+	*compute_ns = flops_per_ns > 0 ? it->flops / flops_per_ns : 0.0;
+	*local_ns = rate > 0 ? local / rate : 0.0;
+}
+
 /* Fills *out for `it` read in place (staged false) or staged, whatever
  * it->prefetch_depth says. The remote bytes are it->remote[]. */
 void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *it, bool staged,

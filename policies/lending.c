@@ -114,3 +114,11 @@ int32_t ema_lending_reclaim(const struct ema_policy_ctx *c, int gpu, int32_t nee
 	}
 	return freed;
 }
+
+int32_t ema_lending_reserve(const struct ema_policy_ctx *c, int gpu)
+{
+	/* ema_lending_lendable's reserve: by_free = free - reserve <= 0 */
+	if (c->ledger->gpu[gpu].home_tenant < 0)
+		return 0;
+	return (int32_t)ceil(c->knobs->lender_reserve * ema_lending_kv_capacity(c, gpu));
+}

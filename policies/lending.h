@@ -38,6 +38,10 @@ int32_t ema_lending_total_lendable(const struct ema_policy_ctx *c, int tenant);
  * room, else recompute), "move", "host" or "drop". Returns the pages freed
  * at once; moves complete later. */
 int32_t ema_lending_reclaim(const struct ema_policy_ctx *c, int gpu, int32_t need, enum ema_reclaim_mode mode);
+/* The free pages GPU g keeps for its own tenant (lender_reserve of its
+ * KV capacity, 0 without a tenant): with no more free, it lends nothing
+ * (ema_lending_lendable is 0) whatever else holds. */
+int32_t ema_lending_reserve(const struct ema_policy_ctx *c, int gpu);
 /* KV capacity (pages) of the GPU's own tenant, or of the whole GPU. */
 int32_t ema_lending_kv_capacity(const struct ema_policy_ctx *c, int gpu);
 

@@ -2,7 +2,8 @@
  * hooks, one file per policy, registered in policies/policy_table.c. The
  * engine (serve/) owns the mechanisms (ledger updates, transfers,
  * preemption, the staging area) and asks the policy at each decision
- * point; a NULL hook means "the static-partitioning default". The engine
+ * point; a NULL hook means "the static-partitioning default" (leap_ok:
+ * never leap). The engine
  * allocates state_size bytes of zeroed state for the policy and passes it
  * to every hook, with a context (struct ema_policy_ctx): read-only views of
  * the ledger, the tenants, the hardware, the model and the knobs, and the
@@ -150,6 +151,15 @@ int32_t ema_policy_staging_held(const struct ema_policy_ctx *c, int tenant);
 const int32_t *ema_policy_staging_pages(const struct ema_policy_ctx *c, int tenant);
 
 /* ---- the hooks ---------------------------------------------------------- */
+
+/* The free pages a tenant's GPU may have while the tenant leaps
+ * (leap_ok below): the engine ends a leap before they would leave
+ * [free_min, free_max]. */
+struct ema_leap_range {
+	int32_t free_min;
+	int32_t free_max;
+};
+
 struct ema_policy_ops {
 	const char *name;     /* snake_case, as named in configs */
 	const char *summary;  /* one line for `ema list policies` */
@@ -224,6 +234,35 @@ struct ema_policy_ops {
 	 * After each iteration of `tenant`: maintenance such as reclaiming
 	 * ahead of need (pre-preemption). NULL: nothing. */
 	void (*after_iteration)(const struct ema_policy_ctx *c, void *state, int tenant);
+
+	/* bool leap_ok(const struct ema_policy_ctx *c, void *state, int tenant,
+	 *              struct ema_leap_range *r)
+	 * Decode leaping (doc/policies.md, "Leaping"). When `tenant`'s batch
+	 * only decodes, from its own GPU's free pages, with nothing of it
+	 * borrowed, moving or waiting, the engine may run its next steps as
+	 * one event and apply what they do to the ledger (pages taken, pages
+	 * of finished requests given back) at the event's end, so that
+	 * meanwhile every hook sees the tenant's GPU as it was when the leap
+	 * began. The engine asks this before each leap; true promises that
+	 * nothing the policy decides during the leap would differ had the
+	 * engine stepped:
+	 *  - its hooks called for the other tenants and GPUs decide the same
+	 *    for every number of free pages of the tenant's GPU in
+	 *    [r->free_min, r->free_max] (r comes as [0, INT32_MAX]; the
+	 *    engine ends the leap before they would leave it); nothing else
+	 *    a policy can see changes in a leap (its GPU's lent pages and
+	 *    the tenant's borrowed pages stay the same, and its requests
+	 *    hold no remote pages);
+	 *  - it starts no transfer to or from the tenant's GPU meanwhile (so
+	 *    it must lend nothing that could be read in place or moved);
+	 *  - for the tenant's steps after the first, plan_iteration would
+	 *    set what it set for the first and change no state, and
+	 *    after_iteration (for the tenant) after every step but the last
+	 *    would do nothing: the engine calls neither of them there.
+	 * false: no leap now. NULL: the policy never leaps (the engine steps
+	 * every iteration; the outputs are the same, only slower). */
+	bool (*leap_ok)(const struct ema_policy_ctx *c, void *state, int tenant,
+			struct ema_leap_range *r);
 };
 
 /* The registry: every policy, in `ema list policies` order. */

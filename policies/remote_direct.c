@@ -37,6 +37,24 @@ static void remote_direct_plan(const struct ema_policy_ctx *c, void *state, stru
 	it->staging_pages = NULL;
 }
 
+/* A leap of `tenant` changes its GPU's free pages only. remote_direct's
+ * decisions for the others read them only through what the GPU can lend
+ * (borrowable, choose_lender; reclaim picks among borrowers, which the
+ * tenant is not in a leap): nothing while its free pages are at most its
+ * reserve. And a GPU that lends nothing has none of its pages read in
+ * place or moved: no transfer crosses it. Its plan_iteration is the same
+ * for every step. */
+static bool remote_direct_leap_ok(const struct ema_policy_ctx *c, void *state, int tenant,
+				  struct ema_leap_range *r)
+{
+	int gpu = c->tenant_gpu[tenant];
+
+	if (ema_ledger_lent_pages(c->ledger, gpu) > 0)
+		return false;
+	r->free_max = ema_lending_reserve(c, gpu);
+	return true;
+}
+
 const struct ema_policy_ops ema_policy_remote_direct = {
 	.name = "remote_direct",
 	.summary = "borrow peer memory, read remote KV in place (no prefetch), reclaim on demand",
@@ -45,4 +63,5 @@ const struct ema_policy_ops ema_policy_remote_direct = {
 	.choose_lender = remote_direct_choose_lender,
 	.reclaim = remote_direct_reclaim,
 	.plan_iteration = remote_direct_plan,
+	.leap_ok = remote_direct_leap_ok,
 };

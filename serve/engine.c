@@ -74,10 +74,36 @@ static void engine_fail_op(struct ema_engine *e, int rc, const char *what)
 int32_t ema_engine_pages_for_tokens(const struct ema_engine *e, int64_t tokens)
 {
 	int64_t bt = e->cfg->serving.block_tokens;
-	int64_t blocks = (tokens + bt - 1) / bt;
-	uint64_t bytes = (uint64_t)blocks * e->block_bytes;
+	int64_t blocks;
+	uint64_t bytes;
 
+	/* pages of whole blocks: ceil(ceil(tokens / bt) / blocks per page)
+	 * is ceil(tokens / tokens per page), one division instead of two */
+	if (e->tokens_per_page > 0)
+		return (int32_t)((tokens + e->tokens_per_page - 1) / e->tokens_per_page);
+	blocks = (tokens + bt - 1) / bt;
+	bytes = (uint64_t)blocks * e->block_bytes;
 	return (int32_t)((bytes + e->page_bytes - 1) / e->page_bytes);
+}
+
+/* Tokens that n pages hold: whole blocks of n x page bytes, so that
+ * pages_for_tokens(tokens) <= n exactly when tokens <= it. */
+static inline int64_t tokens_for_pages(const struct ema_engine *e, int32_t n)
+{
+	if (e->tokens_per_page > 0)
+		return (int64_t)n * e->tokens_per_page;
+	return e->block_bytes == 0 ? INT64_MAX :
+		(int64_t)((uint64_t)n * e->page_bytes / e->block_bytes) * e->cfg->serving.block_tokens;
+}
+
+/* pages_for_tokens(tokens) for a request that holds `pages` pages, too
+ * few for them: most often one page more (a decode step's token), which
+ * needs no division. */
+static inline int32_t pages_to_hold(const struct ema_engine *e, int32_t pages, int64_t tokens)
+{
+	if (e->tokens_per_page > 0 && tokens <= (int64_t)(pages + 1) * e->tokens_per_page)
+		return pages + 1;
+	return ema_engine_pages_for_tokens(e, tokens);
 }
 
 static inline int32_t seq_len(const struct ema_request *r)
@@ -182,18 +208,33 @@ static void note_peak(struct ema_engine *e, struct ema_tenant *t)
 
 /* ---- pages of a request ---------------------------------------------- */
 
+/* Room in r's page array for `need` pages. The first time, for all the
+ * pages its last step needs (prompt + output - 1 tokens): one allocation
+ * per request instead of one per doubling as it grows page by page. */
+static int req_reserve(struct ema_engine *e, struct ema_request *r, int32_t need)
+{
+	int32_t ncap, last;
+	struct ema_kv_page *n;
+
+	if (need <= r->cap_pages)
+		return EMA_OK;
+	last = ema_engine_pages_for_tokens(e, (int64_t)r->prompt_tokens + r->output_tokens - 1);
+	ncap = need > last ? need : last;
+	if (ncap < 2 * r->cap_pages)
+		ncap = 2 * r->cap_pages;
+	n = realloc(r->pages, (size_t)ncap * sizeof *n);
+	if (n == NULL)
+		return EMA_ERR_NOMEM;
+	r->pages = n;
+	r->cap_pages = ncap;
+	return EMA_OK;
+}
+
 static int req_add_page(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r,
 			int gpu, int32_t page)
 {
-	if (r->n_pages == r->cap_pages) {
-		int32_t ncap = r->cap_pages ? r->cap_pages * 2 : 8;
-		struct ema_kv_page *n = realloc(r->pages, (size_t)ncap * sizeof *n);
-
-		if (n == NULL)
-			return EMA_ERR_NOMEM;
-		r->pages = n;
-		r->cap_pages = ncap;
-	}
+	if (req_reserve(e, r, r->n_pages + 1) != EMA_OK)
+		return EMA_ERR_NOMEM;
 	r->pages[r->n_pages].gpu = (int16_t)gpu;
 	r->pages[r->n_pages].page = page;
 	r->n_pages++;
@@ -712,15 +753,12 @@ static int ensure_bufs(struct ema_tenant *t, int32_t need)
 	return EMA_OK;
 }
 
-/* Tokens the request's pages hold: whole blocks of n_pages x page bytes,
- * so that pages_for_tokens(tokens) <= n_pages exactly when tokens <= it.
- * Recomputed (one division) only when its pages changed. */
+/* Tokens the request's pages hold (tokens_for_pages), recomputed only
+ * when its pages changed. */
 static inline int64_t tokens_held(const struct ema_engine *e, struct ema_request *r)
 {
 	if (r->cap_tok_pages != r->n_pages) {
-		r->cap_tok = e->block_bytes == 0 ? INT64_MAX :
-			(int64_t)((uint64_t)r->n_pages * e->page_bytes / e->block_bytes) *
-			e->cfg->serving.block_tokens;
+		r->cap_tok = tokens_for_pages(e, r->n_pages);
 		r->cap_tok_pages = r->n_pages;
 	}
 	return r->cap_tok;
@@ -734,24 +772,17 @@ static int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 
 	if (tokens <= tokens_held(e, r))
 		return ALLOC_OK;
-	need = ema_engine_pages_for_tokens(e, tokens);
+	need = pages_to_hold(e, r->n_pages, tokens);
 	{
 		int32_t add = need - r->n_pages;
 
 		/* All from its own GPU's free pages beyond the staging reserve:
 		 * what alloc_page's first choice would give one by one, at once. */
-		if (add > 1 && ema_ledger_free_pages(&e->ledger, t->gpu) - add >= t->local_reserve &&
+		if (add >= 1 && ema_ledger_free_pages(&e->ledger, t->gpu) - add >= t->local_reserve &&
 		    page_scratch(e, add) == EMA_OK) {
-			if (need > r->cap_pages) {
-				int32_t ncap = need > 2 * r->cap_pages ? need : 2 * r->cap_pages;
-				struct ema_kv_page *np = realloc(r->pages, (size_t)ncap * sizeof *np);
-
-				if (np == NULL) {
-					engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
-					return ALLOC_NOSPACE;
-				}
-				r->pages = np;
-				r->cap_pages = ncap;
+			if (req_reserve(e, r, need) != EMA_OK) {
+				engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+				return ALLOC_NOSPACE;
 			}
 			if (ema_ledger_alloc_n(&e->ledger, t->gpu, t->index, EMA_PAGE_KV, add,
 					       e->page_scratch) == EMA_OK) {
@@ -1366,9 +1397,11 @@ static int borrowers_on(struct ema_engine *e, int gpu)
 /* ---- leaps -------------------------------------------------------------- *
  *
  * A decode batch whose requests only grow by a token per step changes
- * nothing anyone else sees while (a) the policy has no hook that could
- * look at other tenants' GPUs (borrowable, choose_lender, reclaim,
- * plan_iteration, after_iteration all NULL), (b) its pages come from its
+ * nothing anyone else sees while (a) the policy says that none of its
+ * decisions could change meanwhile (its leap_ok hook, policy.h: while
+ * the tenant's GPU's free pages stay in the range it gives, and neither
+ * plan_iteration nor after_iteration of the tenant's steps after the
+ * first matter), (b) its pages come from its
  * own free pages, (c) no request of it moves and none waits, (d) no other
  * tenant would do anything when kicked at the end of one of its steps,
  * (e) no grid point of the timeline and no horizon falls within, and (f)
@@ -1377,8 +1410,9 @@ static int borrowers_on(struct ema_engine *e, int gpu)
  * run them as one event (leap). At the end, the steps in between are
  * played back with the same code stepping runs, at their own times
  * (leap_replay), and the last one ends as a real iteration. A leap ends
- * early where (d) stops holding (check_leaps, after every callback) and
- * where another event falls on one of its steps' ends (the platform). */
+ * early where (d) stops holding (check_leaps, after every callback),
+ * where another event falls on one of its steps' ends (the platform) and
+ * before a step whose pages would leave (a)'s range. */
 
 #define LEAP_MAX 1024
 
@@ -1389,21 +1423,13 @@ static bool kick_sensitive(const struct ema_tenant *u)
 			    u->swapped_n > 0);
 }
 
-/* tokens_held() for n pages. */
-static int64_t tokens_for_pages(const struct ema_engine *e, int32_t n)
-{
-	return e->block_bytes == 0 ? INT64_MAX :
-		(int64_t)((uint64_t)n * e->page_bytes / e->block_bytes) * e->cfg->serving.block_tokens;
-}
-
+/* The platform can leap and the policy may let it (its leap_ok). */
 static bool leap_possible(const struct ema_engine *e)
 {
 	const struct ema_platform_ops *ops = e->platform->ops;
-	const struct ema_policy_ops *po = e->policy;
 
 	return ops->iteration_time != NULL && ops->leap != NULL && ops->leap_cut != NULL &&
-	       po->borrowable == NULL && po->choose_lender == NULL && po->reclaim == NULL &&
-	       po->plan_iteration == NULL && po->after_iteration == NULL;
+	       e->policy->leap_ok != NULL;
 }
 
 /* A request of a planned leap. */
@@ -1413,6 +1439,7 @@ struct leap_req {
 	int32_t steps;     /* its last step (it finishes at its end) */
 	int32_t pages;
 	int32_t grow_at;   /* the next step that needs a page more */
+	int32_t next;      /* the next request of its bucket (batch order), or -1 */
 };
 
 /* The first step j of a leap with computed + j > held: the step that
@@ -1453,21 +1480,67 @@ static int leap_log(struct ema_tenant *t, int which, int32_t step, int32_t id)
 	return EMA_OK;
 }
 
+/* The steps of a leap being planned at which something happens to a
+ * request (it grows or finishes), so that a step costs the requests it
+ * touches, not the whole batch: bucket b lists the requests (indices into
+ * the plan's array, ascending, which is batch order) whose next event is
+ * at step b. A bucket is empty unless its stamp is the plan's, so that
+ * no plan clears them all. */
+struct leap_buckets {
+	uint32_t plan;                   /* this plan's stamp */
+	uint32_t stamp[LEAP_MAX + 1];
+	int32_t head[LEAP_MAX + 1], tail[LEAP_MAX + 1];
+};
+
+static void bucket_put(struct leap_buckets *bk, struct leap_req *q, int32_t b, int32_t i)
+{
+	int32_t *p;
+
+	if (b > LEAP_MAX)
+		return;  /* after any leap's end */
+	q[i].next = -1;
+	if (bk->stamp[b] != bk->plan) {
+		bk->stamp[b] = bk->plan;
+		bk->head[b] = bk->tail[b] = i;
+		return;
+	}
+	if (i > bk->tail[b]) {
+		q[bk->tail[b]].next = i;
+		bk->tail[b] = i;
+		return;
+	}
+	/* behind a request of a later batch position (rare): in order */
+	for (p = &bk->head[b]; *p >= 0 && *p < i; p = &q[*p].next)
+		;
+	q[i].next = *p;
+	*p = i;
+}
+
+static int32_t bucket_take(struct leap_buckets *bk, int32_t b)
+{
+	return bk->stamp[b] == bk->plan ? bk->head[b] : -1;
+}
+
 /* Called by launch with the first step's iteration, which the tenant's
  * batch holds: plans as many steps as the conditions above allow and
  * starts them as a leap; false when fewer than two (launch then starts
  * the iteration as usual). Each step: the pages of those the previous
  * one finished come back, each request grows by a token in batch order
  * from its own GPU's free pages beyond the staging reserve, and its work
- * is summed as batch_add would. */
+ * is what batch_add would sum. A step's time needs the FLOPs only when
+ * they, not memory, bound it: the platform is first given an upper
+ * bound of their sum (O(1)), and the sum itself, request by request in
+ * batch order, only where the bound is not enough. */
 static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iteration *it1)
 {
 	const struct ema_platform_ops *ops = e->platform->ops;
-	int32_t n = t->iter_n, live, k = 1, finishing = 0;
+	int32_t n = t->iter_n, live, k = 1, fin = -1;
 	int32_t free_pages;
 	int64_t now, limit, next_arrival, d;
 	int64_t *end;
 	struct leap_req *q;
+	struct leap_buckets *bk;
+	struct ema_leap_range range = { 0, INT32_MAX };
 	struct ema_iteration *it = it1;
 	/* the first step's figures, which launch needs back unless it leaps */
 	const struct {
@@ -1475,15 +1548,13 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 		int64_t prefill_tokens, decode_tokens;
 		double flops, attention_flops;
 		uint64_t act_bytes, kv_local_bytes;
-		int window_depth;
 	} first = {
 		it1->n_seqs, it1->prefill_tokens, it1->decode_tokens, it1->flops,
-		it1->attention_flops, it1->act_bytes, it1->kv_local_bytes, it1->window_depth,
+		it1->attention_flops, it1->act_bytes, it1->kv_local_bytes,
 	};
-	const double lin = e->work.linear_per_token;
-	const uint64_t act1 = (uint64_t)(e->work.act_per_token * 1.0);
+	const double lin = e->work.linear_per_token, app = e->work.attention_per_pos;
+	const uint64_t act1 = e->work.act_one;
 	uint64_t ctx_sum = 0;   /* of the live requests, before the leap */
-	int32_t next_event = LEAP_MAX + 1; /* the first step a request grows or ends at */
 
 	if (e->page_lists || e->error || n == 0 || n != t->running_n || t->waiting_n > 0 ||
 	    t->swapped_n > 0 || t->xfers_in_flight > 0 || t->reclaim_wait_since >= 0 ||
@@ -1495,6 +1566,11 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	for (int i = 0; i < e->n_tenants; i++)
 		if (i != t->index && kick_sensitive(&e->tenants[i]))
 			return false;
+	/* the policy's word for this leap, and the free pages it allows */
+	free_pages = ema_ledger_free_pages(&e->ledger, t->gpu);
+	if (!e->policy->leap_ok(&e->ctx, e->policy_state, t->index, &range) ||
+	    free_pages < range.free_min || free_pages > range.free_max)
+		return false;
 	now = ema_engine_now(e);
 	limit = timeline_grid_ns(e, e->timeline_next_k);
 	if (e->cfg->horizon_s > 0 && (int64_t)(e->cfg->horizon_s * 1e9) < limit)
@@ -1511,6 +1587,11 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 		t->leap_end = ne;
 		t->cap_leap = LEAP_MAX + 1;
 	}
+	if (t->leap_buckets == NULL) {
+		t->leap_buckets = calloc(1, sizeof(struct leap_buckets));
+		if (t->leap_buckets == NULL)
+			return false;
+	}
 	if (t->cap_scratch < n) {
 		int32_t cap = n * 2;
 		void *ns = realloc(t->leap_scratch, (size_t)cap * sizeof(struct leap_req));
@@ -1522,6 +1603,12 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	}
 	end = t->leap_end;
 	q = t->leap_scratch;
+	bk = t->leap_buckets;
+	if (++bk->plan == 0) {
+		/* the stamps wrapped: every bucket empty again */
+		memset(bk->stamp, 0, sizeof bk->stamp);
+		bk->plan = 1;
+	}
 	t->leap_n_ev[0] = t->leap_n_ev[1] = 0;
 	end[0] = now;
 	end[1] = now + d;
@@ -1535,45 +1622,35 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 		/* the first step j with computed + j > tokens held */
 		q[i].grow_at = leap_grow_at(tokens_held(e, r), r->computed);
 		ctx_sum += (uint64_t)r->computed;
-		if (q[i].grow_at < next_event)
-			next_event = q[i].grow_at;
-		if (q[i].steps > 1 && q[i].steps < next_event)
-			next_event = q[i].steps;
 		if (q[i].steps == 1) {
-			finishing++;
 			if (leap_log(t, 0, 1, r->id) != EMA_OK)
 				return false;
+			q[i].next = fin;
+			fin = i;
+		} else {
+			bucket_put(bk, q, q[i].grow_at < q[i].steps ? q[i].grow_at : q[i].steps, i);
 		}
 	}
 	live = n;
-	free_pages = ema_ledger_free_pages(&e->ledger, t->gpu);
 	for (int32_t j = 2; j <= LEAP_MAX; j++) {
-		double flops = 0.0, attn_sum = 0.0;
 		bool room = true;
+		int rc;
 
 		/* step j - 1 ended: the pages of those it finished come back */
-		if (finishing > 0) {
-			int32_t w = 0;
-
-			for (int32_t i = 0; i < live; i++) {
-				if (q[i].steps == j - 1) {
-					free_pages += q[i].pages;
-					ctx_sum -= (uint64_t)q[i].computed;
-				} else {
-					q[w++] = q[i];
-				}
-			}
-			live = w;
-			finishing = 0;
+		for (int32_t i = fin; i >= 0; i = q[i].next) {
+			free_pages += q[i].pages;
+			ctx_sum -= (uint64_t)q[i].computed;
+			live--;
 		}
+		fin = -1;
 		if (live == 0)
 			break;
-		/* growths and ends of step j, in batch order (none before
-		 * next_event) */
-		for (int32_t i = 0; j == next_event && i < live; i++) {
+		/* growths and ends of step j, in batch order */
+		for (int32_t i = bucket_take(bk, j), nx; i >= 0; i = nx) {
+			nx = q[i].next;
 			if (q[i].grow_at == j) {
 				int64_t tokens = (int64_t)q[i].computed + j;
-				int32_t need = ema_engine_pages_for_tokens(e, tokens);
+				int32_t need = pages_to_hold(e, q[i].pages, tokens);
 
 				if (free_pages - (need - q[i].pages) < t->local_reserve ||
 				    leap_log(t, 1, j - 1, q[i].id) != EMA_OK) {
@@ -1585,44 +1662,58 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 				q[i].grow_at = leap_grow_at(tokens_for_pages(e, need), q[i].computed);
 			}
 			if (q[i].steps == j) {
-				finishing++;
 				if (leap_log(t, 0, j, q[i].id) != EMA_OK) {
 					room = false;
 					break;
 				}
+				q[i].next = fin;
+				fin = i;
+			} else {
+				bucket_put(bk, q, q[i].grow_at < q[i].steps ? q[i].grow_at : q[i].steps, i);
 			}
 		}
 		/* (what it logged for step j and after is never played back:
-		 * a leap of j - 1 steps plays back steps 1 .. j - 2) */
-		if (!room)
+		 * a leap of j - 1 steps plays back steps 1 .. j - 2, and step
+		 * j - 1's end, where free pages would leave the policy's range,
+		 * is a real one) */
+		if (!room || free_pages < range.free_min || free_pages > range.free_max)
 			break;
-		if (j == next_event) {
-			next_event = LEAP_MAX + 1;
-			for (int32_t i = 0; i < live; i++) {
-				if (q[i].grow_at < next_event)
-					next_event = q[i].grow_at;
-				if (q[i].steps > j && q[i].steps < next_event)
-					next_event = q[i].steps;
-			}
-		}
 		/* its work, as batch_add sums it: decodes at context
-		 * computed + j - 1, the doubles in batch order */
-		for (int32_t i = 0; i < live; i++) {
-			double a = ema_work_decode_attn(&e->work, (int64_t)q[i].computed + j - 1);
-
-			flops += lin + a;
-			attn_sum += a;
-		}
+		 * computed + j - 1 */
 		it->n_seqs = live;
 		it->prefill_tokens = 0;
 		it->decode_tokens = live;
-		it->flops = flops;
-		it->attention_flops = attn_sum;
 		it->act_bytes = (uint64_t)live * act1;
 		it->kv_local_bytes = (ctx_sum + (uint64_t)live * (uint64_t)(j - 1)) * e->work.kv_per_token;
-		it->window_depth = ema_iteration_window_depth(it, e->page_bytes);
-		if (ops->iteration_time(e->platform, it, &d, NULL) != EMA_OK || d <= 0 ||
-		    end[j - 1] + d > limit)
+		/* The FLOPs summed exactly are lin + app x (computed + j) per
+		 * request; their sum in exact arithmetic, enlarged by far more
+		 * than the roundings of adding live terms (each under 2^-53)
+		 * can add, bounds the double sum from above. */
+		it->flops = ((double)live * lin +
+			     app * (double)(ctx_sum + (uint64_t)live * (uint64_t)j)) *
+			    (1.0 + ((double)live + 16.0) * 0x1p-50);
+		it->attention_flops = 0.0;
+		it->flops_bound = true;
+		rc = ops->iteration_time(e->platform, it, &d, NULL);
+		it->flops_bound = false;
+		if (rc != EMA_OK) {
+			/* the FLOPs matter: summed in batch order */
+			double flops = 0.0, attn_sum = 0.0;
+
+			for (int32_t i = 0; i < n; i++) {
+				double a;
+
+				if (q[i].steps < j)
+					continue; /* finished before step j */
+				a = ema_work_decode_attn(&e->work, (int64_t)q[i].computed + j - 1);
+				flops += lin + a;
+				attn_sum += a;
+			}
+			it->flops = flops;
+			it->attention_flops = attn_sum;
+			rc = ops->iteration_time(e->platform, it, &d, NULL);
+		}
+		if (rc != EMA_OK || d <= 0 || end[j - 1] + d > limit)
 			break;
 		end[j] = end[j - 1] + d;
 		k = j;
@@ -1637,7 +1728,6 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	it->attention_flops = first.attention_flops;
 	it->act_bytes = first.act_bytes;
 	it->kv_local_bytes = first.kv_local_bytes;
-	it->window_depth = first.window_depth;
 	if (k < 2)
 		return false;
 	if (ops->leap(e->platform, t->gpu, k, end, iteration_done, t, &e->op_err) != EMA_OK) {
@@ -1939,6 +2029,10 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 	e->page_bytes = params.page_bytes;
 	e->kv_bytes_per_token = ema_model_kv_bytes_per_token(&cfg->model);
 	e->block_bytes = e->kv_bytes_per_token * (uint64_t)cfg->serving.block_tokens;
+	if (e->block_bytes > 0 && e->page_bytes % e->block_bytes == 0 &&
+	    e->page_bytes / e->block_bytes <= (uint64_t)INT32_MAX)
+		e->tokens_per_page = (int64_t)(e->page_bytes / e->block_bytes) *
+				     cfg->serving.block_tokens;
 	e->weight_bytes = ema_model_weight_bytes(&cfg->model);
 	ema_work_model_init(&e->work, &cfg->model);
 	e->weight_pages = (int32_t)((ema_model_weight_bytes(&cfg->model) + e->page_bytes - 1) /
@@ -2141,6 +2235,7 @@ void ema_engine_destroy(struct ema_engine *e)
 		free(t->staging);
 		free(t->leap_end);
 		free(t->leap_scratch);
+		free(t->leap_buckets);
 		free(t->leap_ev[0]);
 		free(t->leap_ev[1]);
 		for (int g = 0; g < EMA_MAX_GPUS; g++)

@@ -94,6 +94,7 @@ struct ema_tenant {
 	int32_t leap_k;
 	int64_t *leap_end; int32_t cap_leap;
 	void *leap_scratch; int32_t cap_scratch;     /* planning a leap */
+	struct leap_buckets *leap_buckets;          /* ... its steps' events */
 	void *leap_ev[2]; int32_t leap_n_ev[2], cap_leap_ev[2]; /* what its steps do */
 	struct ema_tenant_stats stats;
 };
@@ -111,6 +112,7 @@ struct ema_engine {
 	uint64_t page_bytes;
 	uint64_t kv_bytes_per_token;
 	uint64_t block_bytes;
+	int64_t tokens_per_page;      /* when a page holds whole blocks; else 0 */
 	uint64_t weight_bytes;
 	struct ema_work_model work;   /* the cost model's constants */
 	int32_t weight_pages;

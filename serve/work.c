@@ -48,6 +48,7 @@ void ema_work_model_init(struct ema_work_model *w, const struct ema_model *m)
 	w->act_per_token = (double)m->layers * m->bytes_per_param *
 			   (4.0 * m->hidden + 2.0 * m->ffn / tp);
 	w->kv_per_token = ema_model_kv_bytes_per_token(m);
+	w->act_one = (uint64_t)(w->act_per_token * 1.0);
 }
 
 void ema_work_add_request(struct ema_iteration *it, const struct ema_model *m,

@@ -31,6 +31,7 @@ struct ema_work_model {
 	double attention_per_pos;  /* 4 x layers x heads x head_dim / tensor_parallel */
 	double act_per_token;      /* activation bytes per token */
 	uint64_t kv_per_token;
+	uint64_t act_one;          /* activation bytes of one token, as ema_work_add rounds them */
 };
 
 void ema_work_model_init(struct ema_work_model *w, const struct ema_model *m);
@@ -58,9 +59,22 @@ static inline void ema_work_add(struct ema_work_sum *s, const struct ema_work_mo
 				int64_t ctx_before, int64_t chunk, uint64_t *kv_read_bytes)
 {
 	int64_t tokens = chunk > 0 ? chunk : 1;
-	double n = (double)tokens;
-	double attn = w->attention_per_pos * (n * (double)ctx_before + n * (n + 1.0) / 2.0);
+	double n, attn;
 
+	if (chunk <= 0) {
+		/* a decode token, most calls: n = 1 makes the general terms
+		 * ctx + 1 and 1 x linear exactly, the activations act_one */
+		attn = ema_work_decode_attn(w, ctx_before);
+		s->n_seqs++;
+		s->decode_tokens += 1;
+		s->flops += w->linear_per_token + attn;
+		s->attention_flops += attn;
+		s->act_bytes += w->act_one;
+		*kv_read_bytes = (uint64_t)ctx_before * w->kv_per_token;
+		return;
+	}
+	n = (double)tokens;
+	attn = w->attention_per_pos * (n * (double)ctx_before + n * (n + 1.0) / 2.0);
 	s->n_seqs++;
 	if (chunk > 0)
 		s->prefill_tokens += chunk;

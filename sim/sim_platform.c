@@ -162,6 +162,8 @@ struct sim {
 	struct iter_slot iters[EMA_MAX_GPUS];
 	struct leap leaps[EMA_MAX_GPUS];
 	int n_leaps;          /* active ones */
+	uint32_t leap_gpus;   /* their GPUs, a bit each: the run loop visits only them */
+	_Static_assert(EMA_MAX_GPUS <= 32, "leap_gpus has a bit per GPU");
 	/* iteration_total's interference factors are exactly 1 when no flow
 	 * crosses the GPU (they are not with infinite coefficients) */
 	bool plain_without_flows;
@@ -914,6 +916,29 @@ static int sim_transfer_start(struct sim *p, const struct ema_transfer *t,
 
 /* ---- leaps ---------------------------------------------------------- */
 
+/* fmax(a, b) (the larger; the other where one is NaN), in line: a call
+ * into libm per step of a leap was a visible share of a replay. */
+static inline double max_time(double a, double b)
+{
+	if (isnan(a))
+		return b;
+	if (isnan(b))
+		return a;
+	return a > b ? a : b;
+}
+
+/* llround(x), in line for what times are (non-negative, below 2^63):
+ * the fraction x - trunc(x) of a double is exact. */
+static inline int64_t round_ns(double x)
+{
+	if (x >= 0 && x < 9.2e18) {
+		int64_t r = (int64_t)x;
+
+		return r + (x - (double)r >= 0.5);
+	}
+	return (int64_t)llround(x);
+}
+
 static int sim_iteration_time(struct ema_platform *pl, const struct ema_iteration *it,
 			      int64_t *ns, struct ema_error *err)
 {
@@ -931,14 +956,29 @@ static int sim_iteration_time(struct ema_platform *pl, const struct ema_iteratio
 		return EMA_ERR_UNSUPPORTED;
 	}
 	if (p->plain_without_flows) {
-		/* no flow through the GPU: iteration_total's factors are 1 */
-		ema_timing_iteration(p->hw, p->params.model, it, &c);
-		total = c.total_ns;
+		double compute, local;
+
+		/* No flow through the GPU: iteration_total's factors are 1, and
+		 * without remote KV (staged or not) ema_timing_iteration's time
+		 * is overhead + max(compute, local HBM), computed here in line:
+		 * this runs for every step of every leap. With FLOPs known only
+		 * from above, the time is memory's where their bound's compute
+		 * time does not exceed it (compute time grows with FLOPs). */
+		ema_cost_local_parts(p->hw, it, &compute, &local);
+		if (it->flops_bound && compute > local)
+			goto need_flops;
+		total = p->hw->iter_overhead_us * 1e3 + max_time(compute, local);
 	} else {
+		if (it->flops_bound)
+			goto need_flops;
 		total = iteration_total(p, it, 0, &c, &in_others);
 	}
-	*ns = (int64_t)llround(total);
+	*ns = round_ns(total);
 	return EMA_OK;
+need_flops:
+	if (err != NULL)
+		ema_error_set(err, EMA_ERR_UNSUPPORTED, "sim: this step's time needs its exact FLOPs");
+	return EMA_ERR_UNSUPPORTED;
 }
 
 static int sim_leap(struct ema_platform *pl, int gpu, int k, const int64_t *end,
@@ -988,6 +1028,7 @@ static int sim_leap(struct ema_platform *pl, int gpu, int k, const int64_t *end,
 	l->arg = arg;
 	l->active = true;
 	p->n_leaps++;
+	p->leap_gpus |= 1u << gpu;
 	p->iters[gpu].busy = true;
 	return EMA_OK;
 }
@@ -1034,6 +1075,13 @@ static bool event_before_leap(const struct ema_event *ev, const struct leap *l, 
  * push time by the iterations that pushed them. */
 static bool leap_before_leap(const struct leap *a, int ja, const struct leap *b, int jb, bool *bad)
 {
+	/* Tenants in lock-step (the same trace on the same GPUs) make leaps
+	 * whose steps end at the same times: the walk below would go back
+	 * to their first steps at every tie. Same ends all along, compared at
+	 * once: the order is that of their first events. */
+	if (ja == jb && a->end[0] == b->end[0] &&
+	    memcmp(a->end, b->end, (size_t)ja * sizeof *a->end) == 0)
+		return a->seq0 < b->seq0;
 	for (;;) {
 		int64_t pa = a->end[ja - 1], pb = b->end[jb - 1];
 
@@ -1062,6 +1110,7 @@ static void leap_dispatch(struct sim *p, int gpu)
 	p->q.now_ns = p->now;
 	l->active = false;
 	p->n_leaps--;
+	p->leap_gpus &= ~(1u << gpu);
 	s->streaming = false;
 	s->spec_groups = 0;
 	s->spec_adopted = false;
@@ -1114,12 +1163,11 @@ static int64_t next_with_leaps(struct sim *p, int *gpu, bool *bad)
 		int64_t t = ev != NULL ? ev->time_ns : INT64_MAX;
 		bool again = false;
 
-		for (int g = 0; g < EMA_MAX_GPUS; g++) {
+		for (uint32_t m = p->leap_gpus; m != 0; m &= m - 1) {
+			int g = __builtin_ctz(m);
 			struct leap *l = &p->leaps[g];
 			int64_t te;
 
-			if (!l->active)
-				continue;
 			te = l->end[l->m];
 			if (te < t || (te == t && (best >= 0 ?
 				leap_before_leap(l, l->m, &p->leaps[best], p->leaps[best].m, bad) :
@@ -1131,11 +1179,12 @@ static int64_t next_with_leaps(struct sim *p, int *gpu, bool *bad)
 		if (t == INT64_MAX)
 			return t;
 		/* iterations of other leaps ending at t become their ends */
-		for (int g = 0; g < EMA_MAX_GPUS; g++) {
+		for (uint32_t m = p->leap_gpus; m != 0; m &= m - 1) {
+			int g = __builtin_ctz(m);
 			struct leap *l = &p->leaps[g];
 			int j;
 
-			if (!l->active || g == best)
+			if (g == best)
 				continue;
 			j = leap_at(l, t);
 			if (j >= l->m || l->end[j] != t)

@@ -19,11 +19,22 @@ void ema_timing_iteration(const struct ema_hw_profile *hw, const struct ema_mode
 	double mem;
 
 	(void)m;
-	ema_step_cost(hw, it, staged, &sc);
-	out->overhead_ns = sc.overhead_ns;
-	out->compute_ns = sc.compute_ns;
-	out->memory_ns = sc.local_ns;
-	out->remote_inplace_ns = staged ? 0.0 : sc.link_ns;
+	if (it->n_remote == 0) {
+		/* All KV local, staged or not (ema stages, and plans a depth for
+		 * steps without remote KV too): the parts used here are the
+		 * compute and HBM times, which the cost model's general path
+		 * (clearing and walking per-GPU bytes, and the staging writes'
+		 * rate, unused here) computes as these same doubles. */
+		out->overhead_ns = hw->iter_overhead_us * 1e3;
+		ema_cost_local_parts(hw, it, &out->compute_ns, &out->memory_ns);
+		out->remote_inplace_ns = 0.0;
+	} else {
+		ema_step_cost(hw, it, staged, &sc);
+		out->overhead_ns = sc.overhead_ns;
+		out->compute_ns = sc.compute_ns;
+		out->memory_ns = sc.local_ns;
+		out->remote_inplace_ns = staged ? 0.0 : sc.link_ns;
+	}
 	mem = ema_timing_memory_ns(hw, out, 1.0);
 	out->total_ns = out->overhead_ns + fmax(out->compute_ns, mem);
 	out->memory_bound_share = (mem + out->compute_ns) > 0 ?

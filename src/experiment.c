@@ -54,6 +54,91 @@ double ema_quantile(double *v, size_t n, double q)
 	return gsl_stats_quantile_from_sorted_data(v, 1, n, q);
 }
 
+static inline void swap_d(double *a, double *b)
+{
+	double t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+/* Reorders v[lo, hi) so that v[k] holds what a sort would put there, no
+ * larger value before it and no smaller one after (quickselect, Hoare's
+ * partition around a median of three; finite values). */
+static void select_nth(double *v, size_t lo, size_t hi, size_t k)
+{
+	while (hi - lo > 16) {
+		size_t mid = lo + (hi - lo) / 2, i = lo - 1, j = hi;
+		double pivot;
+
+		/* v[lo] <= v[mid] <= v[hi - 1]: the scans below stop in range */
+		if (v[mid] < v[lo])
+			swap_d(&v[mid], &v[lo]);
+		if (v[hi - 1] < v[lo])
+			swap_d(&v[hi - 1], &v[lo]);
+		if (v[hi - 1] < v[mid])
+			swap_d(&v[hi - 1], &v[mid]);
+		pivot = v[mid];
+		for (;;) {
+			do
+				i++;
+			while (v[i] < pivot);
+			do
+				j--;
+			while (v[j] > pivot);
+			if (i >= j)
+				break;
+			swap_d(&v[i], &v[j]);
+		}
+		/* v[lo, j] <= pivot <= v[j + 1, hi) */
+		if (k <= j)
+			hi = j + 1;
+		else
+			lo = j + 1;
+	}
+	for (size_t i = lo + 1; i < hi; i++)
+		for (size_t j = i; j > lo && v[j] < v[j - 1]; j--)
+			swap_d(&v[j], &v[j - 1]);
+}
+
+void ema_quantiles(double *v, size_t n, const double *q, int k, double *out)
+{
+	size_t lo = 0, prev = SIZE_MAX;
+
+	for (int i = 0; i < k; i++) {
+		size_t lhs;
+
+		if (n == 0) {
+			out[i] = NAN;
+			continue;
+		}
+		/* the order statistics GSL's quantile reads, at its index */
+		lhs = (size_t)(int)(q[i] * (double)(n - 1));
+		if (lhs != prev) {
+			if (lhs < lo || lhs >= n) {
+				/* not ascending: sort it all (the slow way, right) */
+				out[i] = ema_quantile(v, n, q[i]);
+				lo = 0;
+				prev = SIZE_MAX;
+				continue;
+			}
+			select_nth(v, lo, n, lhs);
+			if (lhs + 1 < n) {
+				/* the next order statistic: the least of the rest */
+				size_t m = lhs + 1;
+
+				for (size_t j = lhs + 2; j < n; j++)
+					if (v[j] < v[m])
+						m = j;
+				swap_d(&v[lhs + 1], &v[m]);
+			}
+			prev = lhs;
+			lo = lhs + 1;
+		}
+		out[i] = gsl_stats_quantile_from_sorted_data(v, 1, n, q[i]);
+	}
+}
+
 int ema_metrics_compute(const struct ema_request_record *r, size_t n,
 			const struct ema_metrics_cfg *mc, const struct ema_slo_cfg *slo,
 			struct ema_metrics *m)
@@ -114,7 +199,9 @@ int ema_metrics_compute(const struct ema_request_record *r, size_t n,
 		for (size_t i = 0; i < nu; i++)
 			sum += user[i];
 		m->user_tok_s_mean = sum / (double)nu;
-		m->user_tok_s_p50 = ema_quantile(user, nu, 0.5);
+		static const double half = 0.5;
+
+		ema_quantiles(user, nu, &half, 1, &m->user_tok_s_p50);
 	}
 	{
 		size_t done = 0;
@@ -190,14 +277,14 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 		res->throughput_tok_s = (double)tokens / span;
 		res->req_s = (double)res->completed / span;
 	}
-	res->ttft_ms[0] = ema_quantile(ttft, nt, 0.50);
-	res->ttft_ms[1] = ema_quantile(ttft, nt, 0.90);
-	res->ttft_ms[2] = ema_quantile(ttft, nt, 0.99);
-	res->tpot_ms[0] = ema_quantile(tpot, np, 0.50);
-	res->tpot_ms[1] = ema_quantile(tpot, np, 0.90);
-	res->tpot_ms[2] = ema_quantile(tpot, np, 0.99);
-	res->e2e_ms[0] = ema_quantile(e2e, ne, 0.50);
-	res->e2e_ms[1] = ema_quantile(e2e, ne, 0.99);
+	{
+		/* three order statistics each, not three sorts */
+		static const double q3[3] = { 0.50, 0.90, 0.99 }, q2[2] = { 0.50, 0.99 };
+
+		ema_quantiles(ttft, nt, q3, 3, res->ttft_ms);
+		ema_quantiles(tpot, np, q3, 3, res->tpot_ms);
+		ema_quantiles(e2e, ne, q2, 2, res->e2e_ms);
+	}
 	res->preemptions = st->preemptions;
 	res->swaps = st->swaps;
 	res->recomputed_tokens = st->recomputed_tokens;
@@ -285,6 +372,57 @@ static void lent_peaks(struct ema_policy_run *run)
 			run->lent_peak[tl[i].gpu] = tl[i].lent;
 }
 
+static int build_workload(struct ema_experiment *x, int ti, struct ema_trace_cache *cache,
+			  struct ema_error *err)
+{
+	const struct ema_config *cfg = &x->cfg;
+	const struct ema_workload_cfg *wc = &cfg->tenants[ti].workload;
+	struct ema_workload_cut cut;
+	uint64_t seed = wc->seed ? wc->seed : ema_seed_derive(cfg->seed, ti, "workload");
+	int rc;
+
+	rc = ema_workload_build_shared(wc, seed, &x->workloads[ti], &cut, cache, err);
+	if (rc == EMA_ERR_INPUT && strncmp(err->msg, "workload: ", 10) == 0) {
+		/* a generator's check: say which tenant of which file */
+		char msg[EMA_ERROR_MSG_MAX];
+
+		snprintf(msg, sizeof msg, "%s", err->msg + 10);
+		if (cfg->workload_line[ti] > 0)
+			return ema_error_set(err, EMA_ERR_INPUT,
+					     "%s:%ld: tenants.%d.workload: %s",
+					     cfg->source_file, cfg->workload_line[ti],
+					     ti, msg);
+		return ema_error_set(err, EMA_ERR_INPUT, "%s: tenants.%d.workload: %s",
+				     cfg->source_file, ti, msg);
+	}
+	if (rc != EMA_OK)
+		return rc;
+	{
+		/* not progress: shown with --quiet too */
+		char note[EMA_ERROR_MSG_MAX + EMA_PATH_MAX];
+
+		if (ema_workload_cut_note(&x->workloads[ti], &cut, wc, note, sizeof note))
+			fprintf(stderr, "ema: warning: tenants.%d.workload: %s\n", ti, note);
+	}
+	return EMA_OK;
+}
+
+/* Every tenant's requests. Tenants replaying the same trace file share
+ * one read of it (the bench's 8 tenants parsed the one file 8 times). */
+static int build_workloads(struct ema_experiment *x, struct ema_error *err)
+{
+	const struct ema_config *cfg = &x->cfg;
+	struct ema_trace_cache *cache = ema_trace_cache_new();
+	int rc = EMA_OK;
+
+	if (cache == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	for (int ti = 0; ti < cfg->n_tenants && rc == EMA_OK; ti++)
+		rc = build_workload(x, ti, cache, err);
+	ema_trace_cache_free(cache);
+	return rc;
+}
+
 int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 {
 	const struct ema_config *cfg = &x->cfg;
@@ -296,35 +434,9 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 			return ema_error_set(err, EMA_ERR_INPUT,
 					     "%s: unknown policy \"%s\" (see `ema list policies`)",
 					     cfg->source_file, cfg->policies[i]);
-	for (int ti = 0; ti < cfg->n_tenants; ti++) {
-		const struct ema_workload_cfg *wc = &cfg->tenants[ti].workload;
-		struct ema_workload_cut cut;
-		uint64_t seed = wc->seed ? wc->seed : ema_seed_derive(cfg->seed, ti, "workload");
-
-		rc = ema_workload_build_cut(wc, seed, &x->workloads[ti], &cut, err);
-		if (rc == EMA_ERR_INPUT && strncmp(err->msg, "workload: ", 10) == 0) {
-			/* a generator's check: say which tenant of which file */
-			char msg[EMA_ERROR_MSG_MAX];
-
-			snprintf(msg, sizeof msg, "%s", err->msg + 10);
-			if (cfg->workload_line[ti] > 0)
-				return ema_error_set(err, EMA_ERR_INPUT,
-						     "%s:%ld: tenants.%d.workload: %s",
-						     cfg->source_file, cfg->workload_line[ti],
-						     ti, msg);
-			return ema_error_set(err, EMA_ERR_INPUT, "%s: tenants.%d.workload: %s",
-					     cfg->source_file, ti, msg);
-		}
-		if (rc != EMA_OK)
-			return rc;
-		{
-			/* not progress: shown with --quiet too */
-			char note[EMA_ERROR_MSG_MAX + EMA_PATH_MAX];
-
-			if (ema_workload_cut_note(&x->workloads[ti], &cut, wc, note, sizeof note))
-				fprintf(stderr, "ema: warning: tenants.%d.workload: %s\n", ti, note);
-		}
-	}
+	rc = build_workloads(x, err);
+	if (rc != EMA_OK)
+		return rc;
 	for (int i = 0; i < cfg->n_policies; i++) {
 		struct ema_policy_run *run = &x->runs[i];
 		struct ema_platform *p = NULL;
@@ -501,7 +613,7 @@ int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f)
 static void put_ms(struct ema_csvout *o, int64_t ns)
 {
 	if (ns >= 0)
-		ema_csvout_fixed(o, (double)ns * 1e-6, 6);
+		ema_csvout_ms(o, ns);
 }
 
 static int write_requests_csv(const struct ema_experiment *x, FILE *f)

@@ -126,5 +126,10 @@ int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f);
 
 /* Quantile q (0..1) of n values (sorted in place); NAN when n == 0. */
 double ema_quantile(double *v, size_t n, double q);
+/* ema_quantile for each of q[0..k) (ascending, else the values are
+ * sorted as ema_quantile does) into out[], the same doubles, with v
+ * reordered only as far as they need: a selection per quantile instead
+ * of a sort (finite values). */
+void ema_quantiles(double *v, size_t n, const double *q, int k, double *out);
 
 #endif

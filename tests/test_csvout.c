@@ -196,6 +196,57 @@ static void test_buffer(void)
 	free(o);
 }
 
+/* ema_csvout_ms is printf("%.6f", ns * 1e-6): over the whole range of
+ * its fast path (ns below 10^15, where it must be exact), at its edges
+ * and past them (where it hands over to the double). */
+static void test_csvout_ms(void)
+{
+	char path[] = "/tmp/ema_test_csvout_ms.XXXXXX";
+	struct ema_csvout *o = malloc(sizeof *o);
+	static const int64_t edges[] = {
+		0, 1, 999999, 1000000, 1000001, 999999999999999LL, 1000000000000000LL,
+		1000000000000001LL, INT64_MAX, -1, -1000000, INT64_MIN,
+	};
+	size_t cap = 8 << 20, wn = 0, gn;
+	char *want = malloc(cap), *got = malloc(cap);
+	int fd = mkstemp(path);
+	FILE *f;
+
+	CU_ASSERT_FATAL(fd >= 0 && o != NULL && want != NULL && got != NULL);
+	f = fdopen(fd, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	ema_csvout_init(o, f);
+	for (int i = 0; i < 200000; i++) {
+		int64_t ns;
+
+		if (i < (int)(sizeof edges / sizeof edges[0]))
+			ns = edges[i];
+		else if (i % 4 == 0)
+			ns = (int64_t)(next() % 1000000000000000ULL);     /* the whole fast path */
+		else if (i % 4 == 1)
+			ns = 1000000000000000LL - 1 - (int64_t)(next() % 1000000000ULL); /* its top */
+		else if (i % 4 == 2)
+			ns = (int64_t)(next() % 4000000000000ULL);        /* an hour's replay */
+		else
+			ns = (int64_t)(next() % 100000);                  /* under a millisecond */
+		ema_csvout_ms(o, ns);
+		ema_csvout_char(o, '\n');
+		wn += (size_t)snprintf(want + wn, cap - wn, "%.6f\n", (double)ns * 1e-6);
+	}
+	CU_ASSERT_EQUAL(ema_csvout_flush(o), 0);
+	fclose(f);
+	f = fopen(path, "rb");
+	CU_ASSERT_FATAL(f != NULL);
+	gn = fread(got, 1, cap, f);
+	fclose(f);
+	unlink(path);
+	CU_ASSERT_EQUAL(gn, wn);
+	CU_ASSERT(gn == wn && memcmp(got, want, wn) == 0);
+	free(want);
+	free(got);
+	free(o);
+}
+
 static int cmp_d(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -241,6 +292,7 @@ int main(void)
 		{ "exact halves round to even", test_halves },
 		{ "edges: zeros, %g styles, huge, tiny, NaN", test_edges },
 		{ "buffered writing", test_buffer },
+		{ "milliseconds from integer nanoseconds", test_csvout_ms },
 		{ "sorting doubles", test_sort },
 		{ NULL, NULL }
 	};

@@ -343,6 +343,52 @@ static void test_quantile(void)
 	}
 }
 
+/* ema_quantiles (a selection per quantile) gives ema_quantile's doubles
+ * (a sort), bit for bit: random arrays of 1 to 300 values and one of
+ * 19,366, with many ties or none, for ascending sets of quantiles, equal
+ * ones, the ends, and a set out of order (which falls back on sorting). */
+static void test_quantiles_select(void)
+{
+	static const double sets[][4] = {
+		{ 0.5, 0.9, 0.99, -1 }, { 0.5, 0.99, -1, -1 }, { 0.5, -1, -1, -1 },
+		{ 0.0, 1.0, -1, -1 }, { 0.9, 0.9, 0.99, -1 }, { 0.99, 0.5, 0.9, -1 },
+		{ 0.25, 0.5, 0.75, 1.0 },
+	};
+	static double a[20000], b[20000];
+	uint64_t x = 88172645463325252ULL;
+	int bad = 0;
+
+	for (int round = 0; round < 400; round++) {
+		size_t n = round == 399 ? 19366 : 1 + (size_t)round % 300;
+
+		for (size_t i = 0; i < n; i++) {
+			x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+			a[i] = round % 3 == 0 ? (double)(x % 7) : (double)(x % 1000000007ULL) * 1e-6;
+		}
+		for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
+			double got[4], want[4];
+			int k = 0;
+
+			while (k < 4 && sets[s][k] >= 0)
+				k++;
+			memcpy(b, a, n * sizeof *a);
+			ema_quantiles(b, n, sets[s], k, got);
+			for (int i = 0; i < k; i++) {
+				memcpy(b, a, n * sizeof *a);
+				want[i] = ema_quantile(b, n, sets[s][i]);
+				bad += memcmp(&got[i], &want[i], sizeof got[i]) != 0;
+			}
+		}
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	{
+		double none[1], q = 0.5, out = 0;
+
+		ema_quantiles(none, 0, &q, 1, &out);
+		CU_ASSERT(isnan(out));
+	}
+}
+
 /* ---- steady state, per-user throughput and SLOs by hand ---- */
 
 #define S_NS 1000000000LL
@@ -608,6 +654,7 @@ int main(void)
 		{"summary.csv header and row widths", test_summary_shape},
 		{"static vs itself is 1, guarantee only for lenders", test_comparisons},
 		{"quantiles by hand", test_quantile},
+		{"quantiles by selection are the sort's", test_quantiles_select},
 		{"steady state, per-user throughput and SLOs by hand", test_metrics_by_hand},
 		{"one request by hand", test_one_request},
 		{"a full disk: the file and the reason", test_write_full_disk},

@@ -16,11 +16,18 @@
 #include <unistd.h>
 
 #include "experiment.h"
+#include "lending.h"
+#include "mock_platform.h"
 #include "outdir.h"
+#include "policy.h"
 #include "test_main.h"
 
 static char top[4096];
 static int serial;
+/* the leaps of each policy in the last leaping run */
+static uint64_t run_leaps[EMA_MAX_POLICIES];
+static char run_policy[EMA_MAX_POLICIES][EMA_NAME_MAX];
+static int n_run_policies;
 
 static const char *const files[] = {
 	"config.json", "summary.csv", "requests.csv", "timeline.csv", "links.csv",
@@ -85,8 +92,18 @@ static int run_once(const char *config, const char *const *sets, int n, bool lea
 		rc = ema_experiment_run(x, &err);
 	}
 	*leaps = 0;
-	for (int i = 0; rc == EMA_OK && i < x->n_runs; i++)
-		*leaps += ema_engine_leaps(x->runs[i].engine, NULL);
+	if (leap)
+		n_run_policies = 0;
+	for (int i = 0; rc == EMA_OK && i < x->n_runs; i++) {
+		uint64_t made = ema_engine_leaps(x->runs[i].engine, NULL);
+
+		*leaps += made;
+		if (leap && i < EMA_MAX_POLICIES) {
+			run_leaps[i] = made;
+			memcpy(run_policy[i], x->runs[i].policy, sizeof run_policy[i]);
+			n_run_policies = i + 1;
+		}
+	}
 	snprintf(dir, size, "%s/run-%d", top, serial++);
 	if (rc == EMA_OK)
 		rc = ema_outdir_reserve(&od, "--out", dir, NULL, &err);
@@ -135,10 +152,37 @@ static uint64_t same_both_ways(const char *config, const char *const *sets, int 
 	return lb;
 }
 
+/* The leaps of `policy` in the last leaping run, or -1 if it did not run. */
+static long long leaps_of(const char *policy)
+{
+	for (int i = 0; i < n_run_policies; i++)
+		if (strcmp(run_policy[i], policy) == 0)
+			return (long long)run_leaps[i];
+	return -1;
+}
+
+/* A policy without leap_ok never leaps (the engine steps it). */
+static void no_leaps_without_hook(void)
+{
+	for (int i = 0; i < n_run_policies; i++)
+		if (ema_policy_find(run_policy[i])->leap_ok == NULL && run_leaps[i] != 0) {
+			CU_FAIL("a policy without leap_ok leapt");
+			fprintf(stderr, "\n%s leapt %llu times\n", run_policy[i],
+				(unsigned long long)run_leaps[i]);
+		}
+}
+
 static void test_default(void)
 {
 	/* its tenant 0 overloads its GPU: preemptions, borrowing, swaps */
 	CU_ASSERT(same_both_ways(NULL, NULL, 0) > 0);
+	/* each policy with leap_ok leaps here, remote_direct too (where a
+	 * GPU lends nothing and its free pages are within its reserve) */
+	CU_ASSERT(leaps_of("static") > 0);
+	CU_ASSERT(leaps_of("ideal") > 0);
+	CU_ASSERT(leaps_of("host_swap") > 0);
+	CU_ASSERT(leaps_of("remote_direct") > 0);
+	no_leaps_without_hook();
 	{
 		static const char *const roomy[] = { "gpu_mem_cap_gib=0" };
 
@@ -244,6 +288,61 @@ static void test_lockstep(void)
 	CU_ASSERT(same_both_ways(NULL, sets, n) > 0);
 }
 
+/* remote_direct's leap_ok by hand, 3 GPUs of 100 KV pages, reserve 5%
+ * (5 pages), floor 25%: a leap of tenant 1 may take its GPU's free pages
+ * anywhere in [0, 5], where nothing tenant 0 is told (borrowable,
+ * choose_lender) changes; at 6 free pages it would; a GPU that lends
+ * does not leap. */
+static void test_remote_direct_range(void)
+{
+	struct ema_request_spec r0[1] = {{0, 1, 1}}, r1[1] = {{0, 1, 1}}, r2[1] = {{0, 1, 1}};
+	struct ema_workload w[3] = {{r0, 1, 1}, {r1, 1, 1}, {r2, 1, 1}};
+	const struct ema_policy_ops *rd = ema_policy_find("remote_direct");
+	struct ema_leap_range range = { 0, INT32_MAX };
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_error err = {0};
+	struct mock *m;
+	int32_t held[100], borrowable0;
+	int n_held = 0, p;
+
+	tiny_config(&cfg, 3, (489 + 100) * 4.0 / 1024);
+	cfg.policy.lender_floor = 0.25;
+	cfg.policy.lender_reserve = 0.05;
+	m = mock_new(&cfg);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rd);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rd->leap_ok);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, rd, &m->base, w, &err), EMA_OK);
+	CU_ASSERT_EQUAL(e.tenants[1].kv_capacity_pages, 100);
+	/* GPU 2's tenant holds 60 pages: it can lend min(40 - 5, 75) = 35 */
+	for (int i = 0; i < 60; i++)
+		ema_ledger_alloc(&e.ledger, 2, 2, EMA_PAGE_KV);
+	/* tenant 1 holds 100 - 0 pages, then gives them back one by one */
+	while (n_held < 100)
+		held[n_held++] = ema_ledger_alloc(&e.ledger, 1, 1, EMA_PAGE_KV);
+	CU_ASSERT_TRUE(rd->leap_ok(&e.ctx, e.policy_state, 1, &range));
+	CU_ASSERT_EQUAL(range.free_min, 0);
+	CU_ASSERT_EQUAL(range.free_max, 5);
+	borrowable0 = rd->borrowable(&e.ctx, e.policy_state, 0);
+	CU_ASSERT_EQUAL(borrowable0, 35);
+	for (int32_t free = 0; free <= range.free_max; free++) {
+		CU_ASSERT_EQUAL(ema_ledger_free_pages(&e.ledger, 1), free);
+		CU_ASSERT_EQUAL(rd->borrowable(&e.ctx, e.policy_state, 0), borrowable0);
+		CU_ASSERT_EQUAL(rd->choose_lender(&e.ctx, e.policy_state, 0), 2);
+		ema_ledger_free(&e.ledger, 1, held[--n_held]);
+	}
+	/* 6 free: GPU 1 could lend one page, and tenant 0 would see it */
+	CU_ASSERT_EQUAL(rd->borrowable(&e.ctx, e.policy_state, 0), borrowable0 + 1);
+	/* a GPU that lends: no leap (its pages are read in place) */
+	p = ema_ledger_alloc(&e.ledger, 1, 0, EMA_PAGE_KV);
+	CU_ASSERT(p >= 0);
+	range.free_max = INT32_MAX;
+	CU_ASSERT_FALSE(rd->leap_ok(&e.ctx, e.policy_state, 1, &range));
+	e.platform = NULL;
+	mock_destroy(&m->base);
+	ema_engine_destroy(&e);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -254,6 +353,7 @@ int main(void)
 		{ "Mooncake trace", test_mooncake },
 		{ "ShareGPT lengths", test_sharegpt },
 		{ "8 tenants in lock-step", test_lockstep },
+		{ "remote_direct's leap range by hand", test_remote_direct_range },
 		{ NULL, NULL }
 	};
 	const char *t = getenv("TMPDIR");

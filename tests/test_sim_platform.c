@@ -14,6 +14,7 @@
 #include "ema_error.h"
 #include "platform.h"
 #include "sim.h"
+#include "step_cost.h"
 #include "test_main.h"
 
 /* Round figures: 100 GB/s links (100 bytes/ns), HBM 1000 bytes/ns, no
@@ -371,6 +372,127 @@ static void test_iteration_time(void)
 	it.gpu = 0;
 	CU_ASSERT_EQUAL(p->ops->iteration_time(p, &it, &ns, NULL), EMA_ERR_UNSUPPORTED);
 	p->ops->destroy(p);
+}
+
+/* iteration_time with the FLOPs known only from above (flops_bound): a
+ * step whose bound's compute time is within its memory time takes its
+ * memory time, whatever the FLOPs below the bound; one that could be
+ * compute-bound gets no answer. Plain GPU: 1000 bytes/ns, 10^9 FLOPs/ns,
+ * 20 us overhead; 36 MB of weights: 36 us of memory time. */
+static void test_iteration_time_bound(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_iteration it;
+	struct ema_error err = { 0 };
+	int64_t ns = -1;
+
+	plain_cfg(&cfg, 2);
+	p = make(&cfg);
+	memset(&it, 0, sizeof it);
+	it.gpu = 0;
+	it.n_seqs = 1;
+	it.decode_tokens = 1;
+	it.weight_bytes = 36000000;
+	it.flops = 1e12;                   /* 1 us of compute */
+	it.flops_bound = true;
+	CU_ASSERT_EQUAL(p->ops->iteration_time(p, &it, &ns, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ns, 56000);
+	it.flops = 3.6e13;                 /* 36 us: still memory's time */
+	CU_ASSERT_EQUAL(p->ops->iteration_time(p, &it, &ns, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ns, 56000);
+	it.flops = 3.7e13;                 /* 37 us: the FLOPs could decide */
+	ns = -1;
+	CU_ASSERT_EQUAL(p->ops->iteration_time(p, &it, &ns, &err), EMA_ERR_UNSUPPORTED);
+	CU_ASSERT_EQUAL(ns, -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "exact FLOPs"));
+	it.flops_bound = false;            /* as the sum: compute-bound */
+	CU_ASSERT_EQUAL(p->ops->iteration_time(p, &it, &ns, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ns, 57000);
+	p->ops->destroy(p);
+}
+
+/* iteration_time computes a step's time in line: on random steps without
+ * remote KV (staged or not, memory- or compute-bound, on a profile whose
+ * figures are not round), it is what iteration() takes, to the ns. */
+static void test_iteration_time_random(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_error err = { 0 };
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+	int bad = 0;
+
+	h200x2_cfg(&cfg);
+	p = make(&cfg);
+	for (int i = 0; i < 3000; i++) {
+		struct ema_iteration it;
+		int64_t ns = -1;
+
+		memset(&it, 0, sizeof it);
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		it.gpu = (int)(x & 1);
+		it.n_seqs = 1 + (int)(x >> 8) % 300;
+		it.decode_tokens = it.n_seqs;
+		it.weight_bytes = 1000000000ULL + (x >> 20) % 16000000000ULL;
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		it.kv_local_bytes = (x >> 3) % 40000000000ULL;
+		it.act_bytes = (x >> 40) * 7;
+		it.flops = (double)it.n_seqs * 1.6e10 * (double)(1 + (x & 0xff)) / 16.0;
+		it.layer_groups = 4;
+		it.prefetch_depth = (int)((x >> 12) & 1);
+		g_log.n_res = 0;
+		CU_ASSERT_EQUAL_FATAL(p->ops->iteration_time(p, &it, &ns, NULL), EMA_OK);
+		CU_ASSERT_EQUAL_FATAL(start(p, &it, log_iter, NULL, NULL), EMA_OK);
+		CU_ASSERT_EQUAL_FATAL(p->ops->run(p, 0, &err), EMA_OK);
+		CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
+		bad += g_log.res[0].end_ns - g_log.res[0].start_ns != ns;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	p->ops->destroy(p);
+}
+
+/* The cost model's shortcut for steps without remote KV (timing.c and
+ * step_cost.c) gives the doubles of its general path: the same random
+ * steps, staged or not, once without remote reads and once with a
+ * remote read of 0 bytes (which takes the general path), time alike. */
+static void test_timing_local_shortcut(void)
+{
+	struct ema_config cfg;
+	uint64_t x = 0x2545f4914f6cdd1dULL;
+	int bad = 0;
+
+	h200x2_cfg(&cfg);
+	for (int i = 0; i < 3000; i++) {
+		struct ema_iteration a, b;
+		struct ema_timing ca, cb;
+		struct ema_step_cost sa, sb;
+
+		memset(&a, 0, sizeof a);
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		a.n_seqs = 1 + (int)(x >> 8) % 300;
+		a.weight_bytes = (x >> 20) % 32000000000ULL;
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		a.kv_local_bytes = (x >> 3) % 40000000000ULL;
+		a.act_bytes = (x >> 40) * 7;
+		a.flops = (double)(x % 1000000007ULL) * 1e5;
+		a.layer_groups = 4;
+		a.prefetch_depth = (int)((x >> 12) & 1);
+		b = a;
+		b.n_remote = 1;
+		b.remote[0].gpu = 1;
+		ema_timing_iteration(&cfg.hw, &cfg.model, &a, &ca);
+		ema_timing_iteration(&cfg.hw, &cfg.model, &b, &cb);
+		bad += ca.overhead_ns != cb.overhead_ns || ca.compute_ns != cb.compute_ns ||
+		       ca.memory_ns != cb.memory_ns || ca.remote_inplace_ns != cb.remote_inplace_ns ||
+		       ca.total_ns != cb.total_ns;
+		ema_step_cost(&cfg.hw, &a, false, &sa);
+		ema_step_cost(&cfg.hw, &b, false, &sb);
+		bad += sa.overhead_ns != sb.overhead_ns || sa.compute_ns != sb.compute_ns ||
+		       sa.local_ns != sb.local_ns || sa.link_ns != sb.link_ns ||
+		       sa.memory_ns != sb.memory_ns || sa.total_ns != sb.total_ns;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
 }
 
 /* Borrower GPU 0, lender GPU 1; 36 MB local bytes (36 us at 1000/ns),
@@ -968,6 +1090,9 @@ int main(void)
 		{ "failed ops say why", test_errors },
 		{ "a leap goes where its iterations' events would", test_leap_order },
 		{ "iteration_time: iteration()'s time, none with transfers", test_iteration_time },
+		{ "iteration_time with an upper bound of the FLOPs", test_iteration_time_bound },
+		{ "iteration_time of random steps is iteration()'s", test_iteration_time_random },
+		{ "cost model: steps without remote KV, shortcut and general path", test_timing_local_shortcut },
 		{ NULL, NULL }
 	};
 

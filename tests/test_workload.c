@@ -861,6 +861,64 @@ static void test_cut_counts(void)
 	ema_workload_free(&w);
 }
 
+/* Tenants replaying one file share one read of it (a cache): each gets
+ * the rows its own read would give, cut and scaled by its own window,
+ * rate_scale and cap; a second file is read on its own; a failed read
+ * leaves nothing behind that a later build would see. */
+static void test_shared_reads(void)
+{
+	static const struct expect win[] = { { 0, 200, 20 }, { 734567891LL, 300, 30 } };
+	static const struct expect fast[] = {
+		{ 0, 100, 10 }, { 250000000LL, 200, 20 }, { 617283946LL, 300, 30 },
+		{ 1000000000LL, 400, 40 }, { 7500000000LL, 500, 50 },
+	};
+	struct ema_workload_cfg a = synth_cfg(), b, c, bad;
+	struct ema_workload wa, wb, wc;
+	struct ema_workload_cut cut;
+	struct ema_trace_cache *cache = ema_trace_cache_new();
+	struct ema_error err = { 0 };
+	char want[8192];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cache);
+	a.source = EMA_WL_TRACE;
+	fixture(a.trace, sizeof a.trace, "vidur.csv");   /* 0, .5, 1.234567891, 2, 15 s */
+	b = a;
+	c = a;
+	bad = a;
+	a.start_s = 0.5;
+	a.duration_s = 1;
+	b.rate_scale = 2;
+	fixture(c.trace, sizeof c.trace, "azure_2023.csv");
+	fixture(bad.trace, sizeof bad.trace, "no_such_trace.csv");
+	/* a failed read first: the same error as without the cache */
+	CU_ASSERT_EQUAL(ema_workload_build_shared(&bad, 0, &wa, &cut, cache, &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no_such_trace.csv"));
+	CU_ASSERT_EQUAL_FATAL(ema_workload_build_shared(&a, 0, &wa, &cut, cache, &err), 0);
+	check_reqs(&wa, win, 2);
+	CU_ASSERT_EQUAL(cut.by_duration, 2);
+	CU_ASSERT_EQUAL_FATAL(ema_workload_build_shared(&b, 0, &wb, &cut, cache, &err), 0);
+	check_reqs(&wb, fast, 5);
+	CU_ASSERT_EQUAL(cut.by_duration, 0);
+	/* another file: its own rows, the same as an uncached build's */
+	CU_ASSERT_EQUAL_FATAL(ema_workload_build_shared(&c, 0, &wc, &cut, cache, &err), 0);
+	check_reqs(&wc, azure_2023, 5);
+	ema_workload_free(&wc);
+	/* a window with nothing in it, from the cached rows */
+	a.start_s = 3000;
+	a.duration_s = 0;
+	CU_ASSERT_EQUAL(ema_workload_build_shared(&a, 0, &wc, &cut, cache, &err), EMA_ERR_INPUT);
+	snprintf(want, sizeof want, "%s: no requests in window [3000 s, end)", a.trace);
+	CU_ASSERT_STRING_EQUAL(err.msg, want);
+	/* and the rows of the first build were the caller's own */
+	wa.reqs[0].prompt_tokens = 7;
+	CU_ASSERT_EQUAL_FATAL(ema_workload_build_shared(&b, 0, &wc, &cut, cache, &err), 0);
+	check_reqs(&wc, fast, 5);
+	ema_workload_free(&wa);
+	ema_workload_free(&wb);
+	ema_workload_free(&wc);
+	ema_trace_cache_free(cache);
+}
+
 /* A replay opens its trace once: through a FIFO (as from <(...)), with
  * format auto, it reads every row instead of hanging on a second open or
  * finding the pipe already drained. */
@@ -1210,6 +1268,7 @@ static const struct ema_test_case cases[] = {
 	{ "configuration errors", test_build_errors },
 	{ "rows cut by the window and the cap", test_cut_counts },
 	{ "trace through a FIFO", test_fifo_trace },
+	{ "one read of a trace for several tenants", test_shared_reads },
 	{ "lengths file as a trace", test_lengths_as_trace },
 	{ "rate_scale overflow", test_scale_overflow },
 	{ "real azure traces", test_real_azure },

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Gamma shapes below 1/cv^2 = 1e-4 underflow to runs of zero gaps. */
@@ -106,7 +107,87 @@ static int32_t draw_length(const struct ema_length_cfg *lc, bool from_file,
 	return (int32_t)llround(v);
 }
 
-static int build_trace(const struct ema_workload_cfg *cfg,
+/* A trace file as read, kept for the next tenant that replays it. */
+struct ema_trace_file {
+	char path[EMA_PATH_MAX];
+	enum ema_trace_format format;
+	struct ema_workload rows;
+	uint32_t *lines;
+};
+
+struct ema_trace_cache {
+	int n, cap;
+	struct ema_trace_file *files;
+};
+
+struct ema_trace_cache *ema_trace_cache_new(void)
+{
+	return calloc(1, sizeof(struct ema_trace_cache));
+}
+
+void ema_trace_cache_free(struct ema_trace_cache *c)
+{
+	if (c == NULL)
+		return;
+	for (int i = 0; i < c->n; i++) {
+		ema_workload_free(&c->files[i].rows);
+		free(c->files[i].lines);
+	}
+	free(c->files);
+	free(c);
+}
+
+/* The rows of cfg's trace and the file line of each, into out and *lines
+ * (the caller's to free): read from the file, or copied from the cache
+ * when an earlier tenant read the same path in the same format (the copy
+ * is what a second read would give: one file, read once, so a FIFO works
+ * for every tenant too). */
+static int read_trace(const struct ema_workload_cfg *cfg, struct ema_trace_cache *cache,
+		      struct ema_workload *out, uint32_t **lines, struct ema_error *err)
+{
+	struct ema_trace_file *f = NULL;
+	int rc;
+
+	if (cache == NULL)
+		return ema_trace_read_ex(cfg->trace, cfg->format, true, out, lines, err);
+	for (int i = 0; i < cache->n && f == NULL; i++)
+		if (cache->files[i].format == cfg->format &&
+		    strcmp(cache->files[i].path, cfg->trace) == 0)
+			f = &cache->files[i];
+	if (f == NULL) {
+		if (cache->n == cache->cap) {
+			int cap = cache->cap ? 2 * cache->cap : 4;
+			struct ema_trace_file *n = realloc(cache->files, (size_t)cap * sizeof *n);
+
+			if (n == NULL)
+				return ema_error_set(err, EMA_ERR_NOMEM, "workload: out of memory");
+			cache->files = n;
+			cache->cap = cap;
+		}
+		f = &cache->files[cache->n];
+		memset(f, 0, sizeof *f);
+		rc = ema_trace_read_ex(cfg->trace, cfg->format, true, &f->rows, &f->lines, err);
+		if (rc)
+			return rc;
+		snprintf(f->path, sizeof f->path, "%s", cfg->trace);
+		f->format = cfg->format;
+		cache->n++;
+	}
+	memset(out, 0, sizeof *out);
+	*lines = malloc((f->rows.n ? f->rows.n : 1) * sizeof **lines);
+	if (*lines == NULL || ema_workload_reserve(out, f->rows.n, err) != 0) {
+		free(*lines);
+		*lines = NULL;
+		ema_workload_free(out);
+		return ema_error_set(err, EMA_ERR_NOMEM, "workload: out of memory");
+	}
+	memcpy(out->reqs, f->rows.reqs, f->rows.n * sizeof *out->reqs);
+	memcpy(*lines, f->lines, f->rows.n * sizeof **lines);
+	out->n = f->rows.n;
+	return 0;
+}
+
+static int build_trace(const struct ema_workload_cfg *cfg, struct ema_trace_cache *cache,
 		       struct ema_workload *out, struct ema_workload_cut *cut,
 		       struct ema_error *err)
 {
@@ -131,7 +212,7 @@ static int build_trace(const struct ema_workload_cfg *cfg,
 				     "workload: max_requests must be >= 0, got %d", cfg->max_requests);
 	/* one read: a FIFO or <(...) cannot be opened twice, so the format
 	 * (and whether it has times at all) is decided from the same bytes */
-	rc = ema_trace_read_ex(cfg->trace, cfg->format, true, out, &lines, err);
+	rc = read_trace(cfg, cache, out, &lines, err);
 	if (rc)
 		return rc;
 	start_ns = llround(cfg->start_s * 1e9);
@@ -377,6 +458,13 @@ int ema_workload_build_cut(const struct ema_workload_cfg *cfg, uint64_t seed,
 			   struct ema_workload *out, struct ema_workload_cut *cut,
 			   struct ema_error *err)
 {
+	return ema_workload_build_shared(cfg, seed, out, cut, NULL, err);
+}
+
+int ema_workload_build_shared(const struct ema_workload_cfg *cfg, uint64_t seed,
+			      struct ema_workload *out, struct ema_workload_cut *cut,
+			      struct ema_trace_cache *cache, struct ema_error *err)
+{
 	struct ema_workload_cut none;
 
 	if (cfg == NULL || out == NULL)
@@ -388,7 +476,7 @@ int ema_workload_build_cut(const struct ema_workload_cfg *cfg, uint64_t seed,
 	memset(cut, 0, sizeof *cut);
 	switch (cfg->source) {
 	case EMA_WL_TRACE:
-		return build_trace(cfg, out, cut, err);
+		return build_trace(cfg, cache, out, cut, err);
 	case EMA_WL_SYNTHETIC:
 	case EMA_WL_LENGTHS:
 		return build_generated(cfg, seed, out, err);

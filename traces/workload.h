@@ -99,6 +99,19 @@ int ema_workload_build_cut(const struct ema_workload_cfg *cfg, uint64_t seed,
 			   struct ema_workload *out, struct ema_workload_cut *cut,
 			   struct ema_error *err);
 
+/* Trace files read once for every tenant that replays them: 8 tenants of
+ * one scenario replaying the same file read and parsed it 8 times. */
+struct ema_trace_cache;
+struct ema_trace_cache *ema_trace_cache_new(void);   /* NULL: out of memory */
+void ema_trace_cache_free(struct ema_trace_cache *c);
+
+/* ema_workload_build_cut whose trace replays read each (file, format)
+ * once through cache (NULL: no cache): every tenant gets the rows a read
+ * of its own would give, windowed and scaled by its own configuration. */
+int ema_workload_build_shared(const struct ema_workload_cfg *cfg, uint64_t seed,
+			      struct ema_workload *out, struct ema_workload_cut *cut,
+			      struct ema_trace_cache *cache, struct ema_error *err);
+
 void ema_workload_free(struct ema_workload *w);
 
 /* A sentence saying how many rows of a trace replay its window end
