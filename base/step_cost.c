@@ -77,6 +77,11 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 		       (double)it->act_bytes;
 	double bytes[EMA_MAX_GPUS];
 	double remote = 0;
+	/* GPUs past the last one read add nothing to the links' sums and
+	 * maxima (0 bytes: exactly 0 GB/s), so the loops below stop there:
+	 * most iterations read nothing remote, and the simulator and ema
+	 * each cost every iteration */
+	int n = 0;
 
 	if (it->n_remote == 0 && !staged) {
 		/* All KV local (most steps, and every step of a leap): no link
@@ -96,12 +101,13 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 		if (g >= 0 && g < EMA_MAX_GPUS) {
 			bytes[g] += (double)it->remote[i].bytes;
 			remote += (double)it->remote[i].bytes;
+			if (g >= n)
+				n = g + 1;
 		}
 	}
 	out->overhead_ns = hw->iter_overhead_us * 1e3;
 	out->compute_ns = flops_per_ns > 0 ? it->flops / flops_per_ns : 0.0;
-	out->link_ns = ema_cost_link_ns(hw, ema_cost_link_gbps(hw, staged, it->method),
-					bytes, EMA_MAX_GPUS);
+	out->link_ns = ema_cost_link_ns(hw, ema_cost_link_gbps(hw, staged, it->method), bytes, n);
 	if (!staged) {
 		out->local_ns = ema_cost_hbm_ns(hw, local);
 		out->memory_ns = ema_cost_inplace_ns(hw, out->local_ns, out->link_ns);
@@ -112,7 +118,7 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 	 * borrower's memory-bound work slows with the rate it is written */
 	out->local_ns = ema_cost_hbm_ns(hw, local + remote);
 	{
-		double in = ema_cost_stage_in_gbps(hw, it->method, bytes, EMA_MAX_GPUS,
+		double in = ema_cost_stage_in_gbps(hw, it->method, bytes, n,
 						   fmax(out->compute_ns, out->local_ns));
 
 		out->memory_ns = out->local_ns *
