@@ -573,16 +573,20 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 {
 	const struct ema_state *st = state;
 	int32_t left = st->max_borrow[tenant] - ema_ledger_borrowed_pages(c->ledger, tenant);
+	int32_t avail_g[EMA_MAX_GPUS] = {0};
 	int64_t avail = 0;
 
-	if (st->never[tenant])
+	/* The engine asks at every admission it tries (every step of a
+	 * tenant with a queue): what is computed once here serves the link
+	 * budgets and the TPOT budget's choice of lender alike. */
+	if (st->never[tenant] || left <= 0)
 		return 0;
 	for (int g = 0; g < c->n_gpus; g++) {
 		int32_t n;
 
 		if (g == c->tenant_gpu[tenant])
 			continue;
-		n = lendable(c, st, g, true);
+		n = avail_g[g] = lendable(c, st, g, true);
 		if (link_budgets(c)) {
 			int32_t b = budget_now(c, tenant, g);
 
@@ -591,14 +595,14 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 		if (n > 0)
 			avail += n;
 	}
-	if (tpot_budget_on(c, tenant) && avail > 0) {
-		int32_t avail_g[EMA_MAX_GPUS] = {0}, lent[EMA_MAX_GPUS] = {0};
+	/* (a budget that measured no prefill yet allows anything, at most
+	 * INT32_MAX / 2 as left is: no lender to pick for it) */
+	if (tpot_budget_on(c, tenant) && avail > 0 && prefill_share0(st, tenant) > 0) {
+		int32_t lent[EMA_MAX_GPUS] = {0};
 		int32_t t_left;
 
-		for (int g = 0; g < c->n_gpus; g++) {
-			avail_g[g] = g == c->tenant_gpu[tenant] ? 0 : lendable(c, st, g, true);
+		for (int g = 0; g < c->n_gpus; g++)
 			lent[g] = ema_ledger_lent_pages(c->ledger, g);
-		}
 		t_left = tpot_pages_left(c, st, tenant,
 					 pick_lender(c, tenant, c->ledger->borrowed[tenant],
 						     ema_ledger_borrowed_pages(c->ledger, tenant),
@@ -613,8 +617,6 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 
 		avail = avail < in ? avail : in;
 	}
-	if (left < 0)
-		left = 0;
 	return avail < left ? (int32_t)(avail > 0 ? avail : 0) : left;
 }
 
