@@ -77,6 +77,16 @@ struct ema_state {
 	 * time they were read over, decayed like the above */
 	double read_bytes[EMA_MAX_TENANTS][EMA_MAX_GPUS];
 	double read_ns[EMA_MAX_TENANTS];
+	/* The link budget in pages of each tenant's links, for the link_share
+	 * and (staged: the budget grows with it) the borrowed total it was
+	 * computed for: the hooks ask for it per lender at every admission
+	 * tried and every page borrowed, and in place it never changes. */
+	struct ema_link_memo {
+		bool valid;
+		double share;
+		int32_t total;
+		int32_t pages;
+	} link_memo[EMA_MAX_TENANTS];
 };
 
 /* The TPOT budget's memory of the tenant's prefill share: about the last
@@ -131,20 +141,30 @@ static double link_bytes(const struct ema_policy_ctx *c, int tenant, int32_t tot
  * every borrower (lent_g): a `direct` link carries only this tenant's
  * pages of g; behind a switch, the tenant's ingress port carries all it
  * borrowed, and g's egress port all g lent. May be negative. */
-static int32_t budget_left(const struct ema_policy_ctx *c, int tenant, int g,
-			   const int32_t *from, int32_t total, int32_t lent_g)
+static int32_t budget_left(const struct ema_policy_ctx *c, struct ema_state *st, int tenant,
+			   int g, const int32_t *from, int32_t total, int32_t lent_g)
 {
-	double pages = floor(link_bytes(c, tenant, total) / (double)c->page_bytes);
-	int32_t b = pages < INT32_MAX / 2 ? (int32_t)pages : INT32_MAX / 2;
+	struct ema_link_memo *m = &st->link_memo[tenant];
+	double share = own(c)->link_share;
+	int32_t key = path_staged(c) ? total : 0;
+	int32_t b;
 
+	if (m->valid && m->share == share && m->total == key) {
+		b = m->pages;
+	} else {
+		double pages = floor(link_bytes(c, tenant, total) / (double)c->page_bytes);
+
+		b = pages < INT32_MAX / 2 ? (int32_t)pages : INT32_MAX / 2;
+		*m = (struct ema_link_memo){ true, share, key, b };
+	}
 	if (c->hw->topology != EMA_TOPO_SWITCH)
 		return b - from[g];
 	return b - total < b - lent_g ? b - total : b - lent_g;
 }
 
-static int32_t budget_now(const struct ema_policy_ctx *c, int tenant, int g)
+static int32_t budget_now(const struct ema_policy_ctx *c, struct ema_state *st, int tenant, int g)
 {
-	return budget_left(c, tenant, g, c->ledger->borrowed[tenant],
+	return budget_left(c, st, tenant, g, c->ledger->borrowed[tenant],
 			   ema_ledger_borrowed_pages(c->ledger, tenant),
 			   ema_ledger_lent_pages(c->ledger, g));
 }
@@ -376,8 +396,8 @@ static double lender_slowdown_now(const struct ema_policy_ctx *c, const struct e
  * (lent[]): among GPUs with a page to lend and, under link budgets, a
  * page of budget left, the one whose link has the most budget left (ties:
  * the most lendable, then the lowest index). -1: none. */
-static int pick_lender(const struct ema_policy_ctx *c, int tenant, const int32_t *from,
-		       int32_t total, const int32_t *avail, const int32_t *lent)
+static int pick_lender(const struct ema_policy_ctx *c, struct ema_state *st, int tenant,
+		       const int32_t *from, int32_t total, const int32_t *avail, const int32_t *lent)
 {
 	int best = -1;
 	int32_t best_b = 0, best_n = 0;
@@ -387,7 +407,7 @@ static int pick_lender(const struct ema_policy_ctx *c, int tenant, const int32_t
 
 		if (g == c->tenant_gpu[tenant] || avail[g] <= 0)
 			continue;
-		b = budget_left(c, tenant, g, from, total, lent[g]);
+		b = budget_left(c, st, tenant, g, from, total, lent[g]);
 		if (link_budgets(c) && b < 1)
 			continue;
 		if (best < 0 || b > best_b || (b == best_b && avail[g] > best_n)) {
@@ -444,8 +464,7 @@ static int32_t lendable(const struct ema_policy_ctx *c, const struct ema_state *
 /* The most `tenant` could borrow were every peer idle: lenders handing
  * out what they may ever lend, one page at a time to the lender
  * pick_lender chooses, as at run time, until no link has budget left. */
-static int32_t max_borrow_total(const struct ema_policy_ctx *c, const struct ema_state *st,
-				int tenant)
+static int32_t max_borrow_total(const struct ema_policy_ctx *c, struct ema_state *st, int tenant)
 {
 	int32_t from[EMA_MAX_GPUS] = {0}, avail[EMA_MAX_GPUS] = {0}, lent[EMA_MAX_GPUS] = {0};
 	int32_t total = 0, cap = st->max_borrow[tenant];
@@ -468,7 +487,7 @@ static int32_t max_borrow_total(const struct ema_policy_ctx *c, const struct ema
 		return sum < cap ? (int32_t)sum : cap;
 	}
 	while (total < cap) {
-		int g = pick_lender(c, tenant, from, total, avail, lent);
+		int g = pick_lender(c, st, tenant, from, total, avail, lent);
 
 		if (g < 0)
 			break;
@@ -476,7 +495,7 @@ static int32_t max_borrow_total(const struct ema_policy_ctx *c, const struct ema
 		 * by one at run time, but a link's budget only shrinks with
 		 * its own pages (staged, it grows with every page: retried) */
 		{
-			int32_t b = budget_left(c, tenant, g, from, total, lent[g]);
+			int32_t b = budget_left(c, st, tenant, g, from, total, lent[g]);
 			int32_t n = b < avail[g] ? b : avail[g];
 
 			if (c->hw->topology == EMA_TOPO_SWITCH || path_staged(c))
@@ -499,7 +518,7 @@ static int32_t max_borrow_total(const struct ema_policy_ctx *c, const struct ema
  * borrowing pays only when W >= k L. In place within the link budget it
  * takes (W + L) / inplace_overlap_efficiency and serves L + R: it pays
  * when efficiency x (L + R) > L, R the most it can borrow. */
-static bool borrowing_pays(const struct ema_policy_ctx *c, const struct ema_state *st, int tenant)
+static bool borrowing_pays(const struct ema_policy_ctx *c, struct ema_state *st, int tenant)
 {
 	const struct ema_hw_profile *hw = c->hw;
 	double w = (double)ema_model_weight_bytes(c->model);
@@ -571,7 +590,7 @@ static void update_reserve(const struct ema_policy_ctx *c, struct ema_state *st,
 
 static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int tenant)
 {
-	const struct ema_state *st = state;
+	struct ema_state *st = state;
 	int32_t left = st->max_borrow[tenant] - ema_ledger_borrowed_pages(c->ledger, tenant);
 	int32_t avail_g[EMA_MAX_GPUS] = {0};
 	int64_t avail = 0;
@@ -588,7 +607,7 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 			continue;
 		n = avail_g[g] = lendable(c, st, g, true);
 		if (link_budgets(c)) {
-			int32_t b = budget_now(c, tenant, g);
+			int32_t b = budget_now(c, st, tenant, g);
 
 			n = n < b ? n : b;
 		}
@@ -604,7 +623,7 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 		for (int g = 0; g < c->n_gpus; g++)
 			lent[g] = ema_ledger_lent_pages(c->ledger, g);
 		t_left = tpot_pages_left(c, st, tenant,
-					 pick_lender(c, tenant, c->ledger->borrowed[tenant],
+					 pick_lender(c, st, tenant, c->ledger->borrowed[tenant],
 						     ema_ledger_borrowed_pages(c->ledger, tenant),
 						     avail_g, lent));
 		avail = avail < t_left ? avail : t_left;
@@ -612,7 +631,8 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 	if (link_budgets(c) && c->hw->topology == EMA_TOPO_SWITCH) {
 		/* the ingress port is shared by every lender: a GPU that lent
 		 * nothing is bound by it alone */
-		int32_t in = budget_left(c, tenant, c->tenant_gpu[tenant], c->ledger->borrowed[tenant],
+		int32_t in = budget_left(c, st, tenant, c->tenant_gpu[tenant],
+					 c->ledger->borrowed[tenant],
 					 ema_ledger_borrowed_pages(c->ledger, tenant), 0);
 
 		avail = avail < in ? avail : in;
@@ -642,7 +662,7 @@ static int ema_choose_lender(const struct ema_policy_ctx *c, void *state, int te
 		avail[g] = g == c->tenant_gpu[tenant] ? 0 : lendable(c, st, g, false);
 		lent[g] = ema_ledger_lent_pages(c->ledger, g);
 	}
-	best = pick_lender(c, tenant, c->ledger->borrowed[tenant], borrowed, avail, lent);
+	best = pick_lender(c, st, tenant, c->ledger->borrowed[tenant], borrowed, avail, lent);
 	/* staging for what is borrowed now and this page, when staging */
 	if (best >= 0)
 		update_reserve(c, st, tenant, 1);
