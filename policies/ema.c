@@ -87,6 +87,14 @@ struct ema_state {
 		int32_t total;
 		int32_t pages;
 	} link_memo[EMA_MAX_TENANTS];
+	/* The lender guard's predicted slowdown of every GPU, as of run time
+	 * slow_ns and note number slow_notes (notes counts note_iteration's
+	 * calls): borrowable asks for each lender, at every admission tried,
+	 * and each asked for the decay of every borrower's rates. */
+	uint64_t notes, slow_notes;
+	int64_t slow_ns;
+	bool slow_valid;
+	double slow[EMA_MAX_GPUS];
 };
 
 /* The TPOT budget's memory of the tenant's prefill share: about the last
@@ -354,6 +362,7 @@ static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
 	}
 	st->noted_ns[t] = now;
 	st->noted[t] = true;
+	st->notes++;
 }
 
 /* ---- the lender guard -------------------------------------------------
@@ -371,24 +380,41 @@ static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
  * 2.68 GB of borrowed KV at every 9.9 ms step and spends 17% of its time in
  * prefills, 225 GB/s: 0.952 x 225 / 4357 = 4.9%, against the lender's
  * TPOT p50 measured +5.4% without the guard. */
-static double lender_slowdown_now(const struct ema_policy_ctx *c, const struct ema_state *st, int g)
+static double lender_slowdown_now(const struct ema_policy_ctx *c, struct ema_state *st, int g)
 {
 	int64_t now = ema_policy_now(c);
-	double gbps = 0;
+	double gbps[EMA_MAX_GPUS] = {0};
 
+	if (st->slow_valid && st->slow_ns == now && st->slow_notes == st->notes)
+		return st->slow[g];
+	/* every GPU at once, each summed over the borrowers in order as one
+	 * at a time would be; a borrower's decay is the same for each */
 	for (int t = 0; t < c->n_tenants; t++) {
-		double gap, decay, span;
+		double gap = 0, decay = 0, span = 0;
+		bool some = false;
 
-		if (!st->noted[t] || st->read_bytes[t][g] <= 0)
+		if (!st->noted[t])
 			continue;
-		gap = (double)(now - st->noted_ns[t]);
-		decay = exp(-gap / EMA_TPOT_WINDOW_NS);
-		/* at least 1 ms: the first iterations have no time behind them */
-		span = st->read_ns[t] * decay + gap;
-		gbps += st->read_bytes[t][g] * decay / (span > 1e6 ? span : 1e6);
+		for (int h = 0; h < c->n_gpus; h++) {
+			if (st->read_bytes[t][h] <= 0)
+				continue;
+			if (!some) {
+				gap = (double)(now - st->noted_ns[t]);
+				decay = exp(-gap / EMA_TPOT_WINDOW_NS);
+				/* at least 1 ms: the first iterations have no time behind them */
+				span = st->read_ns[t] * decay + gap;
+				some = true;
+			}
+			gbps[h] += st->read_bytes[t][h] * decay / (span > 1e6 ? span : 1e6);
+		}
 	}
-	return c->hw->hbm_read_gbps > 0 ?
-	       c->hw->interference_lender * gbps / c->hw->hbm_read_gbps : 0.0;
+	for (int h = 0; h < c->n_gpus; h++)
+		st->slow[h] = c->hw->hbm_read_gbps > 0 ?
+			      c->hw->interference_lender * gbps[h] / c->hw->hbm_read_gbps : 0.0;
+	st->slow_ns = now;
+	st->slow_notes = st->notes;
+	st->slow_valid = true;
+	return st->slow[g];
 }
 
 /* The lender to take `tenant`'s next page from, given what it holds
@@ -443,8 +469,7 @@ static int32_t headroom_pages(const struct ema_policy_ctx *c, int g)
  * next page of a running one (refused, that request is preempted and
  * recomputed: on h200x2 the borrower then preempted 158 times against
  * static's 83). */
-static int32_t lendable(const struct ema_policy_ctx *c, const struct ema_state *st, int g,
-			bool admit)
+static int32_t lendable(const struct ema_policy_ctx *c, struct ema_state *st, int g, bool admit)
 {
 	int32_t n = ema_lending_lendable(c, g);
 	int32_t left = st->max_lent[g] - ema_ledger_lent_pages(c->ledger, g);
