@@ -3,7 +3,6 @@
 #include "step_cost.h"
 
 #include <math.h>
-#include <string.h>
 
 double ema_cost_hbm_ns(const struct ema_hw_profile *hw, double bytes)
 {
@@ -78,9 +77,9 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 	double bytes[EMA_MAX_GPUS];
 	double remote = 0;
 	/* GPUs past the last one read add nothing to the links' sums and
-	 * maxima (0 bytes: exactly 0 GB/s), so the loops below stop there:
-	 * most iterations read nothing remote, and the simulator and ema
-	 * each cost every iteration */
+	 * maxima (0 bytes: exactly 0 GB/s), so bytes[] and the loops below
+	 * stop there: most iterations read nothing remote, and the simulator
+	 * and ema each cost every iteration */
 	int n = 0;
 
 	if (it->n_remote == 0 && !staged) {
@@ -94,15 +93,17 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 		out->total_ns = out->overhead_ns + fmax(out->compute_ns, out->memory_ns);
 		return;
 	}
-	memset(bytes, 0, sizeof bytes);
+	for (int i = 0; i < it->n_remote; i++)
+		if (it->remote[i].gpu >= n && it->remote[i].gpu < EMA_MAX_GPUS)
+			n = it->remote[i].gpu + 1;
+	for (int g = 0; g < n; g++)
+		bytes[g] = 0;
 	for (int i = 0; i < it->n_remote; i++) {
 		int g = it->remote[i].gpu;
 
 		if (g >= 0 && g < EMA_MAX_GPUS) {
 			bytes[g] += (double)it->remote[i].bytes;
 			remote += (double)it->remote[i].bytes;
-			if (g >= n)
-				n = g + 1;
 		}
 	}
 	out->overhead_ns = hw->iter_overhead_us * 1e3;
