@@ -63,6 +63,8 @@ struct ema_state {
 	 * link budgets rule); computed once: capacities do not change */
 	int32_t max_borrow[EMA_MAX_TENANTS];
 	int32_t max_lent[EMA_MAX_GPUS];      /* per lender, from lender_max_slowdown */
+	int32_t headroom[EMA_MAX_GPUS];      /* headroom_pages(), per GPU */
+	int32_t band_keep[EMA_MAX_GPUS];     /* reserve + headroom: what lendable() keeps free */
 	int32_t max_request[EMA_MAX_TENANTS]; /* what one request could ever hold */
 	bool never[EMA_MAX_TENANTS];         /* borrow_rule=throughput: borrowing does not pay */
 	bool staged_last[EMA_MAX_TENANTS];   /* the tenant's last iteration was staged */
@@ -95,6 +97,24 @@ struct ema_state {
 	int64_t slow_ns;
 	bool slow_valid;
 	double slow[EMA_MAX_GPUS];
+	/* The TPOT budget's predicted full-GPU steps (full_step_ns) of each
+	 * tenant: with nothing borrowed, and for the last two sets of
+	 * borrowed pages asked about (what is held, for a prefill's note,
+	 * and that plus the next page, for an admission) */
+	bool step0_valid[EMA_MAX_TENANTS];
+	double step0_ns[EMA_MAX_TENANTS];
+	struct ema_step_memo {
+		bool valid;
+		int32_t remote[EMA_MAX_GPUS];
+		double ns;
+	} step_memo[EMA_MAX_TENANTS][2];
+	int step_memo_next[EMA_MAX_TENANTS]; /* the slot to replace */
+	/* whether the tenant ever read a remote byte (read_bytes[t] not all
+	 * 0), and whether ema last asked the engine for staging reserve:
+	 * what lets a step of a tenant that never borrowed skip the lender
+	 * guard's decay and the staging area's release */
+	bool read_any[EMA_MAX_TENANTS];
+	bool reserve_set[EMA_MAX_TENANTS];
 };
 
 /* The TPOT budget's memory of the tenant's prefill share: about the last
@@ -236,7 +256,7 @@ static int32_t share_cap(const struct ema_policy_ctx *c, int tenant)
 /* Predicted step of `tenant`'s GPU full of its own KV (weights + KV
  * capacity, memory-bound), with remote[g] pages more on GPU g, on the
  * path ema would take (plan_staged's choice). */
-static double full_step_ns(const struct ema_policy_ctx *c, int tenant, const int32_t *remote)
+static double full_step_compute(const struct ema_policy_ctx *c, int tenant, const int32_t *remote)
 {
 	struct ema_iteration it;
 	struct ema_step_cost in, st;
@@ -264,12 +284,41 @@ static double full_step_ns(const struct ema_policy_ctx *c, int tenant, const int
 	return st.total_ns < in.total_ns ? st.total_ns : in.total_ns;
 }
 
-/* sigma = s(R) / s(0) for remote[] pages borrowed. */
-static double step_ratio(const struct ema_policy_ctx *c, int tenant, const int32_t *remote)
+/* full_step_compute, remembered: it depends on the hardware, the model
+ * and the shared knobs, fixed for the run, and on remote[] (NULL:
+ * nothing borrowed). */
+static double full_step_ns(const struct ema_policy_ctx *c, struct ema_state *st, int tenant,
+			   const int32_t *remote)
 {
-	double s0 = full_step_ns(c, tenant, NULL);
+	struct ema_step_memo *m = st->step_memo[tenant];
+	size_t key = (size_t)c->n_gpus * sizeof *remote;
+	int k;
 
-	return s0 > 0 ? full_step_ns(c, tenant, remote) / s0 : 1.0;
+	if (remote == NULL) {
+		if (!st->step0_valid[tenant]) {
+			st->step0_ns[tenant] = full_step_compute(c, tenant, NULL);
+			st->step0_valid[tenant] = true;
+		}
+		return st->step0_ns[tenant];
+	}
+	for (k = 0; k < 2; k++)
+		if (m[k].valid && memcmp(m[k].remote, remote, key) == 0)
+			return m[k].ns;
+	k = st->step_memo_next[tenant];
+	st->step_memo_next[tenant] = 1 - k;
+	m[k].valid = true;
+	memcpy(m[k].remote, remote, key);
+	m[k].ns = full_step_compute(c, tenant, remote);
+	return m[k].ns;
+}
+
+/* sigma = s(R) / s(0) for remote[] pages borrowed. */
+static double step_ratio(const struct ema_policy_ctx *c, struct ema_state *st, int tenant,
+			 const int32_t *remote)
+{
+	double s0 = full_step_ns(c, st, tenant, NULL);
+
+	return s0 > 0 ? full_step_ns(c, st, tenant, remote) / s0 : 1.0;
 }
 
 /* The measured prefill share at local-only throughput, p0. */
@@ -291,8 +340,8 @@ static bool tpot_budget_on(const struct ema_policy_ctx *c, int tenant)
  * the ratio within 1 + slack at sigma of what is held plus a page from
  * GPU g1 (sigma is constant in place within the link budgets; staged it
  * grows, and choose_lender checks each page). */
-static int32_t tpot_pages_left(const struct ema_policy_ctx *c, const struct ema_state *st,
-			       int tenant, int g1)
+static int32_t tpot_pages_left(const struct ema_policy_ctx *c, struct ema_state *st, int tenant,
+			       int g1)
 {
 	int32_t remote[EMA_MAX_GPUS];
 	double p0 = prefill_share0(st, tenant), sigma, gmax, slack = own(c)->tpot_slack;
@@ -303,7 +352,7 @@ static int32_t tpot_pages_left(const struct ema_policy_ctx *c, const struct ema_
 	memcpy(remote, c->ledger->borrowed[tenant], sizeof remote);
 	if (g1 >= 0)
 		remote[g1]++;
-	sigma = step_ratio(c, tenant, remote);
+	sigma = step_ratio(c, st, tenant, remote);
 	gmax = sigma / p0 * (1.0 - sigma * (1.0 - p0) / (1.0 + slack));
 	if (gmax <= 1.0)
 		return 0;
@@ -322,7 +371,7 @@ static int32_t tpot_pages_left(const struct ema_policy_ctx *c, const struct ema_
  * were read over (the bytes of one iteration land one iteration late: a
  * few ms in a window of 10 s). */
 static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
-			   const struct ema_iteration *it)
+			   const struct ema_iteration *it, const struct ema_step_cost *inplace)
 {
 	int t = it->tenant;
 	int64_t now = ema_policy_now(c);
@@ -338,7 +387,11 @@ static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
 		struct ema_step_cost sc;
 		double x = 0;
 
-		ema_step_cost(c->hw, it, false, &sc);
+		/* the in-place cost, from ema_plan when it has it */
+		if (inplace != NULL)
+			sc = *inplace;
+		else
+			ema_step_cost(c->hw, it, false, &sc);
 		if (it->prefill_tokens > 0) {
 			double g = 1.0 + (double)ema_ledger_borrowed_pages(c->ledger, t) /
 					 (c->kv_capacity_pages[t] > 0 ? c->kv_capacity_pages[t] : 1);
@@ -347,17 +400,20 @@ static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
 			const int32_t *held = ema_ledger_borrowed_pages(c->ledger, t) > 0 ?
 					      c->ledger->borrowed[t] : NULL;
 
-			x = sc.total_ns * share * step_ratio(c, t, held) / g;
+			x = sc.total_ns * share * step_ratio(c, st, t, held) / g;
 		}
 		st->busy_ns[t] = st->busy_ns[t] * decay + sc.total_ns;
 		st->prefill_ns[t] = st->prefill_ns[t] * decay + x;
 	}
 	if (own(c)->lender_slowdown > 0) {
-		for (int g = 0; g < c->n_gpus; g++)
+		/* (0 bytes decay to 0 bytes) */
+		for (int g = 0; st->read_any[t] && g < c->n_gpus; g++)
 			st->read_bytes[t][g] *= decay;
 		for (int i = 0; i < it->n_remote; i++)
-			if (it->remote[i].gpu >= 0 && it->remote[i].gpu < c->n_gpus)
+			if (it->remote[i].gpu >= 0 && it->remote[i].gpu < c->n_gpus) {
 				st->read_bytes[t][it->remote[i].gpu] += (double)it->remote[i].bytes;
+				st->read_any[t] = true;
+			}
 		st->read_ns[t] = st->read_ns[t] * decay + dt;
 	}
 	st->noted_ns[t] = now;
@@ -473,8 +529,7 @@ static int32_t lendable(const struct ema_policy_ctx *c, struct ema_state *st, in
 {
 	int32_t n = ema_lending_lendable(c, g);
 	int32_t left = st->max_lent[g] - ema_ledger_lent_pages(c->ledger, g);
-	int32_t band = ema_ledger_free_pages(c->ledger, g) - ema_lending_reserve_pages(c, g) -
-		       headroom_pages(c, g);
+	int32_t band = ema_ledger_free_pages(c->ledger, g) - st->band_keep[g];
 
 	if (left < n)
 		n = left;
@@ -496,8 +551,7 @@ static int32_t max_borrow_total(const struct ema_policy_ctx *c, struct ema_state
 
 	for (int g = 0; g < c->n_gpus; g++) {
 		int32_t n = ema_lending_max_lendable(c, g);
-		int32_t band = ema_lending_kv_capacity(c, g) - ema_lending_reserve_pages(c, g) -
-			       headroom_pages(c, g);
+		int32_t band = ema_lending_kv_capacity(c, g) - st->band_keep[g];
 
 		if (band < n)
 			n = band > 0 ? band : 0;
@@ -561,8 +615,13 @@ static int ema_init(const struct ema_policy_ctx *c, void *state, struct ema_erro
 	struct ema_state *st = state;
 
 	(void)err;
-	for (int g = 0; g < c->n_gpus; g++)
+	/* what depends only on capacities and the shared knobs, fixed for
+	 * the run: the hooks ask for it per GPU at every page and step */
+	for (int g = 0; g < c->n_gpus; g++) {
 		st->max_lent[g] = max_lent_compute(c, g);
+		st->headroom[g] = headroom_pages(c, g);
+		st->band_keep[g] = ema_lending_reserve_pages(c, g) + st->headroom[g];
+	}
 	for (int t = 0; t < c->n_tenants; t++) {
 		st->max_borrow[t] = share_cap(c, t);
 		st->never[t] = c->knobs->borrow_rule == EMA_BORROW_THROUGHPUT &&
@@ -597,6 +656,15 @@ static bool will_stage(const struct ema_policy_ctx *c, const struct ema_state *s
 	       (c->knobs->remote_path == EMA_PATH_AUTO && st->staged_last[tenant]);
 }
 
+/* The engine's staging reserve of `tenant`, with a note of whether it
+ * is set (the engine sets it only when asked). */
+static void set_reserve(const struct ema_policy_ctx *c, struct ema_state *st, int tenant,
+			int32_t reserve)
+{
+	ema_policy_staging_reserve(c, tenant, reserve);
+	st->reserve_set[tenant] = reserve > 0;
+}
+
 /* Own free pages to keep for the staging area: what is borrowed now,
  * plus `more` pages about to be, needs, less the staging pages already
  * held; none while remote KV is read in place. (Before issue 11 the
@@ -610,7 +678,7 @@ static void update_reserve(const struct ema_policy_ctx *c, struct ema_state *st,
 	if (will_stage(c, st, tenant))
 		r = staging_for(c, ema_ledger_borrowed_pages(c->ledger, tenant) + more) -
 		    ema_policy_staging_held(c, tenant);
-	ema_policy_staging_reserve(c, tenant, r > 0 ? r : 0);
+	set_reserve(c, st, tenant, r > 0 ? r : 0);
 }
 
 static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int tenant)
@@ -705,7 +773,8 @@ static int32_t ema_reclaim(const struct ema_policy_ctx *c, void *state, int gpu,
  * whose step the cost model predicts shorter (ties: in place, which
  * needs no staging pages), where the platform overlaps in-place reads
  * with local ones. */
-static bool plan_staged(const struct ema_policy_ctx *c, const struct ema_iteration *it)
+static bool plan_staged(const struct ema_policy_ctx *c, const struct ema_iteration *it,
+			const struct ema_step_cost *inplace)
 {
 	struct ema_step_cost in, st;
 
@@ -717,7 +786,10 @@ static bool plan_staged(const struct ema_policy_ctx *c, const struct ema_iterati
 	 * (the hw backend, until its kernel splits the grid) stages */
 	if (!c->inplace_beside_local)
 		return true;
-	ema_step_cost(c->hw, it, false, &in);
+	if (inplace != NULL)
+		in = *inplace;
+	else
+		ema_step_cost(c->hw, it, false, &in);
 	ema_step_cost(c->hw, it, true, &st);
 	return st.total_ns < in.total_ns;
 }
@@ -730,8 +802,17 @@ static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_ite
 	int32_t want, got = 0;
 	int groups = c->layer_groups > 0 ? c->layer_groups : 1;
 	int depth = c->knobs->prefetch_depth < groups ? c->knobs->prefetch_depth : groups;
+	struct ema_step_cost in;
+	const struct ema_step_cost *inplace = NULL;
 
-	note_iteration(c, st, it);
+	/* The in-place cost serves the TPOT budget's note and the choice of
+	 * path alike (it reads neither the method nor the staging pages set
+	 * below), and every iteration pays for it: computed once. */
+	if (own(c)->tpot_slack > 0 && tn >= 0 && tn < c->n_tenants) {
+		ema_step_cost(c->hw, it, false, &in);
+		inplace = &in;
+	}
+	note_iteration(c, st, it, inplace);
 	for (int i = 0; i < it->n_remote; i++)
 		remote += it->remote[i].bytes;
 	it->layer_groups = groups;
@@ -744,14 +825,14 @@ static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_ite
 		it->prefetch_depth = remote == 0 ? depth : 0;
 		return;
 	}
-	st->staged_last[tn] = plan_staged(c, it);
+	st->staged_last[tn] = plan_staged(c, it, inplace);
 	if (!st->staged_last[tn]) {
 		/* in place: a share of the SMs reads each lender's pages over
 		 * its link beside the local reads; no staging pages */
 		it->prefetch_depth = 0;
 		if (ema_policy_staging_held(c, tn) > 0)
 			ema_policy_staging_release(c, tn);
-		ema_policy_staging_reserve(c, tn, 0);
+		set_reserve(c, st, tn, 0);
 		return;
 	}
 	/* depth + 1 slots of one group each, see staging_for() */
@@ -779,11 +860,15 @@ static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_ite
 static void ema_after_iteration(const struct ema_policy_ctx *c, void *state, int tenant)
 {
 	const struct ema_policy_cfg *pc = c->knobs;
+	struct ema_state *st = state;
 
 	if (ema_ledger_borrowed_pages(c->ledger, tenant) == 0) {
-		/* nothing borrowed any more: the staging area goes back */
-		ema_policy_staging_release(c, tenant);
-		ema_policy_staging_reserve(c, tenant, 0);
+		/* nothing borrowed any more: the staging area goes back (most
+		 * steps of most tenants: nothing to give back) */
+		if (ema_policy_staging_held(c, tenant) > 0)
+			ema_policy_staging_release(c, tenant);
+		if (st->reserve_set[tenant])
+			set_reserve(c, st, tenant, 0);
 	}
 	/* Pre-preemption: every lender keeps its headroom free. */
 	for (int g = 0; g < c->n_gpus; g++) {
@@ -791,7 +876,7 @@ static void ema_after_iteration(const struct ema_policy_ctx *c, void *state, int
 
 		if (ema_ledger_lent_pages(c->ledger, g) == 0 || c->ledger->gpu[g].home_tenant < 0)
 			continue;
-		headroom = (int32_t)ceil(pc->headroom * ema_lending_kv_capacity(c, g));
+		headroom = st->headroom[g];
 		free_pages = ema_ledger_free_pages(c->ledger, g);
 		if (free_pages < headroom) {
 			int64_t now = ema_policy_now(c);
