@@ -439,17 +439,19 @@ static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
 static double lender_slowdown_now(const struct ema_policy_ctx *c, struct ema_state *st, int g)
 {
 	int64_t now = ema_policy_now(c);
-	double gbps[EMA_MAX_GPUS] = {0};
+	double gbps[EMA_MAX_GPUS];
 
 	if (st->slow_valid && st->slow_ns == now && st->slow_notes == st->notes)
 		return st->slow[g];
+	for (int h = 0; h < c->n_gpus; h++)
+		gbps[h] = 0;
 	/* every GPU at once, each summed over the borrowers in order as one
 	 * at a time would be; a borrower's decay is the same for each */
 	for (int t = 0; t < c->n_tenants; t++) {
 		double gap = 0, decay = 0, span = 0;
 		bool some = false;
 
-		if (!st->noted[t])
+		if (!st->noted[t] || !st->read_any[t])
 			continue;
 		for (int h = 0; h < c->n_gpus; h++) {
 			if (st->read_bytes[t][h] <= 0)
@@ -478,8 +480,8 @@ static double lender_slowdown_now(const struct ema_policy_ctx *c, struct ema_sta
  * (lent[]): among GPUs with a page to lend and, under link budgets, a
  * page of budget left, the one whose link has the most budget left (ties:
  * the most lendable, then the lowest index). -1: none. */
-static int pick_lender(const struct ema_policy_ctx *c, struct ema_state *st, int tenant,
-		       const int32_t *from, int32_t total, const int32_t *avail, const int32_t *lent)
+static int pick_by_budget(const struct ema_policy_ctx *c, int tenant, const int32_t *avail,
+			  const int32_t *budget)
 {
 	int best = -1;
 	int32_t best_b = 0, best_n = 0;
@@ -489,7 +491,7 @@ static int pick_lender(const struct ema_policy_ctx *c, struct ema_state *st, int
 
 		if (g == c->tenant_gpu[tenant] || avail[g] <= 0)
 			continue;
-		b = budget_left(c, st, tenant, g, from, total, lent[g]);
+		b = budget[g];
 		if (link_budgets(c) && b < 1)
 			continue;
 		if (best < 0 || b > best_b || (b == best_b && avail[g] > best_n)) {
@@ -499,6 +501,17 @@ static int pick_lender(const struct ema_policy_ctx *c, struct ema_state *st, int
 		}
 	}
 	return best;
+}
+
+static int pick_lender(const struct ema_policy_ctx *c, struct ema_state *st, int tenant,
+		       const int32_t *from, int32_t total, const int32_t *avail, const int32_t *lent)
+{
+	int32_t budget[EMA_MAX_GPUS] = {0};
+
+	for (int g = 0; g < c->n_gpus; g++)
+		if (g != c->tenant_gpu[tenant] && avail[g] > 0)
+			budget[g] = budget_left(c, st, tenant, g, from, total, lent[g]);
+	return pick_by_budget(c, tenant, avail, budget);
 }
 
 /* Pages of GPU g's KV that ema keeps free beyond the lending rules'
@@ -685,7 +698,7 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 {
 	struct ema_state *st = state;
 	int32_t left = st->max_borrow[tenant] - ema_ledger_borrowed_pages(c->ledger, tenant);
-	int32_t avail_g[EMA_MAX_GPUS] = {0};
+	int32_t avail_g[EMA_MAX_GPUS] = {0}, budget[EMA_MAX_GPUS] = {0};
 	int64_t avail = 0;
 
 	/* The engine asks at every admission it tries (every step of a
@@ -699,26 +712,18 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 		if (g == c->tenant_gpu[tenant])
 			continue;
 		n = avail_g[g] = lendable(c, st, g, true);
-		if (link_budgets(c)) {
-			int32_t b = budget_now(c, st, tenant, g);
-
-			n = n < b ? n : b;
-		}
+		budget[g] = budget_now(c, st, tenant, g);
+		if (link_budgets(c))
+			n = n < budget[g] ? n : budget[g];
 		if (n > 0)
 			avail += n;
 	}
 	/* (a budget that measured no prefill yet allows anything, at most
 	 * INT32_MAX / 2 as left is: no lender to pick for it) */
 	if (tpot_budget_on(c, tenant) && avail > 0 && prefill_share0(st, tenant) > 0) {
-		int32_t lent[EMA_MAX_GPUS] = {0};
-		int32_t t_left;
+		int32_t t_left = tpot_pages_left(c, st, tenant,
+						 pick_by_budget(c, tenant, avail_g, budget));
 
-		for (int g = 0; g < c->n_gpus; g++)
-			lent[g] = ema_ledger_lent_pages(c->ledger, g);
-		t_left = tpot_pages_left(c, st, tenant,
-					 pick_lender(c, st, tenant, c->ledger->borrowed[tenant],
-						     ema_ledger_borrowed_pages(c->ledger, tenant),
-						     avail_g, lent));
 		avail = avail < t_left ? avail : t_left;
 	}
 	if (link_budgets(c) && c->hw->topology == EMA_TOPO_SWITCH) {
