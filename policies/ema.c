@@ -164,37 +164,41 @@ static double link_bytes(const struct ema_policy_ctx *c, int tenant, int32_t tot
 	       ema_cost_hbm_ns(hw, local);
 }
 
-/* Pages `tenant` may still borrow from GPU g under its link budget, given
- * what it holds on each GPU (from[], total in all) and what g has lent to
- * every borrower (lent_g): a `direct` link carries only this tenant's
- * pages of g; behind a switch, the tenant's ingress port carries all it
- * borrowed, and g's egress port all g lent. May be negative. */
-static int32_t budget_left(const struct ema_policy_ctx *c, struct ema_state *st, int tenant,
-			   int g, const int32_t *from, int32_t total, int32_t lent_g)
+/* link_bytes() in whole pages, at most INT32_MAX / 2, remembered. */
+static int32_t link_pages(const struct ema_policy_ctx *c, struct ema_state *st, int tenant,
+			  int32_t total)
 {
 	struct ema_link_memo *m = &st->link_memo[tenant];
 	double share = own(c)->link_share;
 	int32_t key = path_staged(c) ? total : 0;
-	int32_t b;
+	double pages;
 
-	if (m->valid && m->share == share && m->total == key) {
-		b = m->pages;
-	} else {
-		double pages = floor(link_bytes(c, tenant, total) / (double)c->page_bytes);
+	if (m->valid && m->share == share && m->total == key)
+		return m->pages;
+	pages = floor(link_bytes(c, tenant, total) / (double)c->page_bytes);
+	*m = (struct ema_link_memo){ true, share, key,
+				     pages < INT32_MAX / 2 ? (int32_t)pages : INT32_MAX / 2 };
+	return m->pages;
+}
 
-		b = pages < INT32_MAX / 2 ? (int32_t)pages : INT32_MAX / 2;
-		*m = (struct ema_link_memo){ true, share, key, b };
-	}
+/* Pages `tenant` may still borrow from GPU g under its link budget of b
+ * pages (link_pages), given what it holds on each GPU (from[], total in
+ * all) and what g has lent to every borrower (lent_g): a `direct` link
+ * carries only this tenant's pages of g; behind a switch, the tenant's
+ * ingress port carries all it borrowed, and g's egress port all g lent.
+ * May be negative. */
+static int32_t budget_of(const struct ema_policy_ctx *c, int32_t b, int g, const int32_t *from,
+			 int32_t total, int32_t lent_g)
+{
 	if (c->hw->topology != EMA_TOPO_SWITCH)
 		return b - from[g];
 	return b - total < b - lent_g ? b - total : b - lent_g;
 }
 
-static int32_t budget_now(const struct ema_policy_ctx *c, struct ema_state *st, int tenant, int g)
+static int32_t budget_left(const struct ema_policy_ctx *c, struct ema_state *st, int tenant,
+			   int g, const int32_t *from, int32_t total, int32_t lent_g)
 {
-	return budget_left(c, st, tenant, g, c->ledger->borrowed[tenant],
-			   ema_ledger_borrowed_pages(c->ledger, tenant),
-			   ema_ledger_lent_pages(c->ledger, g));
+	return budget_of(c, link_pages(c, st, tenant, total), g, from, total, lent_g);
 }
 
 /* Pages a lender may have out so that borrowers pulling them every step
@@ -506,11 +510,11 @@ static int pick_by_budget(const struct ema_policy_ctx *c, int tenant, const int3
 static int pick_lender(const struct ema_policy_ctx *c, struct ema_state *st, int tenant,
 		       const int32_t *from, int32_t total, const int32_t *avail, const int32_t *lent)
 {
-	int32_t budget[EMA_MAX_GPUS] = {0};
+	int32_t budget[EMA_MAX_GPUS] = {0}, b = link_pages(c, st, tenant, total);
 
 	for (int g = 0; g < c->n_gpus; g++)
 		if (g != c->tenant_gpu[tenant] && avail[g] > 0)
-			budget[g] = budget_left(c, st, tenant, g, from, total, lent[g]);
+			budget[g] = budget_of(c, b, g, from, total, lent[g]);
 	return pick_by_budget(c, tenant, avail, budget);
 }
 
@@ -699,6 +703,9 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 	struct ema_state *st = state;
 	int32_t left = st->max_borrow[tenant] - ema_ledger_borrowed_pages(c->ledger, tenant);
 	int32_t avail_g[EMA_MAX_GPUS] = {0}, budget[EMA_MAX_GPUS] = {0};
+	const int32_t *from = c->ledger->borrowed[tenant];
+	int32_t total = ema_ledger_borrowed_pages(c->ledger, tenant);
+	int32_t b;
 	int64_t avail = 0;
 
 	/* The engine asks at every admission it tries (every step of a
@@ -706,13 +713,14 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 	 * budgets and the TPOT budget's choice of lender alike. */
 	if (st->never[tenant] || left <= 0)
 		return 0;
+	b = link_pages(c, st, tenant, total);
 	for (int g = 0; g < c->n_gpus; g++) {
 		int32_t n;
 
 		if (g == c->tenant_gpu[tenant])
 			continue;
 		n = avail_g[g] = lendable(c, st, g, true);
-		budget[g] = budget_now(c, st, tenant, g);
+		budget[g] = budget_of(c, b, g, from, total, ema_ledger_lent_pages(c->ledger, g));
 		if (link_budgets(c))
 			n = n < budget[g] ? n : budget[g];
 		if (n > 0)
@@ -729,9 +737,7 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 	if (link_budgets(c) && c->hw->topology == EMA_TOPO_SWITCH) {
 		/* the ingress port is shared by every lender: a GPU that lent
 		 * nothing is bound by it alone */
-		int32_t in = budget_left(c, st, tenant, c->tenant_gpu[tenant],
-					 c->ledger->borrowed[tenant],
-					 ema_ledger_borrowed_pages(c->ledger, tenant), 0);
+		int32_t in = budget_of(c, b, c->tenant_gpu[tenant], from, total, 0);
 
 		avail = avail < in ? avail : in;
 	}
