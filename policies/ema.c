@@ -719,8 +719,11 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 
 		if (g == c->tenant_gpu[tenant])
 			continue;
-		n = avail_g[g] = lendable(c, st, g, true);
 		budget[g] = budget_of(c, b, g, from, total, ema_ledger_lent_pages(c->ledger, g));
+		/* a link without budget adds nothing and is no one's pick */
+		if (link_budgets(c) && budget[g] < 1)
+			continue;
+		n = avail_g[g] = lendable(c, st, g, true);
 		if (link_budgets(c))
 			n = n < budget[g] ? n : budget[g];
 		if (n > 0)
@@ -756,17 +759,25 @@ static int32_t ema_max_request_pages(const struct ema_policy_ctx *c, void *state
 static int ema_choose_lender(const struct ema_policy_ctx *c, void *state, int tenant)
 {
 	struct ema_state *st = state;
-	int32_t avail[EMA_MAX_GPUS] = {0}, lent[EMA_MAX_GPUS] = {0};
-	int32_t borrowed = ema_ledger_borrowed_pages(c->ledger, tenant);
+	int32_t avail[EMA_MAX_GPUS] = {0}, budget[EMA_MAX_GPUS] = {0};
+	const int32_t *from = c->ledger->borrowed[tenant];
+	int32_t borrowed = ema_ledger_borrowed_pages(c->ledger, tenant), b;
 	int best;
 
 	if (st->never[tenant] || borrowed + 1 > st->max_borrow[tenant])
 		return -1;
+	/* pick_lender's choice, asking what a GPU may lend only of those
+	 * with link budget left (a borrower at its budgets asks for page
+	 * after page of a growing request) */
+	b = link_pages(c, st, tenant, borrowed);
 	for (int g = 0; g < c->n_gpus; g++) {
-		avail[g] = g == c->tenant_gpu[tenant] ? 0 : lendable(c, st, g, false);
-		lent[g] = ema_ledger_lent_pages(c->ledger, g);
+		if (g == c->tenant_gpu[tenant])
+			continue;
+		budget[g] = budget_of(c, b, g, from, borrowed, ema_ledger_lent_pages(c->ledger, g));
+		if (!link_budgets(c) || budget[g] >= 1)
+			avail[g] = lendable(c, st, g, false);
 	}
-	best = pick_lender(c, st, tenant, c->ledger->borrowed[tenant], borrowed, avail, lent);
+	best = pick_by_budget(c, tenant, avail, budget);
 	/* staging for what is borrowed now and this page, when staging */
 	if (best >= 0)
 		update_reserve(c, st, tenant, 1);
