@@ -80,4 +80,9 @@ static inline void ema_cost_local_parts(const struct ema_hw_profile *hw,
 void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *it, bool staged,
 		   struct ema_step_cost *out);
 
+/* ema_step_cost(hw, it, false, &out)'s out.total_ns, the same double: for
+ * callers that cost every iteration and need only the in-place total
+ * (ema's TPOT budget and choice of path). */
+double ema_step_cost_inplace_ns(const struct ema_hw_profile *hw, const struct ema_iteration *it);
+
 #endif

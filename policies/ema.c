@@ -375,7 +375,7 @@ static int32_t tpot_pages_left(const struct ema_policy_ctx *c, struct ema_state 
  * were read over (the bytes of one iteration land one iteration late: a
  * few ms in a window of 10 s). */
 static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
-			   const struct ema_iteration *it, const struct ema_step_cost *inplace)
+			   const struct ema_iteration *it, const double *inplace_ns)
 {
 	int t = it->tenant;
 	int64_t now = ema_policy_now(c);
@@ -388,14 +388,10 @@ static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
 		decay = exp(-dt / EMA_TPOT_WINDOW_NS);
 	}
 	if (own(c)->tpot_slack > 0) {
-		struct ema_step_cost sc;
+		/* the in-place cost, from ema_plan when it has it */
+		double total = inplace_ns != NULL ? *inplace_ns : ema_step_cost_inplace_ns(c->hw, it);
 		double x = 0;
 
-		/* the in-place cost, from ema_plan when it has it */
-		if (inplace != NULL)
-			sc = *inplace;
-		else
-			ema_step_cost(c->hw, it, false, &sc);
 		if (it->prefill_tokens > 0) {
 			double g = 1.0 + (double)ema_ledger_borrowed_pages(c->ledger, t) /
 					 (c->kv_capacity_pages[t] > 0 ? c->kv_capacity_pages[t] : 1);
@@ -404,9 +400,9 @@ static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
 			const int32_t *held = ema_ledger_borrowed_pages(c->ledger, t) > 0 ?
 					      c->ledger->borrowed[t] : NULL;
 
-			x = sc.total_ns * share * step_ratio(c, st, t, held) / g;
+			x = total * share * step_ratio(c, st, t, held) / g;
 		}
-		st->busy_ns[t] = st->busy_ns[t] * decay + sc.total_ns;
+		st->busy_ns[t] = st->busy_ns[t] * decay + total;
 		st->prefill_ns[t] = st->prefill_ns[t] * decay + x;
 	}
 	if (own(c)->lender_slowdown > 0) {
@@ -796,9 +792,9 @@ static int32_t ema_reclaim(const struct ema_policy_ctx *c, void *state, int gpu,
  * needs no staging pages), where the platform overlaps in-place reads
  * with local ones. */
 static bool plan_staged(const struct ema_policy_ctx *c, const struct ema_iteration *it,
-			const struct ema_step_cost *inplace)
+			const double *inplace_ns)
 {
-	struct ema_step_cost in, st;
+	struct ema_step_cost st;
 
 	if (c->knobs->prefetch_depth <= 0 || c->knobs->remote_path == EMA_PATH_INPLACE)
 		return false;
@@ -808,12 +804,8 @@ static bool plan_staged(const struct ema_policy_ctx *c, const struct ema_iterati
 	 * (the hw backend, until its kernel splits the grid) stages */
 	if (!c->inplace_beside_local)
 		return true;
-	if (inplace != NULL)
-		in = *inplace;
-	else
-		ema_step_cost(c->hw, it, false, &in);
 	ema_step_cost(c->hw, it, true, &st);
-	return st.total_ns < in.total_ns;
+	return st.total_ns < (inplace_ns != NULL ? *inplace_ns : ema_step_cost_inplace_ns(c->hw, it));
 }
 
 static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_iteration *it)
@@ -824,17 +816,17 @@ static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_ite
 	int32_t want, got = 0;
 	int groups = c->layer_groups > 0 ? c->layer_groups : 1;
 	int depth = c->knobs->prefetch_depth < groups ? c->knobs->prefetch_depth : groups;
-	struct ema_step_cost in;
-	const struct ema_step_cost *inplace = NULL;
+	double in_ns;
+	const double *inplace_ns = NULL;
 
 	/* The in-place cost serves the TPOT budget's note and the choice of
 	 * path alike (it reads neither the method nor the staging pages set
 	 * below), and every iteration pays for it: computed once. */
 	if (own(c)->tpot_slack > 0 && tn >= 0 && tn < c->n_tenants) {
-		ema_step_cost(c->hw, it, false, &in);
-		inplace = &in;
+		in_ns = ema_step_cost_inplace_ns(c->hw, it);
+		inplace_ns = &in_ns;
 	}
-	note_iteration(c, st, it, inplace);
+	note_iteration(c, st, it, inplace_ns);
 	for (int i = 0; i < it->n_remote; i++)
 		remote += it->remote[i].bytes;
 	it->layer_groups = groups;
@@ -847,7 +839,7 @@ static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_ite
 		it->prefetch_depth = remote == 0 ? depth : 0;
 		return;
 	}
-	st->staged_last[tn] = plan_staged(c, it, inplace);
+	st->staged_last[tn] = plan_staged(c, it, inplace_ns);
 	if (!st->staged_last[tn]) {
 		/* in place: a share of the SMs reads each lender's pages over
 		 * its link beside the local reads; no staging pages */

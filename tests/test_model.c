@@ -249,6 +249,57 @@ static void test_cost_model_remote_paths(void)
 	done(x);
 }
 
+/* ema costs every iteration in place with ema_step_cost_inplace_ns,
+ * which must give ema_step_cost's total to the last bit, or ema would
+ * plan with other figures than it did: a decode batch (memory-bound), a
+ * long prefill (compute-bound), no work at all, and the batch with KV on
+ * one and on three peers, on a direct (h200x2) and a switch (h200x8)
+ * topology. */
+static void test_cost_model_inplace_total(void)
+{
+	static const char *sets8[] = { "hardware=h200x8" };
+
+	for (int k = 0; k < 2; k++) {
+		struct ema_experiment *x = load(k == 0 ? NULL : sets8, k);
+		uint64_t kv = 0, kv_all = 0;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+		for (int c = 0; c < 6; c++) {
+			struct ema_iteration it;
+			struct ema_step_cost sc;
+
+			memset(&it, 0, sizeof it);
+			it.weight_bytes = ema_model_weight_bytes(&x->cfg.model);
+			kv_all = 0;
+			for (int i = 0; c != 2 && i < 32; i++) {
+				ema_work_add_request(&it, &x->cfg.model, 1024, c == 1 ? 4096 : 0, &kv);
+				kv_all += kv;
+			}
+			it.kv_local_bytes = kv_all;
+			if (c == 2)
+				it.weight_bytes = 0;
+			for (int g = 1; c >= 3 && g <= (c == 3 ? 1 : 3); g++) {
+				it.remote[it.n_remote].gpu = g;
+				it.remote[it.n_remote].bytes = (uint64_t)g << 28;
+				it.kv_local_bytes -= (uint64_t)g << 28;
+				it.n_remote++;
+			}
+			if (c == 5)
+				it.method = EMA_COPY_BATCH;
+			ema_step_cost(&x->cfg.hw, &it, false, &sc);
+			CU_ASSERT(ema_step_cost_inplace_ns(&x->cfg.hw, &it) == sc.total_ns);
+			CU_ASSERT(sc.total_ns > 0);
+			/* the cases cover both sides of the roofline and the link */
+			if (c == 0)
+				CU_ASSERT(sc.memory_ns > sc.compute_ns);
+			if (c == 1)
+				CU_ASSERT(sc.compute_ns > sc.memory_ns);
+			CU_ASSERT_EQUAL(sc.link_ns > 0, c >= 3);
+		}
+		done(x);
+	}
+}
+
 /* doc/reference-figures.md "Remote reads beside local reads" (H200 x2,
  * 2026-12-01), reproduced by the cost model with h200x2_hw (ema's own
  * kernels: hbm_efficiency 1, 7.8 us overhead), within 5%: a step
@@ -528,6 +579,7 @@ int main(void)
 		{ "embedded model sizes", test_model_sizes },
 		{ "cost model: remote KV in place or staged", test_cost_model_remote_paths },
 		{ "in place beside local: the H200 measurements within 5%", test_inplace_measurements },
+		{ "cost model: the in-place total alone, to the last bit", test_cost_model_inplace_total },
 		{ "cost model: decode batch of 32 at context 1024", test_cost_model_decode_batch },
 		{ "cost model: sums built request by request", test_cost_model_sums },
 		{ "link model: single copies on h200x2", test_link_model_single_copy },
