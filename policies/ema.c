@@ -109,6 +109,8 @@ struct ema_state {
 		double ns;
 	} step_memo[EMA_MAX_TENANTS][2];
 	int step_memo_next[EMA_MAX_TENANTS]; /* the slot to replace */
+	struct ema_iteration full_it[EMA_MAX_TENANTS]; /* full_step_compute's */
+	bool full_it_ready[EMA_MAX_TENANTS];
 	/* whether the tenant ever read a remote byte (read_bytes[t] not all
 	 * 0), and whether ema last asked the engine for staging reserve:
 	 * what lets a step of a tenant that never borrowed skip the lender
@@ -260,29 +262,37 @@ static int32_t share_cap(const struct ema_policy_ctx *c, int tenant)
 /* Predicted step of `tenant`'s GPU full of its own KV (weights + KV
  * capacity, memory-bound), with remote[g] pages more on GPU g, on the
  * path ema would take (plan_staged's choice). */
-static double full_step_compute(const struct ema_policy_ctx *c, int tenant, const int32_t *remote)
+static double full_step_compute(const struct ema_policy_ctx *c, struct ema_state *s, int tenant,
+				const int32_t *remote)
 {
-	struct ema_iteration it;
+	/* the tenant's full GPU, set up once (clearing the iteration, mostly
+	 * its 16 remote entries, cost more than the costing); only the
+	 * remote reads change, and ema_step_cost reads the first n_remote */
+	struct ema_iteration *it = &s->full_it[tenant];
 	struct ema_step_cost in, st;
 
-	memset(&it, 0, sizeof it);
-	it.tenant = tenant;
-	it.gpu = c->tenant_gpu[tenant];
-	it.weight_bytes = ema_model_weight_bytes(c->model);
-	it.kv_local_bytes = (uint64_t)c->kv_capacity_pages[tenant] * c->page_bytes;
-	it.method = c->knobs->copy_method;
+	if (!s->full_it_ready[tenant]) {
+		memset(it, 0, sizeof *it);
+		it->tenant = tenant;
+		it->gpu = c->tenant_gpu[tenant];
+		it->weight_bytes = ema_model_weight_bytes(c->model);
+		it->kv_local_bytes = (uint64_t)c->kv_capacity_pages[tenant] * c->page_bytes;
+		it->method = c->knobs->copy_method;
+		s->full_it_ready[tenant] = true;
+	}
+	it->n_remote = 0;
 	for (int g = 0; remote != NULL && g < c->n_gpus; g++)
-		if (remote[g] > 0 && it.n_remote < EMA_MAX_GPUS) {
-			it.remote[it.n_remote].gpu = g;
-			it.remote[it.n_remote].n_pages = remote[g];
-			it.remote[it.n_remote].bytes = (uint64_t)remote[g] * c->page_bytes;
-			it.n_remote++;
+		if (remote[g] > 0 && it->n_remote < EMA_MAX_GPUS) {
+			it->remote[it->n_remote].gpu = g;
+			it->remote[it->n_remote].n_pages = remote[g];
+			it->remote[it->n_remote].bytes = (uint64_t)remote[g] * c->page_bytes;
+			it->n_remote++;
 		}
-	ema_step_cost(c->hw, &it, false, &in);
-	if (it.n_remote == 0 || c->knobs->prefetch_depth <= 0 ||
+	ema_step_cost(c->hw, it, false, &in);
+	if (it->n_remote == 0 || c->knobs->prefetch_depth <= 0 ||
 	    c->knobs->remote_path == EMA_PATH_INPLACE)
 		return in.total_ns;
-	ema_step_cost(c->hw, &it, true, &st);
+	ema_step_cost(c->hw, it, true, &st);
 	if (c->knobs->remote_path == EMA_PATH_STAGED || !c->inplace_beside_local)
 		return st.total_ns;
 	return st.total_ns < in.total_ns ? st.total_ns : in.total_ns;
@@ -300,7 +310,7 @@ static double full_step_ns(const struct ema_policy_ctx *c, struct ema_state *st,
 
 	if (remote == NULL) {
 		if (!st->step0_valid[tenant]) {
-			st->step0_ns[tenant] = full_step_compute(c, tenant, NULL);
+			st->step0_ns[tenant] = full_step_compute(c, st, tenant, NULL);
 			st->step0_valid[tenant] = true;
 		}
 		return st->step0_ns[tenant];
@@ -312,7 +322,7 @@ static double full_step_ns(const struct ema_policy_ctx *c, struct ema_state *st,
 	st->step_memo_next[tenant] = 1 - k;
 	m[k].valid = true;
 	memcpy(m[k].remote, remote, key);
-	m[k].ns = full_step_compute(c, tenant, remote);
+	m[k].ns = full_step_compute(c, st, tenant, remote);
 	return m[k].ns;
 }
 
