@@ -912,6 +912,38 @@ static void ema_after_iteration(const struct ema_policy_ctx *c, void *state, int
 	}
 }
 
+/* ---- what the hooks read and change between events ----------------------
+ *
+ * (for a hook that would let an unchanged decode batch of a tenant t leap
+ * k steps as one event, serve/engine.c "leaps"; about 280 instructions of
+ * plan_iteration and 120 of after_iteration per step, callgrind)
+ * - plan_iteration, at each step's start, always changes ema's state:
+ *   note_iteration folds the step into t's decayed sums (busy_ns,
+ *   prefill_ns, read_bytes[t][], read_ns) with exp(-(now - noted_ns[t]) /
+ *   10 s) and the step's in-place cost (weight, local KV and activation
+ *   bytes, FLOPs, remote bytes). These are floating-point sums in step
+ *   order: a leap stays byte-identical only if every step is noted in
+ *   order, at its own start time, with its own figures, before any later
+ *   hook reads them (t's TPOT budget in borrowable; the lender guard of
+ *   every GPU t reads from, in any tenant's borrowable).
+ * - For a batch that reads nothing remote (try_leap's), what it sets in
+ *   the iteration is fixed: layer_groups, method = policy.copy_method,
+ *   prefetch_depth = min(policy.prefetch_depth, layer_groups), no staging
+ *   pages; it touches neither the ledger nor the staging area. With remote
+ *   reads it picks the path per step and, staged, fills the staging area.
+ * - after_iteration gives t's staging area back when t borrows nothing (a
+ *   no-op from the second step on), then reclaims on every GPU with lent
+ *   pages whose free pages are under st->headroom. During t's leap only
+ *   t's own growth changes the ledger: it is a no-op at every step if no
+ *   lender is under its headroom at the start and, where t's own GPU has
+ *   lent pages, t's growth keeps its free pages at or above the headroom.
+ * - borrowable and choose_lender of t are not called within such a leap
+ *   (nothing waits; pages come from t's GPU). Those of other tenants, at
+ *   later events, read t's GPU through the ledger (free and lent pages,
+ *   t's borrowed total: lendable()) and t's noted sums, as of their call:
+ *   the steps before such an event must be played back before it.
+ * - reclaim runs only for a tenant that needs its own pages and lent some. */
+
 const struct ema_policy_ops ema_policy_ema = {
 	.name = "ema",
 	.summary = "borrow peer memory within per-link budgets, read remote KV in place or staged, reclaim ahead with headroom",
