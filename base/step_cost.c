@@ -131,19 +131,14 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 
 double ema_step_cost_inplace_ns(const struct ema_hw_profile *hw, const struct ema_iteration *it)
 {
-	double flops_per_ns = hw->peak_tflops * 1e3 * hw->flops_efficiency;
-	double local = (double)it->weight_bytes + (double)it->kv_local_bytes +
-		       (double)it->act_bytes;
 	struct ema_step_cost sc;
+	double compute, local;
 
-	/* nothing remote (most iterations): ema_step_cost's steps without
-	 * its per-GPU bytes and the fields no one asked for */
+	/* nothing remote (most iterations): ema_step_cost's shortcut, without
+	 * the fields no one asked for */
 	if (it->n_remote == 0) {
-		double link = ema_cost_link_ns(hw, ema_cost_link_gbps(hw, false, it->method), NULL, 0);
-
-		return hw->iter_overhead_us * 1e3 +
-		       fmax(flops_per_ns > 0 ? it->flops / flops_per_ns : 0.0,
-			    ema_cost_inplace_ns(hw, ema_cost_hbm_ns(hw, local), link));
+		ema_cost_local_parts(hw, it, &compute, &local);
+		return hw->iter_overhead_us * 1e3 + fmax(compute, local);
 	}
 	ema_step_cost(hw, it, false, &sc);
 	return sc.total_ns;
