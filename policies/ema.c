@@ -914,34 +914,40 @@ static void ema_after_iteration(const struct ema_policy_ctx *c, void *state, int
 
 /* ---- what the hooks read and change between events ----------------------
  *
- * (for a hook that would let an unchanged decode batch of a tenant t leap
- * k steps as one event, serve/engine.c "leaps"; about 280 instructions of
- * plan_iteration and 120 of after_iteration per step, callgrind)
- * - plan_iteration, at each step's start, always changes ema's state:
- *   note_iteration folds the step into t's decayed sums (busy_ns,
- *   prefill_ns, read_bytes[t][], read_ns) with exp(-(now - noted_ns[t]) /
- *   10 s) and the step's in-place cost (weight, local KV and activation
- *   bytes, FLOPs, remote bytes). These are floating-point sums in step
- *   order: a leap stays byte-identical only if every step is noted in
- *   order, at its own start time, with its own figures, before any later
- *   hook reads them (t's TPOT budget in borrowable; the lender guard of
- *   every GPU t reads from, in any tenant's borrowable).
- * - For a batch that reads nothing remote (try_leap's), what it sets in
- *   the iteration is fixed: layer_groups, method = policy.copy_method,
- *   prefetch_depth = min(policy.prefetch_depth, layer_groups), no staging
- *   pages; it touches neither the ledger nor the staging area. With remote
- *   reads it picks the path per step and, staged, fills the staging area.
+ * (for decode leaping, policy.h leap_ok: ema has no leap_ok yet, so its
+ * tenants step; about 280 instructions of plan_iteration and 120 of
+ * after_iteration per step, callgrind)
+ * - plan_iteration, at each step's start, changes ema's state whenever a
+ *   guard is on (the defaults): note_iteration folds the step into t's
+ *   decayed sums (busy_ns, prefill_ns, read_bytes[t][], read_ns) with
+ *   exp(-(now - noted_ns[t]) / 10 s) and the step's in-place cost
+ *   (weight, local KV and activation bytes, FLOPs, remote bytes). These
+ *   are floating-point sums in step order: a leap stays byte-identical
+ *   only if every step is noted in order, at its own start time, with its
+ *   own figures, before a later hook reads them (t's TPOT budget in its
+ *   borrowable; the lender guard of every GPU t reads from, in any
+ *   tenant's borrowable). leap_ok's "changes no state" therefore holds
+ *   only with policy.ema.tpot_slack = lender_slowdown = 0; with the guards
+ *   on, ema needs each skipped step's start time and figures handed to it
+ *   (or plan_iteration called for each, at its start).
+ * - For a batch that reads nothing remote, what it sets in the iteration
+ *   is fixed: layer_groups, method = policy.copy_method, prefetch_depth =
+ *   min(policy.prefetch_depth, layer_groups), no staging pages; it touches
+ *   neither the ledger nor the staging area. With remote reads it picks
+ *   the path per step and, staged, fills the staging area.
  * - after_iteration gives t's staging area back when t borrows nothing (a
  *   no-op from the second step on), then reclaims on every GPU with lent
- *   pages whose free pages are under st->headroom. During t's leap only
- *   t's own growth changes the ledger: it is a no-op at every step if no
- *   lender is under its headroom at the start and, where t's own GPU has
- *   lent pages, t's growth keeps its free pages at or above the headroom.
- * - borrowable and choose_lender of t are not called within such a leap
- *   (nothing waits; pages come from t's GPU). Those of other tenants, at
- *   later events, read t's GPU through the ledger (free and lent pages,
- *   t's borrowed total: lendable()) and t's noted sums, as of their call:
- *   the steps before such an event must be played back before it.
+ *   pages whose free pages are under st->headroom: a no-op over a leap of
+ *   t if no lender is under its headroom and t's GPU, where it has lent
+ *   pages, stays at or above it.
+ * - borrowable and choose_lender of t are not called in a leap (nothing
+ *   waits; pages come from t's GPU). Other tenants' hooks read t's GPU via
+ *   lendable(): ema_lending_lendable (free - reserve, the floor, t's
+ *   borrowed total), max_lent - lent, free - band_keep, and the lender
+ *   guard (borrowers' sums, not t's unless t reads remote KV). Their
+ *   decisions are the same over a range of t's free pages only where t's
+ *   GPU lends nothing throughout (free <= band_keep, or its floor or
+ *   slowdown cap reached).
  * - reclaim runs only for a tenant that needs its own pages and lent some. */
 
 const struct ema_policy_ops ema_policy_ema = {
