@@ -914,9 +914,9 @@ static void ema_after_iteration(const struct ema_policy_ctx *c, void *state, int
 
 /* ---- what the hooks read and change between events ----------------------
  *
- * (for decode leaping, policy.h leap_ok: ema has no leap_ok yet, so its
- * tenants step; about 280 instructions of plan_iteration and 120 of
- * after_iteration per step, callgrind)
+ * (for decode leaping, policy.h leap_ok: ema_leap_ok below; about 280
+ * instructions of plan_iteration and 120 of after_iteration per step,
+ * callgrind)
  * - plan_iteration, at each step's start, changes ema's state whenever a
  *   guard is on (the defaults): note_iteration folds the step into t's
  *   decayed sums (busy_ns, prefill_ns, read_bytes[t][], read_ns) with
@@ -950,6 +950,38 @@ static void ema_after_iteration(const struct ema_policy_ctx *c, void *state, int
  *   slowdown cap reached).
  * - reclaim runs only for a tenant that needs its own pages and lent some. */
 
+/* Decode leaping (doc/policies.md, "Leaping"), from what the note above
+ * says the hooks read:
+ * - the steps' notes: the engine hands each leapt step to ema_plan at its
+ *   own start, with its own figures (plan_each), when it plays the leap
+ *   back at its end, so the decayed sums come out as stepping leaves
+ *   them. Meanwhile only the lender guard of other tenants' admissions
+ *   reads t's sums, and only when t ever read remote KV (read_any): no
+ *   leap then while the guard is on;
+ * - other tenants' borrowable and choose_lender see t's GPU through
+ *   lendable(), 0 while its free pages are at most band_keep (free_max);
+ * - after_iteration of t does nothing while t holds no staging area and
+ *   asked for no reserve, and no GPU with a tenant lends (none_lent: the
+ *   engine ends the leap once one does, as its headroom reclaim could
+ *   then act at any of t's steps);
+ * - ema_plan sets the same fields at every step of a batch without
+ *   remote KV. */
+static bool ema_leap_ok(const struct ema_policy_ctx *c, void *state, int tenant,
+			struct ema_leap_range *range)
+{
+	const struct ema_state *st = state;
+	int g = c->tenant_gpu[tenant];
+
+	if ((own(c)->lender_slowdown > 0 && st->read_any[tenant]) || st->reserve_set[tenant] ||
+	    ema_policy_staging_held(c, tenant) > 0)
+		return false;
+	if (range->free_max > st->band_keep[g])
+		range->free_max = st->band_keep[g];
+	range->plan_each = own(c)->tpot_slack > 0 || own(c)->lender_slowdown > 0;
+	range->none_lent = true;
+	return true;
+}
+
 const struct ema_policy_ops ema_policy_ema = {
 	.name = "ema",
 	.summary = "borrow peer memory within per-link budgets, read remote KV in place or staged, reclaim ahead with headroom",
@@ -964,4 +996,5 @@ const struct ema_policy_ops ema_policy_ema = {
 	.reclaim = ema_reclaim,
 	.plan_iteration = ema_plan,
 	.after_iteration = ema_after_iteration,
+	.leap_ok = ema_leap_ok,
 };

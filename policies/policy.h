@@ -158,6 +158,16 @@ const int32_t *ema_policy_staging_pages(const struct ema_policy_ctx *c, int tena
 struct ema_leap_range {
 	int32_t free_min;
 	int32_t free_max;
+	/* (both come false) plan_each: the engine also calls plan_iteration
+	 * for every step after the first, at that step's start time, with
+	 * its own figures (its FLOPs may be an upper bound, flops_bound set,
+	 * only where the step is memory-bound with it), when it plays the
+	 * steps back at the leap's end: for a policy that notes every step,
+	 * whose notes no hook reads meanwhile. none_lent: the engine ends
+	 * the leap at the step after any GPU with a tenant has pages lent
+	 * (for an after_iteration that reclaims on every lender). */
+	bool plan_each;
+	bool none_lent;
 };
 
 struct ema_policy_ops {
@@ -256,9 +266,12 @@ struct ema_policy_ops {
 	 *  - it starts no transfer to or from the tenant's GPU meanwhile (so
 	 *    it must lend nothing that could be read in place or moved);
 	 *  - for the tenant's steps after the first, plan_iteration would
-	 *    set what it set for the first and change no state, and
-	 *    after_iteration (for the tenant) after every step but the last
-	 *    would do nothing: the engine calls neither of them there.
+	 *    set what it set for the first and change no state (or, with
+	 *    r->plan_each, change only state that no hook reads before the
+	 *    leap ends), and after_iteration (for the tenant) after every
+	 *    step but the last would do nothing (with r->none_lent: while no
+	 *    GPU with a tenant lends): the engine calls neither of them there
+	 *    (but plan_iteration, with r->plan_each, at the leap's end).
 	 * false: no leap now. NULL: the policy never leaps (the engine steps
 	 * every iteration; the outputs are the same, only slower). */
 	bool (*leap_ok)(const struct ema_policy_ctx *c, void *state, int tenant,

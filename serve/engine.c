@@ -1442,6 +1442,14 @@ struct leap_req {
 	int32_t next;      /* the next request of its bucket (batch order), or -1 */
 };
 
+/* A leapt step's figures, for a policy's plan_iteration (leap_plan). */
+struct leap_work {
+	int32_t n_seqs;
+	bool flops_bound;
+	uint64_t act_bytes, kv_local_bytes;
+	double flops, attention_flops;
+};
+
 /* The first step j of a leap with computed + j > held: the step that
  * needs a page more (beyond every leap when never). */
 static int32_t leap_grow_at(int64_t held, int32_t computed)
@@ -1540,7 +1548,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	int64_t *end;
 	struct leap_req *q;
 	struct leap_buckets *bk;
-	struct ema_leap_range range = { 0, INT32_MAX };
+	struct ema_leap_range range = { 0, INT32_MAX, false, false };
 	struct ema_iteration *it = it1;
 	/* the first step's figures, which launch needs back unless it leaps */
 	const struct {
@@ -1571,6 +1579,15 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	if (!e->policy->leap_ok(&e->ctx, e->policy_state, t->index, &range) ||
 	    free_pages < range.free_min || free_pages > range.free_max)
 		return false;
+	if (range.plan_each && t->leap_work == NULL) {
+		t->leap_work = malloc((LEAP_MAX + 1) * sizeof(struct leap_work));
+		if (t->leap_work == NULL)
+			return false;
+	}
+	if (range.none_lent)
+		for (int g = 0; g < e->ledger.n_gpus; g++)
+			if (e->ledger.gpu[g].home_tenant >= 0 && ema_ledger_lent_pages(&e->ledger, g) > 0)
+				return false;
 	now = ema_engine_now(e);
 	limit = timeline_grid_ns(e, e->timeline_next_k);
 	if (e->cfg->horizon_s > 0 && (int64_t)(e->cfg->horizon_s * 1e9) < limit)
@@ -1695,10 +1712,11 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 		it->attention_flops = 0.0;
 		it->flops_bound = true;
 		rc = ops->iteration_time(e->platform, it, &d, NULL);
-		it->flops_bound = false;
 		if (rc != EMA_OK) {
 			/* the FLOPs matter: summed in batch order */
 			double flops = 0.0, attn_sum = 0.0;
+
+			it->flops_bound = false;
 
 			for (int32_t i = 0; i < n; i++) {
 				double a;
@@ -1713,10 +1731,23 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 			it->attention_flops = attn_sum;
 			rc = ops->iteration_time(e->platform, it, &d, NULL);
 		}
-		if (rc != EMA_OK || d <= 0 || end[j - 1] + d > limit)
+		if (rc != EMA_OK || d <= 0 || end[j - 1] + d > limit) {
+			it->flops_bound = false;
 			break;
+		}
 		end[j] = end[j - 1] + d;
 		k = j;
+		if (range.plan_each) {
+			struct leap_work *w = &((struct leap_work *)t->leap_work)[j];
+
+			w->n_seqs = live;
+			w->flops_bound = it->flops_bound;
+			w->act_bytes = it->act_bytes;
+			w->kv_local_bytes = it->kv_local_bytes;
+			w->flops = it->flops;
+			w->attention_flops = it->attention_flops;
+		}
+		it->flops_bound = false;
 		if (end[j] >= next_arrival)
 			break;
 	}
@@ -1736,6 +1767,8 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	}
 	t->leaping = true;
 	t->leap_k = k;
+	t->leap_plan = range.plan_each;
+	t->leap_none_lent = range.none_lent;
 	e->n_leaping++;
 	e->leaps++;
 	e->leap_steps += (uint64_t)k;
@@ -1748,6 +1781,30 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
  * accounting, then the requests the step finished, in batch order, then
  * the pages of the next step, in batch order; the counters of the
  * requests left, at once. */
+/* plan_iteration for a leapt step, as launch calls it (leap_ok's
+ * plan_each): a batch of t's decodes, nothing remote. The policy sets
+ * nothing that the platform, which ran the step, would read. */
+static void leap_plan_step(struct ema_engine *e, struct ema_tenant *t, const struct leap_work *w)
+{
+	struct ema_iteration it;
+
+	memset(&it, 0, sizeof it);
+	it.n_seqs = w->n_seqs;
+	it.decode_tokens = w->n_seqs;
+	it.flops = w->flops;
+	it.flops_bound = w->flops_bound;
+	it.attention_flops = w->attention_flops;
+	it.act_bytes = w->act_bytes;
+	it.kv_local_bytes = w->kv_local_bytes;
+	it.tenant = t->index;
+	it.gpu = t->gpu;
+	it.weight_bytes = e->weight_bytes;
+	it.layer_groups = e->cfg->serving.layer_groups;
+	it.local_pages = t->local_buf;
+	if (e->policy->plan_iteration != NULL)
+		e->policy->plan_iteration(&e->ctx, e->policy_state, &it);
+}
+
 static void leap_replay(struct ema_engine *e, struct ema_tenant *t, int64_t end)
 {
 	const struct leap_event *fin = t->leap_ev[0], *grow = t->leap_ev[1];
@@ -1793,6 +1850,9 @@ static void leap_replay(struct ema_engine *e, struct ema_tenant *t, int64_t end)
 				engine_fail(e, EMA_ERR_INTERNAL,
 					    "engine: a leap ran out of pages it had counted");
 		}
+		/* step j + 1 starts: what launch would ask the policy for it */
+		if (t->leap_plan)
+			leap_plan_step(e, t, &((const struct leap_work *)t->leap_work)[j + 1]);
 	}
 	e->replay = false;
 	if (m > 1) {
@@ -1821,6 +1881,20 @@ static void check_leaps(struct ema_engine *e)
 {
 	if (e->n_leaping == 0)
 		return;
+	/* a leap its policy allowed only while no GPU with a tenant lends
+	 * (leap_ok's none_lent) ends at its next step once one does */
+	for (int j = 0; j < e->n_tenants; j++) {
+		struct ema_tenant *t = &e->tenants[j];
+
+		if (!t->leaping || !t->leap_none_lent)
+			continue;
+		for (int g = 0; g < e->ledger.n_gpus; g++)
+			if (e->ledger.gpu[g].home_tenant >= 0 &&
+			    ema_ledger_lent_pages(&e->ledger, g) > 0) {
+				e->platform->ops->leap_cut(e->platform, t->gpu);
+				break;
+			}
+	}
 	for (int i = 0; i < e->n_tenants; i++)
 		if (kick_sensitive(&e->tenants[i])) {
 			for (int j = 0; j < e->n_tenants; j++)
@@ -2236,6 +2310,7 @@ void ema_engine_destroy(struct ema_engine *e)
 		free(t->leap_end);
 		free(t->leap_scratch);
 		free(t->leap_buckets);
+		free(t->leap_work);
 		free(t->leap_ev[0]);
 		free(t->leap_ev[1]);
 		for (int g = 0; g < EMA_MAX_GPUS; g++)

@@ -96,6 +96,11 @@ struct ema_tenant {
 	void *leap_scratch; int32_t cap_scratch;     /* planning a leap */
 	struct leap_buckets *leap_buckets;          /* ... its steps' events */
 	void *leap_ev[2]; int32_t leap_n_ev[2], cap_leap_ev[2]; /* what its steps do */
+	/* the policy's leap_ok asked for plan_iteration at each step
+	 * (leap_plan: leap_work holds each step's figures) and for the leap
+	 * to end once a GPU with a tenant lends (leap_none_lent) */
+	bool leap_plan, leap_none_lent;
+	void *leap_work;
 	struct ema_tenant_stats stats;
 };
 

@@ -182,6 +182,9 @@ static void test_default(void)
 	CU_ASSERT(leaps_of("ideal") > 0);
 	CU_ASSERT(leaps_of("host_swap") > 0);
 	CU_ASSERT(leaps_of("remote_direct") > 0);
+	/* ema too, with its guards on (the defaults): where no GPU with a
+	 * tenant lends, its leapt steps are noted at the leap's end */
+	CU_ASSERT(leaps_of("ema") > 0);
 	no_leaps_without_hook();
 	{
 		static const char *const roomy[] = { "gpu_mem_cap_gib=0" };
@@ -298,7 +301,7 @@ static void test_remote_direct_range(void)
 	struct ema_request_spec r0[1] = {{0, 1, 1}}, r1[1] = {{0, 1, 1}}, r2[1] = {{0, 1, 1}};
 	struct ema_workload w[3] = {{r0, 1, 1}, {r1, 1, 1}, {r2, 1, 1}};
 	const struct ema_policy_ops *rd = ema_policy_find("remote_direct");
-	struct ema_leap_range range = { 0, INT32_MAX };
+	struct ema_leap_range range = { 0, INT32_MAX, false, false };
 	struct ema_config cfg;
 	struct ema_engine e;
 	struct ema_error err = {0};
@@ -343,6 +346,73 @@ static void test_remote_direct_range(void)
 	ema_engine_destroy(&e);
 }
 
+/* ema's leap_ok by hand, the same 3 GPUs, reserve and headroom 5%
+ * (band_keep 10 pages): a leap of tenant 1 may take its GPU's free
+ * pages anywhere in [0, 10], where what tenant 0 is told stays the same;
+ * at 11 free pages GPU 1 could lend. With its guards on (the defaults)
+ * ema asks for each leapt step's plan and for no lending GPU; a tenant
+ * that read remote KV does not leap (the lender guard reads its sums). */
+static void test_ema_range(void)
+{
+	struct ema_request_spec r0[1] = {{0, 1, 1}}, r1[1] = {{0, 1, 1}}, r2[1] = {{0, 1, 1}};
+	struct ema_workload w[3] = {{r0, 1, 1}, {r1, 1, 1}, {r2, 1, 1}};
+	const struct ema_policy_ops *ema = ema_policy_find("ema");
+	struct ema_leap_range range = { 0, INT32_MAX, false, false };
+	struct ema_iteration it;
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_error err = {0};
+	struct mock *m;
+	int32_t held[100], borrowable0;
+	int n_held = 0;
+
+	tiny_config(&cfg, 3, (489 + 100) * 4.0 / 1024);
+	cfg.policy.lender_floor = 0.25;
+	cfg.policy.lender_reserve = 0.05;
+	cfg.policy.headroom = 0.05;
+	m = mock_new(&cfg);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ema);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ema->leap_ok);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, ema, &m->base, w, &err), EMA_OK);
+	for (int i = 0; i < 60; i++)
+		ema_ledger_alloc(&e.ledger, 2, 2, EMA_PAGE_KV);
+	while (n_held < 100)
+		held[n_held++] = ema_ledger_alloc(&e.ledger, 1, 1, EMA_PAGE_KV);
+	CU_ASSERT_TRUE(ema->leap_ok(&e.ctx, e.policy_state, 1, &range));
+	CU_ASSERT_EQUAL(range.free_min, 0);
+	CU_ASSERT_EQUAL(range.free_max, 10);
+	CU_ASSERT_TRUE(range.plan_each);
+	CU_ASSERT_TRUE(range.none_lent);
+	borrowable0 = ema->borrowable(&e.ctx, e.policy_state, 0);
+	/* GPU 2 lends down to its band: 40 free - 10 */
+	CU_ASSERT_EQUAL(borrowable0, 30);
+	for (int32_t free = 0; free <= range.free_max; free++) {
+		CU_ASSERT_EQUAL(ema_ledger_free_pages(&e.ledger, 1), free);
+		CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), borrowable0);
+		CU_ASSERT_EQUAL(ema->choose_lender(&e.ctx, e.policy_state, 0), 2);
+		ema_ledger_free(&e.ledger, 1, held[--n_held]);
+	}
+	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), borrowable0 + 1);
+	/* tenant 1 reads a page of GPU 2 in one step, then borrows nothing */
+	memset(&it, 0, sizeof it);
+	it.tenant = 1;
+	it.gpu = 1;
+	it.n_seqs = 1;
+	it.decode_tokens = 1;
+	it.n_remote = 1;
+	it.remote[0].gpu = 2;
+	it.remote[0].n_pages = 1;
+	it.remote[0].bytes = (uint64_t)e.page_bytes;
+	ema->plan_iteration(&e.ctx, e.policy_state, &it);
+	ema->after_iteration(&e.ctx, e.policy_state, 1);
+	CU_ASSERT_EQUAL(ema_policy_staging_held(&e.ctx, 1), 0);
+	range.free_max = INT32_MAX;
+	CU_ASSERT_FALSE(ema->leap_ok(&e.ctx, e.policy_state, 1, &range));
+	e.platform = NULL;
+	mock_destroy(&m->base);
+	ema_engine_destroy(&e);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -354,6 +424,7 @@ int main(void)
 		{ "ShareGPT lengths", test_sharegpt },
 		{ "8 tenants in lock-step", test_lockstep },
 		{ "remote_direct's leap range by hand", test_remote_direct_range },
+		{ "ema's leap range by hand", test_ema_range },
 		{ NULL, NULL }
 	};
 	const char *t = getenv("TMPDIR");
