@@ -965,7 +965,12 @@ static void ema_after_iteration(const struct ema_policy_ctx *c, void *state, int
  *   engine ends the leap once one does, as its headroom reclaim could
  *   then act at any of t's steps);
  * - ema_plan sets the same fields at every step of a batch without
- *   remote KV. */
+ *   remote KV.
+ * free_max makes leaps rare: a GPU with more free pages than its band
+ * could lend mid-leap, and the borrower's in-place reads would change
+ * the leaping tenant's step times (default scenario: 8 leaps of 63
+ * steps; the bench's 8 whole H200s: none, every step refused by the
+ * range). */
 static bool ema_leap_ok(const struct ema_policy_ctx *c, void *state, int tenant,
 			struct ema_leap_range *range)
 {

@@ -1409,7 +1409,8 @@ static int borrowers_on(struct ema_engine *e, int gpu)
  * cost model alone (the platform's iteration_time), so the platform can
  * run them as one event (leap). At the end, the steps in between are
  * played back with the same code stepping runs, at their own times
- * (leap_replay), and the last one ends as a real iteration. A leap ends
+ * (leap_replay, with plan_iteration for each step after the first where
+ * leap_ok asked for it), and the last one ends as a real iteration. A leap ends
  * early where (d) stops holding (check_leaps, after every callback),
  * where another event falls on one of its steps' ends (the platform) and
  * before a step whose pages would leave (a)'s range. */
@@ -1568,13 +1569,9 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	    t->swapped_n > 0 || t->xfers_in_flight > 0 || t->reclaim_wait_since >= 0 ||
 	    t->iter_rem_mask != 0 || ema_ledger_borrowed_pages(&e->ledger, t->index) != 0)
 		return false;
-	for (int32_t i = 0; i < n; i++)
-		if (t->iter_batch[i] != t->running[i] || t->iter_chunk[i] != 0)
-			return false;
-	for (int i = 0; i < e->n_tenants; i++)
-		if (i != t->index && kick_sensitive(&e->tenants[i]))
-			return false;
-	/* the policy's word for this leap, and the free pages it allows */
+	/* the policy's word for this leap, and the free pages it allows
+	 * (O(1) where the batch and the other tenants cost O(n): asked first,
+	 * for a policy that refuses most steps, such as ema on roomy GPUs) */
 	free_pages = ema_ledger_free_pages(&e->ledger, t->gpu);
 	if (!e->policy->leap_ok(&e->ctx, e->policy_state, t->index, &range) ||
 	    free_pages < range.free_min || free_pages > range.free_max)
@@ -1588,6 +1585,12 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 		for (int g = 0; g < e->ledger.n_gpus; g++)
 			if (e->ledger.gpu[g].home_tenant >= 0 && ema_ledger_lent_pages(&e->ledger, g) > 0)
 				return false;
+	for (int32_t i = 0; i < n; i++)
+		if (t->iter_batch[i] != t->running[i] || t->iter_chunk[i] != 0)
+			return false;
+	for (int i = 0; i < e->n_tenants; i++)
+		if (i != t->index && kick_sensitive(&e->tenants[i]))
+			return false;
 	now = ema_engine_now(e);
 	limit = timeline_grid_ns(e, e->timeline_next_k);
 	if (e->cfg->horizon_s > 0 && (int64_t)(e->cfg->horizon_s * 1e9) < limit)
