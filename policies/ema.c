@@ -944,44 +944,34 @@ static void ema_after_iteration(const struct ema_policy_ctx *c, void *state, int
  *   waits; pages come from t's GPU). Other tenants' hooks read t's GPU via
  *   lendable(): ema_lending_lendable (free - reserve, the floor, t's
  *   borrowed total), max_lent - lent, free - band_keep, and the lender
- *   guard (borrowers' sums, not t's unless t reads remote KV). Their
- *   decisions are the same over a range of t's free pages only where t's
- *   GPU lends nothing throughout (free <= band_keep, or its floor or
- *   slowdown cap reached).
+ *   guard (borrowers' sums, t's among them once t read remote KV).
  * - reclaim runs only for a tenant that needs its own pages and lent some. */
 
 /* Decode leaping (doc/policies.md, "Leaping"), from what the note above
- * says the hooks read:
+ * says the hooks read. The engine plays a leap's steps back before every
+ * event of another tenant, so other tenants' hooks see t's GPU (lendable()
+ * and all) and t's decayed sums as stepping would:
  * - the steps' notes: the engine hands each leapt step to ema_plan at its
- *   own start, with its own figures (plan_each), when it plays the leap
- *   back at its end, so the decayed sums come out as stepping leaves
- *   them. Meanwhile only the lender guard of other tenants' admissions
- *   reads t's sums, and only when t ever read remote KV (read_any): no
- *   leap then while the guard is on;
- * - other tenants' borrowable and choose_lender see t's GPU through
- *   lendable(), 0 while its free pages are at most band_keep (free_max);
+ *   own start, with its own figures (plan_each), as it plays the steps
+ *   back, so the decayed sums come out as stepping leaves them before any
+ *   other tenant's hook (the lender guard) reads them;
+ * - other tenants may borrow from t's GPU mid-leap: its reads would cross
+ *   t's GPU from the next step on, where none_lent ends the leap;
  * - after_iteration of t does nothing while t holds no staging area and
  *   asked for no reserve, and no GPU with a tenant lends (none_lent: the
  *   engine ends the leap once one does, as its headroom reclaim could
  *   then act at any of t's steps);
  * - ema_plan sets the same fields at every step of a batch without
  *   remote KV.
- * free_max makes leaps rare: a GPU with more free pages than its band
- * could lend mid-leap, and the borrower's in-place reads would change
- * the leaping tenant's step times (default scenario: 8 leaps of 63
- * steps; the bench's 8 whole H200s: none, every step refused by the
- * range). */
+ * The bench's 8 whole H200s leap as static does; under pressure, where
+ * GPUs with tenants lend nearly all the time, leaps are rare. */
 static bool ema_leap_ok(const struct ema_policy_ctx *c, void *state, int tenant,
 			struct ema_leap_range *range)
 {
 	const struct ema_state *st = state;
-	int g = c->tenant_gpu[tenant];
 
-	if ((own(c)->lender_slowdown > 0 && st->read_any[tenant]) || st->reserve_set[tenant] ||
-	    ema_policy_staging_held(c, tenant) > 0)
+	if (st->reserve_set[tenant] || ema_policy_staging_held(c, tenant) > 0)
 		return false;
-	if (range->free_max > st->band_keep[g])
-		range->free_max = st->band_keep[g];
 	range->plan_each = own(c)->tpot_slack > 0 || own(c)->lender_slowdown > 0;
 	range->none_lent = true;
 	return true;

@@ -161,11 +161,13 @@ struct ema_leap_range {
 	/* (both come false) plan_each: the engine also calls plan_iteration
 	 * for every step after the first, at that step's start time, with
 	 * its own figures (its FLOPs may be an upper bound, flops_bound set,
-	 * only where the step is memory-bound with it), when it plays the
-	 * steps back at the leap's end: for a policy that notes every step,
-	 * whose notes no hook reads meanwhile. none_lent: the engine ends
-	 * the leap at the step after any GPU with a tenant has pages lent
-	 * (for an after_iteration that reclaims on every lender). */
+	 * only where the step is memory-bound with it), as it plays the
+	 * steps back: before any event of another tenant after that start,
+	 * and at the leap's end (for a policy that notes every step).
+	 * none_lent: the engine ends the leap at the step in progress once
+	 * any GPU with a tenant has pages lent (for a policy that may lend
+	 * from the leaping tenant's GPU, or whose after_iteration reclaims on
+	 * every lender). */
 	bool plan_each;
 	bool none_lent;
 };
@@ -250,28 +252,27 @@ struct ema_policy_ops {
 	 * Decode leaping (doc/policies.md, "Leaping"). When `tenant`'s batch
 	 * only decodes, from its own GPU's free pages, with nothing of it
 	 * borrowed, moving or waiting, the engine may run its next steps as
-	 * one event and apply what they do to the ledger (pages taken, pages
-	 * of finished requests given back) at the event's end, so that
-	 * meanwhile every hook sees the tenant's GPU as it was when the leap
-	 * began. The engine asks this before each leap; true promises that
-	 * nothing the policy decides during the leap would differ had the
-	 * engine stepped:
-	 *  - its hooks called for the other tenants and GPUs decide the same
-	 *    for every number of free pages of the tenant's GPU in
-	 *    [r->free_min, r->free_max] (r comes as [0, INT32_MAX]; the
-	 *    engine ends the leap before they would leave it); nothing else
-	 *    a policy can see changes in a leap (its GPU's lent pages and
-	 *    the tenant's borrowed pages stay the same, and its requests
-	 *    hold no remote pages);
-	 *  - it starts no transfer to or from the tenant's GPU meanwhile (so
-	 *    it must lend nothing that could be read in place or moved);
+	 * one event. Before every event of another tenant (an arrival, an
+	 * iteration's or a transfer's end) it plays back the steps that ended
+	 * before it (pages taken, pages of finished requests given back, with
+	 * r->plan_each the steps' plans), so that every hook sees the ledger
+	 * as stepping would show it; the leap's running requests keep their
+	 * counters of its start until it ends (they hold no remote pages, so
+	 * ema_policy_borrowers_on never lists them). The engine asks this
+	 * before each leap; true promises that nothing the policy decides
+	 * during the leap would differ had the engine stepped:
+	 *  - no transfer to or from the tenant's GPU starts meanwhile (its
+	 *    steps' times assume none): its hooks lend no pages of that GPU
+	 *    while its free pages stay in [r->free_min, r->free_max] (r
+	 *    comes as [0, INT32_MAX]; the engine ends the leap before they
+	 *    would leave it), or, with r->none_lent, the engine ends the leap
+	 *    at the step in progress once they do;
 	 *  - for the tenant's steps after the first, plan_iteration would
 	 *    set what it set for the first and change no state (or, with
-	 *    r->plan_each, change only state that no hook reads before the
-	 *    leap ends), and after_iteration (for the tenant) after every
-	 *    step but the last would do nothing (with r->none_lent: while no
-	 *    GPU with a tenant lends): the engine calls neither of them there
-	 *    (but plan_iteration, with r->plan_each, at the leap's end).
+	 *    r->plan_each, is called for each as above), and after_iteration
+	 *    (for the tenant) after every step but the last would do nothing
+	 *    (with r->none_lent: while no GPU with a tenant lends): the engine
+	 *    calls neither of them there otherwise.
 	 * false: no leap now. NULL: the policy never leaps (the engine steps
 	 * every iteration; the outputs are the same, only slower). */
 	bool (*leap_ok)(const struct ema_policy_ctx *c, void *state, int tenant,

@@ -43,6 +43,7 @@ static void tenant_kick(struct ema_engine *e, struct ema_tenant *t);
 static void kick_all(struct ema_engine *e);
 static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iteration *it);
 static void check_leaps(struct ema_engine *e);
+static void leap_settle(struct ema_engine *e);
 static void timeline_advance(struct ema_engine *e, int64_t now);
 
 int64_t ema_engine_now(struct ema_engine *e)
@@ -582,6 +583,7 @@ static void xfer_done(void *arg, int64_t now)
 	struct ema_tenant *t = &e->tenants[x->tenant];
 	struct ema_request *r = &t->reqs[x->req];
 
+	leap_settle(e);
 	timeline_advance(e, now);
 	account(e, t, now);
 	switch (x->kind) {
@@ -1151,6 +1153,7 @@ static void iteration_done(void *arg, const struct ema_iteration_result *res)
 
 	/* the tenant array lives inside the engine */
 	e = (struct ema_engine *)((char *)(t - t->index) - offsetof(struct ema_engine, tenants));
+	leap_settle(e);
 	if (t->leaping)
 		leap_replay(e, t, res->end_ns);
 	iteration_end(e, t, res->start_ns, res->end_ns, res->stall_ns, true);
@@ -1186,6 +1189,7 @@ static void arrival(void *arg, int64_t now)
 	struct ema_engine *e =
 		(struct ema_engine *)((char *)(t - t->index) - offsetof(struct ema_engine, tenants));
 
+	leap_settle(e);
 	timeline_advance(e, now);
 	while (t->next_arrival < t->n_reqs && t->reqs[t->next_arrival].arrival_ns <= now) {
 		struct ema_request *r = &t->reqs[t->next_arrival++];
@@ -1770,6 +1774,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	}
 	t->leaping = true;
 	t->leap_k = k;
+	t->leap_played = t->leap_xf = t->leap_xg = 0;
 	t->leap_plan = range.plan_each;
 	t->leap_none_lent = range.none_lent;
 	e->n_leaping++;
@@ -1787,47 +1792,55 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 /* plan_iteration for a leapt step, as launch calls it (leap_ok's
  * plan_each): a batch of t's decodes, nothing remote. The policy sets
  * nothing that the platform, which ran the step, would read. */
-static void leap_plan_step(struct ema_engine *e, struct ema_tenant *t, const struct leap_work *w)
+static void leap_plan_step(struct ema_engine *e, struct ema_tenant *t, struct ema_iteration *it,
+			   const struct leap_work *w)
 {
-	struct ema_iteration it;
-
-	memset(&it, 0, sizeof it);
-	it.n_seqs = w->n_seqs;
-	it.decode_tokens = w->n_seqs;
-	it.flops = w->flops;
-	it.flops_bound = w->flops_bound;
-	it.attention_flops = w->attention_flops;
-	it.act_bytes = w->act_bytes;
-	it.kv_local_bytes = w->kv_local_bytes;
-	it.tenant = t->index;
-	it.gpu = t->gpu;
-	it.weight_bytes = e->weight_bytes;
-	it.layer_groups = e->cfg->serving.layer_groups;
-	it.local_pages = t->local_buf;
-	if (e->policy->plan_iteration != NULL)
-		e->policy->plan_iteration(&e->ctx, e->policy_state, &it);
+	it->n_seqs = w->n_seqs;
+	it->decode_tokens = w->n_seqs;
+	it->flops = w->flops;
+	it->flops_bound = w->flops_bound;
+	it->attention_flops = w->attention_flops;
+	it->act_bytes = w->act_bytes;
+	it->kv_local_bytes = w->kv_local_bytes;
+	/* what the policy may have set for the step before */
+	it->layer_groups = e->cfg->serving.layer_groups;
+	it->prefetch_depth = 0;
+	it->method = 0;
+	it->staging_pages = NULL;
+	it->n_staging_pages = 0;
+	it->window_depth = 0;
+	e->policy->plan_iteration(&e->ctx, e->policy_state, it);
 }
 
-static void leap_replay(struct ema_engine *e, struct ema_tenant *t, int64_t end)
+/* The iteration leap_plan_step hands the policy, less the step's own
+ * figures: cleared once per playback rather than per step (it is large,
+ * and a leap plays back up to a thousand steps). */
+static void leap_plan_init(struct ema_engine *e, struct ema_tenant *t, struct ema_iteration *it)
+{
+	memset(it, 0, sizeof *it);
+	it->tenant = t->index;
+	it->gpu = t->gpu;
+	it->weight_bytes = e->weight_bytes;
+	it->local_pages = t->local_buf;
+}
+
+/* Steps t->leap_played + 1 .. m - 1 of t's leap played back. */
+static void leap_play(struct ema_engine *e, struct ema_tenant *t, int32_t m)
 {
 	const struct leap_event *fin = t->leap_ev[0], *grow = t->leap_ev[1];
-	int32_t m = 0, xf = 0, xg = 0;
+	int32_t xf = t->leap_xf, xg = t->leap_xg, j;
+	bool was_replay = e->replay;
+	int64_t was_vnow = e->vnow;
+	bool plan = t->leap_plan && e->policy->plan_iteration != NULL;
+	struct ema_iteration it;
 
-	for (int32_t j = 1; j <= t->leap_k; j++)
-		if (t->leap_end[j] == end) {
-			m = j;
-			break;
-		}
-	t->leaping = false;
-	e->n_leaping--;
-	if (m == 0) {
-		engine_fail(e, EMA_ERR_INTERNAL, "engine: a leap ended at a time it did not plan");
-		return;
-	}
+	if (plan)
+		leap_plan_init(e, t, &it);
+
 	/* at each step's end, it is that step's time (req_free_pages'
 	 * accounting asks for it) */
 	e->replay = true;
-	for (int32_t j = 1; j < m && !e->error; j++) {
+	for (j = t->leap_played + 1; j < m && !e->error; j++) {
 		e->vnow = t->leap_end[j];
 		account(e, t, e->vnow);
 		t->stats.generated_tokens += t->running_n;
@@ -1854,10 +1867,58 @@ static void leap_replay(struct ema_engine *e, struct ema_tenant *t, int64_t end)
 					    "engine: a leap ran out of pages it had counted");
 		}
 		/* step j + 1 starts: what launch would ask the policy for it */
-		if (t->leap_plan)
-			leap_plan_step(e, t, &((const struct leap_work *)t->leap_work)[j + 1]);
+		if (plan)
+			leap_plan_step(e, t, &it, &((const struct leap_work *)t->leap_work)[j + 1]);
 	}
-	e->replay = false;
+	t->leap_played = j - 1;
+	t->leap_xf = xf;
+	t->leap_xg = xg;
+	e->replay = was_replay;
+	e->vnow = was_vnow;
+}
+
+/* Every leap brought up to now, before an event of another tenant: the
+ * steps that ended before now played back (a step ending at now is its
+ * leap's end, the platform's cut saw to it), so that what the event's
+ * hooks and the engine read of the leaping tenants' GPUs and requests
+ * (their free pages above all) is what stepping would show. The requests
+ * still running keep the leap's first counters until its end. */
+static void leap_settle(struct ema_engine *e)
+{
+	int64_t now;
+
+	if (e->n_leaping == 0)
+		return;
+	now = ema_engine_now(e);
+	for (int i = 0; i < e->n_tenants; i++) {
+		struct ema_tenant *t = &e->tenants[i];
+		int32_t m = t->leap_played + 1;
+
+		if (!t->leaping)
+			continue;
+		while (m < t->leap_k && t->leap_end[m] < now)
+			m++;
+		if (m > t->leap_played + 1)
+			leap_play(e, t, m);
+	}
+}
+
+static void leap_replay(struct ema_engine *e, struct ema_tenant *t, int64_t end)
+{
+	int32_t m = 0;
+
+	for (int32_t j = t->leap_played + 1; j <= t->leap_k; j++)
+		if (t->leap_end[j] == end) {
+			m = j;
+			break;
+		}
+	t->leaping = false;
+	e->n_leaping--;
+	if (m == 0) {
+		engine_fail(e, EMA_ERR_INTERNAL, "engine: a leap ended at a time it did not plan");
+		return;
+	}
+	leap_play(e, t, m);
 	if (m > 1) {
 		t->stats.busy_ns += t->leap_end[m - 1] - t->leap_end[0];
 		t->stats.iterations += m - 1;
@@ -1886,17 +1947,21 @@ static void check_leaps(struct ema_engine *e)
 		return;
 	/* a leap its policy allowed only while no GPU with a tenant lends
 	 * (leap_ok's none_lent) ends at its next step once one does */
+	int lending = -1; /* unknown until a leap asks */
+
 	for (int j = 0; j < e->n_tenants; j++) {
 		struct ema_tenant *t = &e->tenants[j];
 
 		if (!t->leaping || !t->leap_none_lent)
 			continue;
-		for (int g = 0; g < e->ledger.n_gpus; g++)
-			if (e->ledger.gpu[g].home_tenant >= 0 &&
-			    ema_ledger_lent_pages(&e->ledger, g) > 0) {
-				e->platform->ops->leap_cut(e->platform, t->gpu);
-				break;
-			}
+		if (lending < 0) {
+			lending = 0;
+			for (int g = 0; g < e->ledger.n_gpus && !lending; g++)
+				lending = e->ledger.gpu[g].home_tenant >= 0 &&
+					  ema_ledger_lent_pages(&e->ledger, g) > 0;
+		}
+		if (lending)
+			e->platform->ops->leap_cut(e->platform, t->gpu);
 	}
 	for (int i = 0; i < e->n_tenants; i++)
 		if (kick_sensitive(&e->tenants[i])) {

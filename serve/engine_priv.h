@@ -101,6 +101,10 @@ struct ema_tenant {
 	 * to end once a GPU with a tenant lends (leap_none_lent) */
 	bool leap_plan, leap_none_lent;
 	void *leap_work;
+	/* the steps of the leap played back so far (leap_settle: every step
+	 * that ended before another tenant's event), and where their
+	 * finishes and growths stand in leap_ev */
+	int32_t leap_played, leap_xf, leap_xg;
 	struct ema_tenant_stats stats;
 };
 

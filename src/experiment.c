@@ -488,6 +488,7 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 		rc = ema_engine_run(run->engine, err);
 		if (rc == EMA_OK) {
 			run->events = p->ops->events(p);
+			run->leaps = ema_engine_leaps(run->engine, &run->leapt_steps);
 			if (p->ops->link_stats(p) != NULL)
 				run->links = *p->ops->link_stats(p);
 		}
@@ -790,6 +791,10 @@ static int write_run_json(const struct ema_experiment *x, FILE *f)
 		fprintf(f, "    {\"policy\": \"%s\", \"events\": %llu, \"wall_s\": %.3f, \"end_s\": %.6f",
 			x->runs[i].policy, (unsigned long long)x->runs[i].events, x->runs[i].wall_s,
 			(double)ema_engine_end_ns(x->runs[i].engine) * 1e-9);
+		if (x->backend != EMA_BACKEND_HW)
+			fprintf(f, ", \"leaps\": %llu, \"leapt_steps\": %llu",
+				(unsigned long long)x->runs[i].leaps,
+				(unsigned long long)x->runs[i].leapt_steps);
 		if (x->backend == EMA_BACKEND_HW)
 			fprintf(f, ", \"integrity_check\": \"%s\", \"pages_checked\": %llu, "
 				"\"pages_corrupted\": %llu", x->verify ? "full" : "sampled",

@@ -84,6 +84,9 @@ struct ema_policy_run {
 	 * those found corrupted (a corruption also fails the run) */
 	uint64_t pages_checked, pages_corrupted;
 	uint64_t events;
+	/* sim: decode leaps made and the iterations they ran (run.json; the
+	 * outputs are those of stepping, these say how much was leapt) */
+	uint64_t leaps, leapt_steps;
 	double wall_s;
 	struct ema_tenant_result results[EMA_MAX_TENANTS];
 	int32_t lent_peak[EMA_MAX_GPUS];

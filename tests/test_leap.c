@@ -20,6 +20,7 @@
 #include "mock_platform.h"
 #include "outdir.h"
 #include "policy.h"
+#include "sim.h"
 #include "test_main.h"
 
 static char top[4096];
@@ -34,7 +35,7 @@ static const char *const files[] = {
 	"transfers.csv", "run.json",
 };
 
-/* A file's text; run.json's wall-clock figures blanked. */
+/* A file's text; run.json's wall-clock figures and leap counts blanked. */
 static char *slurp(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -59,18 +60,23 @@ static char *slurp(const char *path, size_t *len)
 	/* the wall clock is not the simulation's: "12.345" -> "0", so that
 	 * runs of different lengths (9.9 s against 10.1 s under ASan)
 	 * compare equal */
-	if (strstr(path, "run.json") != NULL)
-		for (char *p = strstr(buf, "\"wall_s\": "); p != NULL; p = strstr(p + 1, "\"wall_s\": ")) {
-			char *q = p + 10, *e = q;
+	if (strstr(path, "run.json") != NULL) {
+		/* and the leaps made, which say how the same outputs were reached */
+		static const char *const keys[] = { "\"wall_s\": ", "\"leaps\": ", "\"leapt_steps\": " };
 
-			while ((*e >= '0' && *e <= '9') || *e == '.')
-				e++;
-			if (e > q) {
-				*q = '0';
-				memmove(q + 1, e, (size_t)(buf + *len - e) + 1);
-				*len -= (size_t)(e - q - 1);
+		for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+			for (char *p = strstr(buf, keys[k]); p != NULL; p = strstr(p + 1, keys[k])) {
+				char *q = p + strlen(keys[k]), *e = q;
+
+				while ((*e >= '0' && *e <= '9') || *e == '.')
+					e++;
+				if (e > q) {
+					*q = '0';
+					memmove(q + 1, e, (size_t)(buf + *len - e) + 1);
+					*len -= (size_t)(e - q - 1);
+				}
 			}
-		}
+	}
 	return buf;
 }
 
@@ -346,12 +352,13 @@ static void test_remote_direct_range(void)
 	ema_engine_destroy(&e);
 }
 
-/* ema's leap_ok by hand, the same 3 GPUs, reserve and headroom 5%
- * (band_keep 10 pages): a leap of tenant 1 may take its GPU's free
- * pages anywhere in [0, 10], where what tenant 0 is told stays the same;
- * at 11 free pages GPU 1 could lend. With its guards on (the defaults)
- * ema asks for each leapt step's plan and for no lending GPU; a tenant
- * that read remote KV does not leap (the lender guard reads its sums). */
+/* ema's leap_ok by hand, the same 3 GPUs: a leap of tenant 1 may take its
+ * GPU's free pages anywhere (the engine brings a leap up to date before
+ * another tenant's event, so that what tenant 0 is told is what stepping
+ * would tell it, and ends it once a GPU with a tenant lends); with its
+ * guards on (the defaults) ema asks for each leapt step's plan and for no
+ * lending GPU; a tenant that read remote KV leaps once it holds none, but
+ * not while it keeps pages for staging (after_iteration gives them back). */
 static void test_ema_range(void)
 {
 	struct ema_request_spec r0[1] = {{0, 1, 1}}, r1[1] = {{0, 1, 1}}, r2[1] = {{0, 1, 1}};
@@ -363,8 +370,6 @@ static void test_ema_range(void)
 	struct ema_engine e;
 	struct ema_error err = {0};
 	struct mock *m;
-	int32_t held[100], borrowable0;
-	int n_held = 0;
 
 	tiny_config(&cfg, 3, (489 + 100) * 4.0 / 1024);
 	cfg.policy.lender_floor = 0.25;
@@ -376,23 +381,11 @@ static void test_ema_range(void)
 	CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, ema, &m->base, w, &err), EMA_OK);
 	for (int i = 0; i < 60; i++)
 		ema_ledger_alloc(&e.ledger, 2, 2, EMA_PAGE_KV);
-	while (n_held < 100)
-		held[n_held++] = ema_ledger_alloc(&e.ledger, 1, 1, EMA_PAGE_KV);
 	CU_ASSERT_TRUE(ema->leap_ok(&e.ctx, e.policy_state, 1, &range));
 	CU_ASSERT_EQUAL(range.free_min, 0);
-	CU_ASSERT_EQUAL(range.free_max, 10);
+	CU_ASSERT_EQUAL(range.free_max, INT32_MAX);
 	CU_ASSERT_TRUE(range.plan_each);
 	CU_ASSERT_TRUE(range.none_lent);
-	borrowable0 = ema->borrowable(&e.ctx, e.policy_state, 0);
-	/* GPU 2 lends down to its band: 40 free - 10 */
-	CU_ASSERT_EQUAL(borrowable0, 30);
-	for (int32_t free = 0; free <= range.free_max; free++) {
-		CU_ASSERT_EQUAL(ema_ledger_free_pages(&e.ledger, 1), free);
-		CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), borrowable0);
-		CU_ASSERT_EQUAL(ema->choose_lender(&e.ctx, e.policy_state, 0), 2);
-		ema_ledger_free(&e.ledger, 1, held[--n_held]);
-	}
-	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), borrowable0 + 1);
 	/* tenant 1 reads a page of GPU 2 in one step, then borrows nothing */
 	memset(&it, 0, sizeof it);
 	it.tenant = 1;
@@ -406,11 +399,132 @@ static void test_ema_range(void)
 	ema->plan_iteration(&e.ctx, e.policy_state, &it);
 	ema->after_iteration(&e.ctx, e.policy_state, 1);
 	CU_ASSERT_EQUAL(ema_policy_staging_held(&e.ctx, 1), 0);
-	range.free_max = INT32_MAX;
+	/* its sums are noted step by step as the engine plays leaps back, so
+	 * a tenant that read remote KV leaps again once it holds none */
+	CU_ASSERT_TRUE(ema->leap_ok(&e.ctx, e.policy_state, 1, &range));
+	/* pages kept for staging: after_iteration would give them back */
+	CU_ASSERT_EQUAL(ema_policy_staging_fill(&e.ctx, 1, 2), 2);
 	CU_ASSERT_FALSE(ema->leap_ok(&e.ctx, e.policy_state, 1, &range));
 	e.platform = NULL;
 	mock_destroy(&m->base);
 	ema_engine_destroy(&e);
+}
+
+/* What a policy hook called for one tenant sees of the others' GPUs while
+ * they leap: a probe policy that leaps wherever the engine can, with the
+ * whole range of free pages (it relies on the engine alone), and logs the
+ * free pages of every GPU each time borrowable is asked for a tenant.
+ * Tenant 0 decodes long requests on GPU 0 (leaping); tenant 1's requests
+ * arrive meanwhile, and each admission asks borrowable. Stepping and
+ * leaping must log the same, and some calls must have come while tenant
+ * 0 leapt: the engine brings a leap up to date before another tenant's
+ * event (without that, GPU 0's pages would show as at the leap's start). */
+#define PROBE_MAX 4096
+struct probe_call {
+	int64_t now;
+	int tenant;
+	int32_t free_pages[2];
+};
+static struct probe_call probe_log[2][PROBE_MAX];
+static int probe_n[2], probe_run, probe_mid_leap;
+static const struct ema_engine *probe_engine;
+
+static int32_t probe_borrowable(const struct ema_policy_ctx *c, void *state, int tenant)
+{
+	struct probe_call *x;
+
+	(void)state;
+	if (probe_n[probe_run] == PROBE_MAX)
+		return 0;
+	x = &probe_log[probe_run][probe_n[probe_run]++];
+	x->now = ema_policy_now(c);
+	x->tenant = tenant;
+	for (int g = 0; g < 2; g++)
+		x->free_pages[g] = ema_ledger_free_pages(c->ledger, g);
+	if (probe_engine != NULL && probe_engine->tenants[1 - tenant].leaping)
+		probe_mid_leap++;
+	return 0;
+}
+
+static bool probe_leap_ok(const struct ema_policy_ctx *c, void *state, int tenant,
+			  struct ema_leap_range *r)
+{
+	(void)c;
+	(void)state;
+	(void)tenant;
+	(void)r;
+	return true;
+}
+
+static const struct ema_policy_ops probe_policy = {
+	.name = "probe",
+	.summary = "logs what borrowable sees; leaps wherever the engine can",
+	.borrowable = probe_borrowable,
+	.leap_ok = probe_leap_ok,
+};
+
+static void probe_once(bool leap, struct ema_workload *w, uint64_t *leaps)
+{
+	struct ema_config cfg;
+	struct ema_platform_params params;
+	struct ema_platform *p = NULL;
+	struct ema_engine *e = NULL;
+	struct ema_error err = {0};
+
+	/* 2 GPUs of 600 KV pages: nothing is ever short */
+	tiny_config(&cfg, 2, (489 + 600) * 4.0 / 1024);
+	cfg.hw.host_link_gbps = 10; /* what the simulator asks of a profile */
+	cfg.hw.copy_engines = 2;
+	cfg.hw.gather_gbps = 60;
+	CU_ASSERT_EQUAL_FATAL(ema_engine_platform_params(&params, &cfg, &probe_policy), EMA_OK);
+	if (ema_sim_platform_create(&p, &params, NULL, &err) != EMA_OK)
+		fprintf(stderr, "\n%s\n", err.msg);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_new(&e, &cfg, &probe_policy, p, w, &err), EMA_OK);
+	ema_engine_set_leap(e, leap);
+	probe_run = leap;
+	probe_n[probe_run] = 0;
+	probe_engine = e;
+	CU_ASSERT_EQUAL(ema_engine_run(e, &err), EMA_OK);
+	probe_engine = NULL;
+	*leaps = ema_engine_leaps(e, NULL);
+	CU_ASSERT_EQUAL(e->tenants[0].n_done, e->tenants[0].n_reqs);
+	CU_ASSERT_EQUAL(e->tenants[1].n_done, e->tenants[1].n_reqs);
+	ema_engine_free(e);
+	p->ops->destroy(p);
+}
+
+static void test_hooks_see_leaps_settled(void)
+{
+	static struct ema_request_spec r0[8], r1[200];
+	struct ema_workload w[2] = {{r0, 8, 8}, {r1, 200, 200}};
+	uint64_t stepped, leapt;
+
+	/* tenant 0: 8 requests at 0 of 40-token prompts, 300 to 900 tokens
+	 * out (a page per 16 tokens: they grow and finish mid-leap) */
+	for (int i = 0; i < 8; i++)
+		r0[i] = (struct ema_request_spec){ 0, 40, 300 + 80 * i };
+	/* tenant 1: one short request every 37 us */
+	for (int i = 0; i < 200; i++)
+		r1[i] = (struct ema_request_spec){ (int64_t)i * 37000, 20 + i % 50, 2 + i % 5 };
+	probe_mid_leap = 0;
+	probe_once(false, w, &stepped);
+	CU_ASSERT_EQUAL(probe_mid_leap, 0);
+	probe_once(true, w, &leapt);
+	CU_ASSERT_EQUAL(stepped, 0);
+	CU_ASSERT(leapt > 0);
+	CU_ASSERT(probe_mid_leap > 10);
+	CU_ASSERT(probe_n[0] > 100 && probe_n[0] < PROBE_MAX);
+	CU_ASSERT_EQUAL(probe_n[0], probe_n[1]);
+	for (int i = 0; i < probe_n[0] && i < probe_n[1]; i++)
+		if (memcmp(&probe_log[0][i], &probe_log[1][i], sizeof probe_log[0][i]) != 0) {
+			CU_FAIL("a hook saw a leaping tenant's GPU otherwise than stepping shows it");
+			fprintf(stderr, "\ncall %d at %lld ns (tenant %d): stepping GPU 0 free %d, "
+				"leaping %d\n", i, (long long)probe_log[0][i].now,
+				probe_log[0][i].tenant, probe_log[0][i].free_pages[0],
+				probe_log[1][i].free_pages[0]);
+			break;
+		}
 }
 
 int main(void)
@@ -425,6 +539,7 @@ int main(void)
 		{ "8 tenants in lock-step", test_lockstep },
 		{ "remote_direct's leap range by hand", test_remote_direct_range },
 		{ "ema's leap range by hand", test_ema_range },
+		{ "hooks see leaping GPUs as stepping does", test_hooks_see_leaps_settled },
 		{ NULL, NULL }
 	};
 	const char *t = getenv("TMPDIR");
