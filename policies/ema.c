@@ -955,25 +955,43 @@ static void ema_after_iteration(const struct ema_policy_ctx *c, void *state, int
  *   own start, with its own figures (plan_each), as it plays the steps
  *   back, so the decayed sums come out as stepping leaves them before any
  *   other tenant's hook (the lender guard) reads them;
- * - other tenants may borrow from t's GPU mid-leap: its reads would cross
- *   t's GPU from the next step on, where none_lent ends the leap;
+ * - other tenants may borrow from t's GPU mid-leap: their reads would
+ *   cross it from t's next step on, so the leap ends at the step in
+ *   progress once t's GPU lends (leap_holds);
  * - after_iteration of t does nothing while t holds no staging area and
- *   asked for no reserve, and no GPU with a tenant lends (none_lent: the
- *   engine ends the leap once one does, as its headroom reclaim could
- *   then act at any of t's steps);
+ *   asked for no reserve (t's own; nothing changes them in a leap) and no
+ *   lender with a tenant is under its headroom. Lenders with a tenant do
+ *   not leap (above), so their free pages change only at events, after
+ *   each of which the engine asks leap_holds: the leap ends at the step
+ *   in progress once one is under its headroom, and that step's end
+ *   reclaims as stepping's would;
  * - ema_plan sets the same fields at every step of a batch without
  *   remote KV.
- * The bench's 8 whole H200s leap as static does; under pressure, where
- * GPUs with tenants lend nearly all the time, leaps are rare. */
+ * On the bench's 8 whole H200s ema leaps as static does; under pressure
+ * the GPUs that neither lend nor borrow leap. */
+static bool ema_leap_holds(const struct ema_policy_ctx *c, void *state, int tenant)
+{
+	const struct ema_state *st = state;
+	const struct ema_ledger *l = c->ledger;
+
+	if (ema_ledger_lent_pages(l, c->tenant_gpu[tenant]) > 0)
+		return false;
+	for (int g = 0; g < c->n_gpus; g++)
+		if (ema_ledger_lent_pages(l, g) > 0 && l->gpu[g].home_tenant >= 0 &&
+		    ema_ledger_free_pages(l, g) < st->headroom[g])
+			return false;
+	return true;
+}
+
 static bool ema_leap_ok(const struct ema_policy_ctx *c, void *state, int tenant,
 			struct ema_leap_range *range)
 {
 	const struct ema_state *st = state;
 
-	if (st->reserve_set[tenant] || ema_policy_staging_held(c, tenant) > 0)
+	if (st->reserve_set[tenant] || ema_policy_staging_held(c, tenant) > 0 ||
+	    !ema_leap_holds(c, state, tenant))
 		return false;
 	range->plan_each = own(c)->tpot_slack > 0 || own(c)->lender_slowdown > 0;
-	range->none_lent = true;
 	return true;
 }
 
@@ -992,4 +1010,5 @@ const struct ema_policy_ops ema_policy_ema = {
 	.plan_iteration = ema_plan,
 	.after_iteration = ema_after_iteration,
 	.leap_ok = ema_leap_ok,
+	.leap_holds = ema_leap_holds,
 };

@@ -158,18 +158,13 @@ const int32_t *ema_policy_staging_pages(const struct ema_policy_ctx *c, int tena
 struct ema_leap_range {
 	int32_t free_min;
 	int32_t free_max;
-	/* (both come false) plan_each: the engine also calls plan_iteration
+	/* (comes false) plan_each: the engine also calls plan_iteration
 	 * for every step after the first, at that step's start time, with
 	 * its own figures (its FLOPs may be an upper bound, flops_bound set,
 	 * only where the step is memory-bound with it), as it plays the
 	 * steps back: before any event of another tenant after that start,
-	 * and at the leap's end (for a policy that notes every step).
-	 * none_lent: the engine ends the leap at the step in progress once
-	 * any GPU with a tenant has pages lent (for a policy that may lend
-	 * from the leaping tenant's GPU, or whose after_iteration reclaims on
-	 * every lender). */
+	 * and at the leap's end (for a policy that notes every step). */
 	bool plan_each;
-	bool none_lent;
 };
 
 struct ema_policy_ops {
@@ -265,18 +260,29 @@ struct ema_policy_ops {
 	 *    steps' times assume none): its hooks lend no pages of that GPU
 	 *    while its free pages stay in [r->free_min, r->free_max] (r
 	 *    comes as [0, INT32_MAX]; the engine ends the leap before they
-	 *    would leave it), or, with r->none_lent, the engine ends the leap
-	 *    at the step in progress once they do;
+	 *    would leave it), or leap_holds ends the leap once they do;
 	 *  - for the tenant's steps after the first, plan_iteration would
 	 *    set what it set for the first and change no state (or, with
 	 *    r->plan_each, is called for each as above), and after_iteration
 	 *    (for the tenant) after every step but the last would do nothing
-	 *    (with r->none_lent: while no GPU with a tenant lends): the engine
-	 *    calls neither of them there otherwise.
+	 *    (or leap_holds says when it would): the engine calls neither of
+	 *    them there otherwise.
 	 * false: no leap now. NULL: the policy never leaps (the engine steps
 	 * every iteration; the outputs are the same, only slower). */
 	bool (*leap_ok)(const struct ema_policy_ctx *c, void *state, int tenant,
 			struct ema_leap_range *r);
+
+	/* bool leap_holds(const struct ema_policy_ctx *c, void *state, int tenant)
+	 * Asked after every event while `tenant` leaps, the ledger then as
+	 * stepping would show it: false ends the leap at the step in
+	 * progress, whose end is then a real iteration end (after_iteration
+	 * called, the next step planned as stepping would). For leap_ok's
+	 * promises that hold only while the rest of the server stays as it is
+	 * (ema: while the tenant's GPU lends nothing and no lender is under
+	 * its headroom, where after_iteration would reclaim). It must be
+	 * true when leap_ok is, and read nothing that changes in a leap but
+	 * the ledger. NULL: the leap holds. */
+	bool (*leap_holds)(const struct ema_policy_ctx *c, void *state, int tenant);
 };
 
 /* The registry: every policy, in `ema list policies` order. */

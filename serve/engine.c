@@ -830,7 +830,7 @@ static void launch(struct ema_engine *e, struct ema_tenant *t)
 
 	/* FLOPs, tokens and bytes were summed as requests joined the batch
 	 * (batch_add); only the page lists the hw backend reads need a walk. */
-	memset(&it, 0, sizeof it);
+	ema_iteration_clear(&it);
 	it.n_seqs = t->iter_work.n_seqs;
 	it.prefill_tokens = t->iter_work.prefill_tokens;
 	it.decode_tokens = t->iter_work.decode_tokens;
@@ -1553,7 +1553,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	int64_t *end;
 	struct leap_req *q;
 	struct leap_buckets *bk;
-	struct ema_leap_range range = { 0, INT32_MAX, false, false };
+	struct ema_leap_range range = { 0, INT32_MAX, false };
 	struct ema_iteration *it = it1;
 	/* the first step's figures, which launch needs back unless it leaps */
 	const struct {
@@ -1585,10 +1585,6 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 		if (t->leap_work == NULL)
 			return false;
 	}
-	if (range.none_lent)
-		for (int g = 0; g < e->ledger.n_gpus; g++)
-			if (e->ledger.gpu[g].home_tenant >= 0 && ema_ledger_lent_pages(&e->ledger, g) > 0)
-				return false;
 	for (int32_t i = 0; i < n; i++)
 		if (t->iter_batch[i] != t->running[i] || t->iter_chunk[i] != 0)
 			return false;
@@ -1776,7 +1772,6 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	t->leap_k = k;
 	t->leap_played = t->leap_xf = t->leap_xg = 0;
 	t->leap_plan = range.plan_each;
-	t->leap_none_lent = range.none_lent;
 	e->n_leaping++;
 	e->leaps++;
 	e->leap_steps += (uint64_t)k;
@@ -1817,7 +1812,7 @@ static void leap_plan_step(struct ema_engine *e, struct ema_tenant *t, struct em
  * and a leap plays back up to a thousand steps). */
 static void leap_plan_init(struct ema_engine *e, struct ema_tenant *t, struct ema_iteration *it)
 {
-	memset(it, 0, sizeof *it);
+	ema_iteration_clear(it);
 	it->tenant = t->index;
 	it->gpu = t->gpu;
 	it->weight_bytes = e->weight_bytes;
@@ -1945,24 +1940,13 @@ static void check_leaps(struct ema_engine *e)
 {
 	if (e->n_leaping == 0)
 		return;
-	/* a leap its policy allowed only while no GPU with a tenant lends
-	 * (leap_ok's none_lent) ends at its next step once one does */
-	int lending = -1; /* unknown until a leap asks */
-
-	for (int j = 0; j < e->n_tenants; j++) {
-		struct ema_tenant *t = &e->tenants[j];
-
-		if (!t->leaping || !t->leap_none_lent)
-			continue;
-		if (lending < 0) {
-			lending = 0;
-			for (int g = 0; g < e->ledger.n_gpus && !lending; g++)
-				lending = e->ledger.gpu[g].home_tenant >= 0 &&
-					  ema_ledger_lent_pages(&e->ledger, g) > 0;
-		}
-		if (lending)
-			e->platform->ops->leap_cut(e->platform, t->gpu);
-	}
+	/* a leap its policy allowed only while the rest of the server stays
+	 * as it is (leap_holds) ends at the step in progress once it does not */
+	if (e->policy->leap_holds != NULL)
+		for (int j = 0; j < e->n_tenants; j++)
+			if (e->tenants[j].leaping &&
+			    !e->policy->leap_holds(&e->ctx, e->policy_state, j))
+				e->platform->ops->leap_cut(e->platform, e->tenants[j].gpu);
 	for (int i = 0; i < e->n_tenants; i++)
 		if (kick_sensitive(&e->tenants[i])) {
 			for (int j = 0; j < e->n_tenants; j++)

@@ -97,9 +97,8 @@ struct ema_tenant {
 	struct leap_buckets *leap_buckets;          /* ... its steps' events */
 	void *leap_ev[2]; int32_t leap_n_ev[2], cap_leap_ev[2]; /* what its steps do */
 	/* the policy's leap_ok asked for plan_iteration at each step
-	 * (leap_plan: leap_work holds each step's figures) and for the leap
-	 * to end once a GPU with a tenant lends (leap_none_lent) */
-	bool leap_plan, leap_none_lent;
+	 * (leap_plan: leap_work holds each step's figures) */
+	bool leap_plan;
 	void *leap_work;
 	/* the steps of the leap played back so far (leap_settle: every step
 	 * that ended before another tenant's event), and where their

@@ -307,7 +307,7 @@ static void test_remote_direct_range(void)
 	struct ema_request_spec r0[1] = {{0, 1, 1}}, r1[1] = {{0, 1, 1}}, r2[1] = {{0, 1, 1}};
 	struct ema_workload w[3] = {{r0, 1, 1}, {r1, 1, 1}, {r2, 1, 1}};
 	const struct ema_policy_ops *rd = ema_policy_find("remote_direct");
-	struct ema_leap_range range = { 0, INT32_MAX, false, false };
+	struct ema_leap_range range = { 0, INT32_MAX, false };
 	struct ema_config cfg;
 	struct ema_engine e;
 	struct ema_error err = {0};
@@ -352,24 +352,27 @@ static void test_remote_direct_range(void)
 	ema_engine_destroy(&e);
 }
 
-/* ema's leap_ok by hand, the same 3 GPUs: a leap of tenant 1 may take its
- * GPU's free pages anywhere (the engine brings a leap up to date before
- * another tenant's event, so that what tenant 0 is told is what stepping
- * would tell it, and ends it once a GPU with a tenant lends); with its
- * guards on (the defaults) ema asks for each leapt step's plan and for no
- * lending GPU; a tenant that read remote KV leaps once it holds none, but
- * not while it keeps pages for staging (after_iteration gives them back). */
+/* ema's leap_ok and leap_holds by hand, the same 3 GPUs of 100 KV pages,
+ * headroom 5% (5 pages): a leap of tenant 1 may take its GPU's free pages
+ * anywhere (the engine brings a leap up to date before another tenant's
+ * event, so that what tenant 0 is told is what stepping would tell it);
+ * with its guards on (the defaults) ema asks for each leapt step's plan.
+ * It leaps, and a leap holds, while tenant 1's GPU lends nothing and no
+ * lender with a tenant is under its headroom (its after_iteration would
+ * reclaim there); a tenant that read remote KV leaps once it holds none,
+ * but not while it keeps pages for staging. */
 static void test_ema_range(void)
 {
 	struct ema_request_spec r0[1] = {{0, 1, 1}}, r1[1] = {{0, 1, 1}}, r2[1] = {{0, 1, 1}};
 	struct ema_workload w[3] = {{r0, 1, 1}, {r1, 1, 1}, {r2, 1, 1}};
 	const struct ema_policy_ops *ema = ema_policy_find("ema");
-	struct ema_leap_range range = { 0, INT32_MAX, false, false };
+	struct ema_leap_range range = { 0, INT32_MAX, false };
 	struct ema_iteration it;
 	struct ema_config cfg;
 	struct ema_engine e;
 	struct ema_error err = {0};
 	struct mock *m;
+	int32_t lent_by_1;
 
 	tiny_config(&cfg, 3, (489 + 100) * 4.0 / 1024);
 	cfg.policy.lender_floor = 0.25;
@@ -378,14 +381,36 @@ static void test_ema_range(void)
 	m = mock_new(&cfg);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(ema);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(ema->leap_ok);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ema->leap_holds);
 	CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, ema, &m->base, w, &err), EMA_OK);
 	for (int i = 0; i < 60; i++)
-		ema_ledger_alloc(&e.ledger, 2, 2, EMA_PAGE_KV);
+		CU_ASSERT(ema_ledger_alloc(&e.ledger, 2, 2, EMA_PAGE_KV) >= 0);
 	CU_ASSERT_TRUE(ema->leap_ok(&e.ctx, e.policy_state, 1, &range));
 	CU_ASSERT_EQUAL(range.free_min, 0);
 	CU_ASSERT_EQUAL(range.free_max, INT32_MAX);
 	CU_ASSERT_TRUE(range.plan_each);
-	CU_ASSERT_TRUE(range.none_lent);
+	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 1));
+	/* tenant 0 borrows a page of GPU 1: tenant 1 leaps no more */
+	lent_by_1 = ema_ledger_alloc(&e.ledger, 1, 0, EMA_PAGE_KV);
+	CU_ASSERT_FALSE(ema->leap_holds(&e.ctx, e.policy_state, 1));
+	CU_ASSERT_FALSE(ema->leap_ok(&e.ctx, e.policy_state, 1, &range));
+	ema_ledger_free(&e.ledger, 1, lent_by_1);
+	/* GPU 2 lends a page with 39 free, above its headroom: both hold */
+	lent_by_1 = ema_ledger_alloc(&e.ledger, 2, 0, EMA_PAGE_KV);
+	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 1));
+	CU_ASSERT_TRUE(ema->leap_ok(&e.ctx, e.policy_state, 1, &range));
+	/* ... and with 5 free, at its headroom; at 4, under it, neither */
+	while (ema_ledger_free_pages(&e.ledger, 2) > 5)
+		CU_ASSERT(ema_ledger_alloc(&e.ledger, 2, 2, EMA_PAGE_KV) >= 0);
+	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 1));
+	CU_ASSERT(ema_ledger_alloc(&e.ledger, 2, 2, EMA_PAGE_KV) >= 0);
+	CU_ASSERT_FALSE(ema->leap_holds(&e.ctx, e.policy_state, 1));
+	CU_ASSERT_FALSE(ema->leap_ok(&e.ctx, e.policy_state, 1, &range));
+	/* GPU 2 under its headroom but lending nothing: no reclaim, both hold */
+	ema_ledger_free(&e.ledger, 2, lent_by_1);
+	CU_ASSERT(ema_ledger_alloc(&e.ledger, 2, 2, EMA_PAGE_KV) >= 0);
+	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 1));
+	CU_ASSERT_TRUE(ema->leap_ok(&e.ctx, e.policy_state, 1, &range));
 	/* tenant 1 reads a page of GPU 2 in one step, then borrows nothing */
 	memset(&it, 0, sizeof it);
 	it.tenant = 1;
