@@ -8,7 +8,9 @@
 #define EMA_PLATFORM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ema_limits.h"
 #include "hardware.h"
@@ -98,6 +100,19 @@ struct ema_iteration {
 	 * EMA_ERR_UNSUPPORTED, and the caller sums them. */
 	bool flops_bound;
 };
+
+/* *it emptied: every field 0 or NULL but remote[], of which only the
+ * first n_remote (now 0) count. Cheaper than clearing the whole struct
+ * (remote[] is most of it), which the engine would do at every step. */
+static inline void ema_iteration_clear(struct ema_iteration *it)
+{
+	memset(it, 0, offsetof(struct ema_iteration, remote));
+	it->method = (enum ema_copy_method)0;
+	it->staging_pages = NULL;
+	it->n_staging_pages = 0;
+	it->window_depth = 0;
+	it->flops_bound = false;
+}
 
 /* The window depth for it->prefetch_depth and the staging pages given:
  * the ring holds ring / (one group's staged bytes) slots, where a group's
