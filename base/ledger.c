@@ -161,6 +161,62 @@ int ema_ledger_alloc_n(struct ema_ledger *l, int gpu, int holder, enum ema_page_
 	return EMA_OK;
 }
 
+int ema_ledger_alloc_home_kv(struct ema_ledger *l, int gpu, int32_t n, int32_t *out,
+			     size_t stride)
+{
+	struct ema_ledger_gpu *gp = &l->gpu[gpu];
+	struct ema_page *pages = gp->pages;
+	const int32_t *stack = gp->free_stack;
+	int32_t nf = gp->n_free;
+	int8_t home = (int8_t)gp->home_tenant;
+	char *o = (char *)out;
+
+	if (n < 0 || nf < n || gp->home_tenant < 0)
+		return EMA_ERR_NOSPACE;
+	for (int32_t i = 0; i < n; i++, o += stride) {
+		int32_t p = stack[--nf];
+
+		pages[p].state = EMA_PAGE_KV;
+		pages[p].holder = home;
+		memcpy(o, &p, sizeof p);
+	}
+	gp->n_free = nf;
+	gp->count[EMA_PAGE_FREE] -= n;
+	gp->count[EMA_PAGE_KV] += n;
+	l->ops += (uint64_t)n;
+	if (ledger_debug && ema_ledger_check(l, NULL) != EMA_OK)
+		abort();
+	return EMA_OK;
+}
+
+void ema_ledger_free_home_kv(struct ema_ledger *l, int gpu, const int32_t *pages, size_t stride,
+			     int32_t n)
+{
+	struct ema_ledger_gpu *gp = &l->gpu[gpu];
+	struct ema_page *pg0 = gp->pages;
+	int32_t *stack = gp->free_stack;
+	int32_t nf = gp->n_free;
+	const char *in = (const char *)pages;
+
+	for (int32_t i = 0; i < n; i++, in += stride) {
+		int32_t page;
+
+		memcpy(&page, in, sizeof page);
+		if (ledger_debug && (pg0[page].state != EMA_PAGE_KV ||
+				     pg0[page].holder != gp->home_tenant))
+			abort();
+		pg0[page].state = EMA_PAGE_FREE;
+		pg0[page].holder = EMA_NO_TENANT;
+		stack[nf++] = page;
+	}
+	gp->n_free = nf;
+	gp->count[EMA_PAGE_KV] -= n;
+	gp->count[EMA_PAGE_FREE] += n;
+	l->ops += (uint64_t)n;
+	if (ledger_debug && ema_ledger_check(l, NULL) != EMA_OK)
+		abort();
+}
+
 void ema_ledger_free_n(struct ema_ledger *l, int gpu, const int32_t *pages, int32_t n)
 {
 	struct ema_ledger_gpu *gp = &l->gpu[gpu];

@@ -267,14 +267,13 @@ static void req_free_pages(struct ema_engine *e, struct ema_tenant *t, struct em
 	bool bulk = page_scratch(e, r->n_pages) == EMA_OK;
 
 	account(e, t, ema_engine_now(e));
-	if (bulk && r->pages_on[t->gpu] == r->n_pages) {
-		/* all on its own GPU (the usual case) */
-		const struct ema_kv_page *pg = r->pages;
-		int32_t *out = e->page_scratch, n = r->n_pages;
+	if (r->pages_on[t->gpu] == r->n_pages && e->ledger.gpu[t->gpu].home_tenant == t->index) {
+		/* all KV on its own GPU (the usual case), read in place */
+		int32_t n = r->n_pages;
 
-		for (int32_t i = 0; i < n; i++)
-			out[i] = pg[i].page;
-		ema_ledger_free_n(&e->ledger, t->gpu, out, n);
+		if (n > 0)
+			ema_ledger_free_home_kv(&e->ledger, t->gpu, &r->pages[0].page,
+						sizeof r->pages[0], n);
 		t->kv_pages -= n;
 		r->n_pages = 0;
 		r->n_remote = 0;
@@ -781,17 +780,16 @@ static int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 		/* All from its own GPU's free pages beyond the staging reserve:
 		 * what alloc_page's first choice would give one by one, at once. */
 		if (add >= 1 && ema_ledger_free_pages(&e->ledger, t->gpu) - add >= t->local_reserve &&
-		    page_scratch(e, add) == EMA_OK) {
+		    e->ledger.gpu[t->gpu].home_tenant == t->index) {
 			if (req_reserve(e, r, need) != EMA_OK) {
 				engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
 				return ALLOC_NOSPACE;
 			}
-			if (ema_ledger_alloc_n(&e->ledger, t->gpu, t->index, EMA_PAGE_KV, add,
-					       e->page_scratch) == EMA_OK) {
-				for (int32_t i = 0; i < add; i++) {
+			if (ema_ledger_alloc_home_kv(&e->ledger, t->gpu, add,
+						     &r->pages[r->n_pages].page,
+						     sizeof r->pages[0]) == EMA_OK) {
+				for (int32_t i = 0; i < add; i++)
 					r->pages[r->n_pages + i].gpu = (int16_t)t->gpu;
-					r->pages[r->n_pages + i].page = e->page_scratch[i];
-				}
 				r->n_pages = need;
 				r->pages_on[t->gpu] += add;
 				t->kv_pages += add;

@@ -174,6 +174,69 @@ static void test_batches(void)
 	ema_ledger_destroy(&b);
 }
 
+/* alloc_home_kv and free_home_kv are alloc_n and free_n of the home
+ * tenant's KV, through records with a stride (the engine's page lists):
+ * two ledgers, random sizes and orders, the same pages, stacks and counts;
+ * a GPU without a tenant, or too few free pages, gives nothing. */
+static void test_home_kv(void)
+{
+	struct rec {
+		int16_t gpu;
+		int32_t page;
+	} rb[64];
+	struct ema_ledger a, b;
+	struct ema_error err = {0};
+	int32_t cap[3] = {64, 64, 16};
+	int tg[2] = {0, 1};
+	int32_t pa[64], held = 0;
+	unsigned seed = 7;
+
+	CU_ASSERT_EQUAL_FATAL(ema_ledger_init(&a, 3, cap, 4096, 2, tg, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(ema_ledger_init(&b, 3, cap, 4096, 2, tg, &err), EMA_OK);
+	for (int round = 0; round < 2000; round++) {
+		seed = seed * 1103515245u + 12345u;
+		if ((seed >> 16) % 2 == 0 || held == 0) {
+			int32_t n = (int32_t)((seed >> 8) % 9);
+
+			if (ema_ledger_free_pages(&a, 1) < n) {
+				CU_ASSERT_EQUAL(ema_ledger_alloc_home_kv(&b, 1, n, &rb[held].page,
+									 sizeof rb[0]), EMA_ERR_NOSPACE);
+				continue;
+			}
+			CU_ASSERT_EQUAL(ema_ledger_alloc_n(&a, 1, 1, EMA_PAGE_KV, n, pa + held), EMA_OK);
+			CU_ASSERT_EQUAL(ema_ledger_alloc_home_kv(&b, 1, n, &rb[held].page, sizeof rb[0]),
+					EMA_OK);
+			for (int32_t i = held; i < held + n; i++)
+				CU_ASSERT_EQUAL(rb[i].page, pa[i]);
+			held += n;
+		} else {
+			/* the last k taken go back, the newest first */
+			int32_t k = 1 + (int32_t)((seed >> 8) % (uint32_t)held), from = held - k;
+			int32_t order[64];
+
+			for (int32_t i = 0; i < k; i++) {
+				order[i] = pa[held - 1 - i];
+				rb[from + i].page = pa[held - 1 - i];
+			}
+			ema_ledger_free_n(&a, 1, order, k);
+			ema_ledger_free_home_kv(&b, 1, &rb[from].page, sizeof rb[0], k);
+			held = from;
+		}
+		CU_ASSERT_EQUAL(ema_ledger_free_pages(&b, 1), ema_ledger_free_pages(&a, 1));
+		CU_ASSERT(memcmp(a.gpu[1].free_stack, b.gpu[1].free_stack, 64 * sizeof(int32_t)) == 0);
+		CU_ASSERT(memcmp(a.gpu[1].count, b.gpu[1].count, sizeof a.gpu[1].count) == 0);
+		CU_ASSERT(memcmp(a.gpu[1].pages, b.gpu[1].pages, 64 * sizeof a.gpu[1].pages[0]) == 0);
+	}
+	CU_ASSERT_EQUAL(ema_ledger_check(&b, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_ledger_lent_pages(&b, 1), 0);
+	/* GPU 2 has no tenant: no home KV there */
+	CU_ASSERT_EQUAL(ema_ledger_alloc_home_kv(&b, 2, 1, &rb[0].page, sizeof rb[0]), EMA_ERR_NOSPACE);
+	CU_ASSERT_EQUAL(ema_ledger_free_pages(&b, 2), 16);
+	CU_ASSERT_EQUAL(ema_ledger_alloc_home_kv(&b, 0, -1, &rb[0].page, sizeof rb[0]), EMA_ERR_NOSPACE);
+	ema_ledger_destroy(&a);
+	ema_ledger_destroy(&b);
+}
+
 static void test_errors(void)
 {
 	struct ema_ledger l;
@@ -211,6 +274,7 @@ int main(void)
 		{"counts by hand", test_counts_by_hand},
 		{"random sequences keep the invariant", test_random_sequences},
 		{"alloc_n and free_n are n single calls", test_batches},
+		{"alloc_home_kv and free_home_kv are alloc_n and free_n", test_home_kv},
 		{"errors", test_errors},
 		{NULL, NULL},
 	};
