@@ -68,6 +68,8 @@ struct flow {
 	double cap;           /* bytes/ns, INFINITY for none */
 	double rate;          /* bytes/ns */
 	bool to_sm;           /* lands in the destination's SMs, not its HBM */
+	int64_t fin;          /* flow_finish, while fin_ok */
+	bool fin_ok;          /* cleared when remaining, last or rate change */
 	bool frozen;          /* scratch for the water-filling */
 	bool fresh;           /* frozen in the current round */
 };
@@ -331,18 +333,29 @@ static int64_t flow_finish(const struct flow *f)
 	return f->last + (int64_t)t;
 }
 
-static int64_t scan_next_event(const struct ema_flownet *net)
+/* flow_finish, kept between the step that moved the flow on and the
+ * scan for the next event (a division per flow each time otherwise). */
+static inline int64_t finish_at(struct flow *f)
+{
+	if (!f->fin_ok) {
+		f->fin = flow_finish(f);
+		f->fin_ok = true;
+	}
+	return f->fin;
+}
+
+static int64_t scan_next_event(struct ema_flownet *net)
 {
 	int64_t best = INT64_MAX;
 
 	for (int i = 0; i < net->n_flows; i++) {
-		const struct flow *f = &net->flows[i];
+		struct flow *f = &net->flows[i];
 		int64_t t = INT64_MAX;
 
 		if (f->state == FLOW_LATENCY)
 			t = f->lat_end;
 		else if (f->state == FLOW_DATA)
-			t = flow_finish(f);
+			t = finish_at(f);
 		if (t < best)
 			best = t;
 	}
@@ -360,9 +373,13 @@ int64_t ema_flownet_next_event_time(struct ema_flownet *net)
 	return net->next_ev;
 }
 
-/* Moves every data flow's bytes on to time t at its current rate. */
+/* Moves every data flow's bytes on to time t at its current rate. Every
+ * moving flow's `last` is the net's time (flows start moving at it and
+ * each call brings them all there), so nothing moves unless t is later. */
 static void progress(struct ema_flownet *net, int64_t t)
 {
+	if (t <= net->now)
+		return;
 	for (int i = 0; i < net->n_flows; i++) {
 		struct flow *f = &net->flows[i];
 
@@ -372,6 +389,7 @@ static void progress(struct ema_flownet *net, int64_t t)
 		if (f->remaining < 0)
 			f->remaining = 0;
 		f->last = t;
+		f->fin_ok = false;
 		net->next_ok = false;
 	}
 	if (t > net->now)
@@ -410,6 +428,7 @@ static void recompute_full(struct ema_flownet *net)
 		struct flow *f = &net->flows[i];
 
 		f->rate = 0;
+		f->fin_ok = false;
 		f->frozen = f->state != FLOW_DATA;
 		if (f->frozen)
 			continue;
@@ -577,9 +596,14 @@ static void update_rates(struct ema_flownet *net, struct flow *appended)
 		add_hbm(net, appended);
 		return;
 	}
-	for (int i = 0; i < net->n_flows; i++)
-		if (net->flows[i].state == FLOW_DATA)
-			net->flows[i].rate = net->flows[i].cap;
+	for (int i = 0; i < net->n_flows; i++) {
+		struct flow *f = &net->flows[i];
+
+		if (f->state == FLOW_DATA && f->rate != f->cap) {
+			f->rate = f->cap;
+			f->fin_ok = false;
+		}
+	}
 	sum_hbm(net);
 }
 
@@ -595,6 +619,7 @@ static void flow_begin(struct ema_flownet *net, struct flow *f, int64_t now)
 {
 	f->lat_end = now + f->latency_ns;
 	f->last = now;
+	f->fin_ok = false;
 	f->state = f->latency_ns > 0 ? FLOW_LATENCY : FLOW_DATA;
 	if (f->state == FLOW_DATA)
 		data_enter(net, f);
@@ -710,13 +735,16 @@ static int step_at(struct ema_flownet *net, int64_t t, struct ema_error *err)
 		if (f->state == FLOW_LATENCY && f->lat_end <= t) {
 			f->state = FLOW_DATA;
 			f->last = t;
+			f->fin_ok = false;
 			data_enter(net, f);
 			mark_dirty(net, f);
 		}
-		if (f->state == FLOW_DATA && flow_finish(f) <= t)
+		if (f->state == FLOW_DATA && finish_at(f) <= t)
 			finished = true;
 		if (!finished) {
-			net->flows[w++] = *f;
+			if (w != i)
+				net->flows[w] = *f;
+			w++;
 			continue;
 		}
 		if (net->n_done == net->cap_done) {
@@ -878,6 +906,12 @@ int ema_flownet_selfcheck(struct ema_flownet *net)
 		for (int i = 0; i < net->n_flows; i++)
 			c += net->flows[i].src == g || net->flows[i].dst == g;
 		bad += c != net->flows_at[g];
+	}
+	for (int i = 0; i < net->n_flows; i++) {
+		const struct flow *f = &net->flows[i];
+
+		bad += f->state == FLOW_DATA && f->fin_ok && f->fin != flow_finish(f);
+		bad += f->state == FLOW_DATA && f->last != net->now;
 	}
 	if (net->next_ok)
 		bad += scan_next_event(net) != net->next_ev;
