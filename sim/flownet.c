@@ -67,8 +67,8 @@ struct flow {
 	double remaining;     /* bytes */
 	double cap;           /* bytes/ns, INFINITY for none */
 	double rate;          /* bytes/ns */
-	bool to_sm;           /* lands in the destination's SMs, not its HBM */
 	int64_t fin;          /* flow_finish, while fin_ok */
+	bool to_sm;           /* lands in the destination's SMs, not its HBM */
 	bool fin_ok;          /* cleared when remaining, last or rate change */
 	bool frozen;          /* scratch for the water-filling */
 	bool fresh;           /* frozen in the current round */
@@ -658,16 +658,27 @@ int ema_flownet_start_params(struct ema_flownet *net, int64_t now_ns,
 	}
 	progress(net, now_ns);
 	f = &net->flows[net->n_flows++];
-	memset(f, 0, sizeof *f);
+	/* Every member set one by one: a memset (or a compound literal,
+	 * which gcc clears the same way) was most of a start. */
 	f->id = net->next_id++;
 	f->tag = tag;
 	f->src = s;
 	f->dst = d;
+	f->res[0] = f->res[1] = -1;
+	f->n_res = 0;
+	f->engine_gpu = -1;
+	f->state = FLOW_QUEUED;
+	f->latency_ns = p->latency_ns;
+	f->lat_end = 0;
+	f->last = 0;
 	f->remaining = (double)p->bytes;
 	f->cap = p->cap_gbps > 0 ? p->cap_gbps : INFINITY;
+	f->rate = 0;
 	f->to_sm = p->to_sm;
-	f->latency_ns = p->latency_ns;
-	f->engine_gpu = -1;
+	f->fin = 0;
+	f->fin_ok = false;
+	f->frozen = false;
+	f->fresh = false;
 	if (s == EMA_HOST) {
 		f->res[f->n_res++] = res_host_down(net, d);
 	} else if (d == EMA_HOST) {
