@@ -104,7 +104,7 @@ struct ema_flownet {
 	bool next_ok;
 	struct flow *flows;   /* unfinished flows in start order */
 	int n_flows, cap_flows;
-	struct flow *done;    /* completed in one step, for the callbacks */
+	struct done_flow { uint64_t id, tag; } *done; /* completed in one step */
 	int n_done, cap_done;
 	int *engines_busy;
 	double *hbm_out, *hbm_in;
@@ -596,15 +596,20 @@ static void update_rates(struct ema_flownet *net, struct flow *appended)
 		add_hbm(net, appended);
 		return;
 	}
+	/* sum_hbm, in the same pass that sets the rates */
+	for (int g = 0; g < net->n; g++)
+		net->hbm_out[g] = net->hbm_in[g] = 0;
 	for (int i = 0; i < net->n_flows; i++) {
 		struct flow *f = &net->flows[i];
 
-		if (f->state == FLOW_DATA && f->rate != f->cap) {
+		if (f->state != FLOW_DATA)
+			continue;
+		if (f->rate != f->cap) {
 			f->rate = f->cap;
 			f->fin_ok = false;
 		}
+		add_hbm(net, f);
 	}
-	sum_hbm(net);
 }
 
 /* A flow starts moving data: its caps join the fit test. */
@@ -760,14 +765,15 @@ static int step_at(struct ema_flownet *net, int64_t t, struct ema_error *err)
 		}
 		if (net->n_done == net->cap_done) {
 			int cap = net->cap_done ? 2 * net->cap_done : 16;
-			struct flow *nd = realloc(net->done, (size_t)cap * sizeof *nd);
+			struct done_flow *nd = realloc(net->done, (size_t)cap * sizeof *nd);
 
 			if (nd == NULL)
 				return ema_error_set(err, EMA_ERR_NOMEM, "flownet: out of memory");
 			net->done = nd;
 			net->cap_done = cap;
 		}
-		net->done[net->n_done++] = *f;
+		net->done[net->n_done].id = f->id;
+		net->done[net->n_done++].tag = f->tag;
 		if (f->engine_gpu >= 0)
 			net->engines_busy[f->engine_gpu]--;
 		if (!isfinite(f->cap))
