@@ -389,7 +389,11 @@ static void progress(struct ema_flownet *net, int64_t t)
 		if (f->remaining < 0)
 			f->remaining = 0;
 		f->last = t;
-		f->fin_ok = false;
+		/* its completion time now, in the same pass: the scan for the
+		 * next event almost always follows, and the rate rarely changes
+		 * in between */
+		f->fin = flow_finish(f);
+		f->fin_ok = true;
 		net->next_ok = false;
 	}
 	if (t > net->now)
