@@ -7,6 +7,17 @@
  * of resources per GPU and tens of flows this is cheap, and it is redone
  * only when a flow starts moving or ends.
  *
+ * Most of the time every moving flow has a cap and the caps fit every
+ * resource; then each flow simply moves at its cap. That test is kept
+ * incrementally, since a simulation asks it once per flow event: each
+ * resource keeps its capacity less the caps of its moving flows,
+ * subtracted in start order exactly as a full pass would, so that the
+ * doubles (and the outputs) are those of a full recomputation. A flow
+ * appended at the end of the order updates its resources in place; a
+ * flow leaving or starting to move in the middle of the order has its
+ * resources summed again from scratch. ema_flownet_selfcheck compares
+ * the state with a full recomputation.
+ *
  * Per-transfer costs (h = copy_call_us, f = copy_fixed_us, b =
  * batch_page_us, L = the path's link rate, s = bytes per page, c(s) =
  * the measured cudaMemcpyPeerAsync curve, clamped to its end points):
@@ -56,10 +67,18 @@ struct flow {
 	double remaining;     /* bytes */
 	double cap;           /* bytes/ns, INFINITY for none */
 	double rate;          /* bytes/ns */
+	int64_t fin;          /* flow_finish, while fin_ok */
 	bool to_sm;           /* lands in the destination's SMs, not its HBM */
+	bool fin_ok;          /* cleared when remaining, last or rate change */
 	bool frozen;          /* scratch for the water-filling */
 	bool fresh;           /* frozen in the current round */
 };
+
+/* Whether a resource's caps overflow it, as the full pass tests it. */
+static inline bool over(double left, double cap)
+{
+	return left < -1e-9 * cap;
+}
 
 struct ema_flownet {
 	struct ema_hw_profile hw;
@@ -69,9 +88,23 @@ struct ema_flownet {
 	double *res_cap;      /* bytes/ns */
 	double *res_left;     /* scratch */
 	int *res_count;       /* scratch */
+	/* The incremental fit test (see the top of the file): res_cap less
+	 * the caps of the moving flows in start order, whether that is below
+	 * the tolerance, how many are, the resources to sum again, and the
+	 * moving flows without a cap. */
+	double *res_fit;
+	bool *res_over;
+	int n_over;
+	bool *res_dirty;
+	int *dirty;
+	int n_dirty;
+	int n_uncapped;
+	int *flows_at;        /* unfinished flows from or to each GPU */
+	int64_t next_ev;      /* cached ema_flownet_next_event_time */
+	bool next_ok;
 	struct flow *flows;   /* unfinished flows in start order */
 	int n_flows, cap_flows;
-	struct flow *done;    /* completed in one step, for the callbacks */
+	struct done_flow { uint64_t id, tag; } *done; /* completed in one step */
 	int n_done, cap_done;
 	int *engines_busy;
 	double *hbm_out, *hbm_in;
@@ -146,11 +179,17 @@ int ema_flownet_create(struct ema_flownet **out, const struct ema_hw_profile *hw
 	net->res_cap = calloc((size_t)net->n_res, sizeof *net->res_cap);
 	net->res_left = calloc((size_t)net->n_res, sizeof *net->res_left);
 	net->res_count = calloc((size_t)net->n_res, sizeof *net->res_count);
+	net->res_fit = calloc((size_t)net->n_res, sizeof *net->res_fit);
+	net->res_over = calloc((size_t)net->n_res, sizeof *net->res_over);
+	net->res_dirty = calloc((size_t)net->n_res, sizeof *net->res_dirty);
+	net->dirty = calloc((size_t)net->n_res, sizeof *net->dirty);
+	net->flows_at = calloc((size_t)n, sizeof *net->flows_at);
 	net->engines_busy = calloc((size_t)n, sizeof *net->engines_busy);
 	net->hbm_out = calloc((size_t)n, sizeof *net->hbm_out);
 	net->hbm_in = calloc((size_t)n, sizeof *net->hbm_in);
 	if (!net->res_cap || !net->res_left || !net->res_count || !net->engines_busy ||
-	    !net->hbm_out || !net->hbm_in) {
+	    !net->hbm_out || !net->hbm_in || !net->res_fit || !net->res_over ||
+	    !net->res_dirty || !net->dirty || !net->flows_at) {
 		ema_flownet_destroy(net);
 		return ema_error_set(err, EMA_ERR_NOMEM, "flownet: out of memory");
 	}
@@ -160,6 +199,9 @@ int ema_flownet_create(struct ema_flownet **out, const struct ema_hw_profile *hw
 	}
 	for (int r = 2 * n; r < net->n_res; r++)
 		net->res_cap[r] = hw->link_gbps;
+	memcpy(net->res_fit, net->res_cap, (size_t)net->n_res * sizeof *net->res_fit);
+	net->next_ev = INT64_MAX;
+	net->next_ok = true;
 	*out = net;
 	return EMA_OK;
 }
@@ -171,6 +213,11 @@ void ema_flownet_destroy(struct ema_flownet *net)
 	free(net->res_cap);
 	free(net->res_left);
 	free(net->res_count);
+	free(net->res_fit);
+	free(net->res_over);
+	free(net->res_dirty);
+	free(net->dirty);
+	free(net->flows_at);
 	free(net->engines_busy);
 	free(net->hbm_out);
 	free(net->hbm_in);
@@ -286,27 +333,53 @@ static int64_t flow_finish(const struct flow *f)
 	return f->last + (int64_t)t;
 }
 
-int64_t ema_flownet_next_event_time(const struct ema_flownet *net)
+/* flow_finish, kept between the step that moved the flow on and the
+ * scan for the next event (a division per flow each time otherwise). */
+static inline int64_t finish_at(struct flow *f)
+{
+	if (!f->fin_ok) {
+		f->fin = flow_finish(f);
+		f->fin_ok = true;
+	}
+	return f->fin;
+}
+
+static int64_t scan_next_event(struct ema_flownet *net)
 {
 	int64_t best = INT64_MAX;
 
 	for (int i = 0; i < net->n_flows; i++) {
-		const struct flow *f = &net->flows[i];
+		struct flow *f = &net->flows[i];
 		int64_t t = INT64_MAX;
 
 		if (f->state == FLOW_LATENCY)
 			t = f->lat_end;
 		else if (f->state == FLOW_DATA)
-			t = flow_finish(f);
+			t = finish_at(f);
 		if (t < best)
 			best = t;
 	}
 	return best;
 }
 
-/* Moves every data flow's bytes on to time t at its current rate. */
+/* The scan is cached: the platform asks again after each advance and
+ * start, usually with nothing moved in between. */
+int64_t ema_flownet_next_event_time(struct ema_flownet *net)
+{
+	if (!net->next_ok) {
+		net->next_ev = scan_next_event(net);
+		net->next_ok = true;
+	}
+	return net->next_ev;
+}
+
+/* Moves every data flow's bytes on to time t at its current rate. Every
+ * moving flow's `last` is the net's time (flows start moving at it and
+ * each call brings them all there), so nothing moves unless t is later. */
 static void progress(struct ema_flownet *net, int64_t t)
 {
+	if (t <= net->now)
+		return;
 	for (int i = 0; i < net->n_flows; i++) {
 		struct flow *f = &net->flows[i];
 
@@ -316,16 +389,41 @@ static void progress(struct ema_flownet *net, int64_t t)
 		if (f->remaining < 0)
 			f->remaining = 0;
 		f->last = t;
+		/* its completion time now, in the same pass: the scan for the
+		 * next event almost always follows, and the rate rarely changes
+		 * in between */
+		f->fin = flow_finish(f);
+		f->fin_ok = true;
+		net->next_ok = false;
 	}
 	if (t > net->now)
 		net->now = t;
 }
 
-static void recompute_rates(struct ema_flownet *net)
+/* Every moving flow's rate in its GPUs' HBM traffic, in start order. */
+static void sum_hbm(struct ema_flownet *net)
+{
+	for (int g = 0; g < net->n; g++)
+		net->hbm_out[g] = net->hbm_in[g] = 0;
+	for (int i = 0; i < net->n_flows; i++) {
+		const struct flow *f = &net->flows[i];
+
+		if (f->state != FLOW_DATA)
+			continue;
+		if (f->src >= 0)
+			net->hbm_out[f->src] += f->rate;
+		if (f->dst >= 0 && !f->to_sm)
+			net->hbm_in[f->dst] += f->rate;
+	}
+}
+
+/* The full max-min pass over every flow: what the incremental update
+ * must reproduce bit for bit (ema_flownet_selfcheck), and its fallback
+ * when the caps do not fit. */
+static void recompute_full(struct ema_flownet *net)
 {
 	int unfrozen = 0;
 
-	net->generation++;
 	for (int r = 0; r < net->n_res; r++) {
 		net->res_left[r] = net->res_cap[r];
 		net->res_count[r] = 0;
@@ -334,6 +432,7 @@ static void recompute_rates(struct ema_flownet *net)
 		struct flow *f = &net->flows[i];
 
 		f->rate = 0;
+		f->fin_ok = false;
 		f->frozen = f->state != FLOW_DATA;
 		if (f->frozen)
 			continue;
@@ -419,26 +518,120 @@ static void recompute_rates(struct ema_flownet *net)
 			}
 		}
 	}
-	for (int g = 0; g < net->n; g++)
-		net->hbm_out[g] = net->hbm_in[g] = 0;
+	sum_hbm(net);
+}
+
+/* A flow's rate in its GPUs' HBM traffic, added after the flows before
+ * it in start order. */
+static inline void add_hbm(struct ema_flownet *net, const struct flow *f)
+{
+	if (f->src >= 0)
+		net->hbm_out[f->src] += f->rate;
+	if (f->dst >= 0 && !f->to_sm)
+		net->hbm_in[f->dst] += f->rate;
+}
+
+static void mark_dirty(struct ema_flownet *net, const struct flow *f)
+{
+	for (int k = 0; k < f->n_res; k++) {
+		int r = f->res[k];
+
+		if (!net->res_dirty[r]) {
+			net->res_dirty[r] = true;
+			net->dirty[net->n_dirty++] = r;
+		}
+	}
+}
+
+static void set_over(struct ema_flownet *net, int r)
+{
+	bool o = over(net->res_fit[r], net->res_cap[r]);
+
+	if (o != net->res_over[r]) {
+		net->res_over[r] = o;
+		net->n_over += o ? 1 : -1;
+	}
+}
+
+/* Sums the marked resources again in start order. */
+static void refit_dirty(struct ema_flownet *net)
+{
+	if (net->n_dirty == 0)
+		return;
+	for (int j = 0; j < net->n_dirty; j++)
+		net->res_fit[net->dirty[j]] = net->res_cap[net->dirty[j]];
 	for (int i = 0; i < net->n_flows; i++) {
 		const struct flow *f = &net->flows[i];
 
 		if (f->state != FLOW_DATA)
 			continue;
-		if (f->src >= 0)
-			net->hbm_out[f->src] += f->rate;
-		if (f->dst >= 0 && !f->to_sm)
-			net->hbm_in[f->dst] += f->rate;
+		for (int k = 0; k < f->n_res; k++)
+			if (net->res_dirty[f->res[k]])
+				net->res_fit[f->res[k]] -= f->cap;
+	}
+	for (int j = 0; j < net->n_dirty; j++) {
+		net->res_dirty[net->dirty[j]] = false;
+		set_over(net, net->dirty[j]);
+	}
+	net->n_dirty = 0;
+}
+
+/* The moving flows changed: appended (the one flow that started moving,
+ * last in start order, and nothing else changed) or some resources were
+ * marked dirty. Leaves the rates and HBM sums of recompute_full. */
+static void update_rates(struct ema_flownet *net, struct flow *appended)
+{
+	net->generation++;
+	if (appended != NULL) {
+		for (int k = 0; k < appended->n_res; k++) {
+			net->res_fit[appended->res[k]] -= appended->cap;
+			set_over(net, appended->res[k]);
+		}
+	}
+	refit_dirty(net);
+	if (net->n_uncapped > 0 || net->n_over > 0) {
+		recompute_full(net);
+		return;
+	}
+	/* An appended flow only adds caps: the caps fitted before it too, so
+	 * every other flow is at its cap already. */
+	if (appended != NULL) {
+		appended->rate = appended->cap;
+		add_hbm(net, appended);
+		return;
+	}
+	/* sum_hbm, in the same pass that sets the rates */
+	for (int g = 0; g < net->n; g++)
+		net->hbm_out[g] = net->hbm_in[g] = 0;
+	for (int i = 0; i < net->n_flows; i++) {
+		struct flow *f = &net->flows[i];
+
+		if (f->state != FLOW_DATA)
+			continue;
+		if (f->rate != f->cap) {
+			f->rate = f->cap;
+			f->fin_ok = false;
+		}
+		add_hbm(net, f);
 	}
 }
 
+/* A flow starts moving data: its caps join the fit test. */
+static void data_enter(struct ema_flownet *net, const struct flow *f)
+{
+	if (!isfinite(f->cap))
+		net->n_uncapped++;
+}
+
 /* A flow that got its engine (or needs none) begins its latency phase. */
-static void flow_begin(struct flow *f, int64_t now)
+static void flow_begin(struct ema_flownet *net, struct flow *f, int64_t now)
 {
 	f->lat_end = now + f->latency_ns;
 	f->last = now;
+	f->fin_ok = false;
 	f->state = f->latency_ns > 0 ? FLOW_LATENCY : FLOW_DATA;
+	if (f->state == FLOW_DATA)
+		data_enter(net, f);
 }
 
 int ema_flownet_start_params(struct ema_flownet *net, int64_t now_ns,
@@ -474,16 +667,27 @@ int ema_flownet_start_params(struct ema_flownet *net, int64_t now_ns,
 	}
 	progress(net, now_ns);
 	f = &net->flows[net->n_flows++];
-	memset(f, 0, sizeof *f);
+	/* Every member set one by one: a memset (or a compound literal,
+	 * which gcc clears the same way) was most of a start. */
 	f->id = net->next_id++;
 	f->tag = tag;
 	f->src = s;
 	f->dst = d;
+	f->res[0] = f->res[1] = -1;
+	f->n_res = 0;
+	f->engine_gpu = -1;
+	f->state = FLOW_QUEUED;
+	f->latency_ns = p->latency_ns;
+	f->lat_end = 0;
+	f->last = 0;
 	f->remaining = (double)p->bytes;
 	f->cap = p->cap_gbps > 0 ? p->cap_gbps : INFINITY;
+	f->rate = 0;
 	f->to_sm = p->to_sm;
-	f->latency_ns = p->latency_ns;
-	f->engine_gpu = -1;
+	f->fin = 0;
+	f->fin_ok = false;
+	f->frozen = false;
+	f->fresh = false;
 	if (s == EMA_HOST) {
 		f->res[f->n_res++] = res_host_down(net, d);
 	} else if (d == EMA_HOST) {
@@ -504,14 +708,24 @@ int ema_flownet_start_params(struct ema_flownet *net, int64_t now_ns,
 			f->last = now_ns;
 		} else {
 			net->engines_busy[f->engine_gpu]++;
-			flow_begin(f, now_ns);
+			flow_begin(net, f, now_ns);
 		}
 	} else {
-		flow_begin(f, now_ns);
+		flow_begin(net, f, now_ns);
 	}
+	if (s >= 0)
+		net->flows_at[s]++;
+	if (d >= 0 && d != s)
+		net->flows_at[d]++;
+	net->next_ok = false;
 	if (id)
 		*id = f->id;
-	recompute_rates(net);
+	/* A flow still in its latency or queue leaves the moving set, and so
+	 * every rate, as it was. */
+	if (f->state == FLOW_DATA)
+		update_rates(net, f);
+	else
+		net->generation++;
 	return EMA_OK;
 }
 
@@ -541,27 +755,41 @@ static int step_at(struct ema_flownet *net, int64_t t, struct ema_error *err)
 		if (f->state == FLOW_LATENCY && f->lat_end <= t) {
 			f->state = FLOW_DATA;
 			f->last = t;
+			f->fin_ok = false;
+			data_enter(net, f);
+			mark_dirty(net, f);
 		}
-		if (f->state == FLOW_DATA && flow_finish(f) <= t)
+		if (f->state == FLOW_DATA && finish_at(f) <= t)
 			finished = true;
 		if (!finished) {
-			net->flows[w++] = *f;
+			if (w != i)
+				net->flows[w] = *f;
+			w++;
 			continue;
 		}
 		if (net->n_done == net->cap_done) {
 			int cap = net->cap_done ? 2 * net->cap_done : 16;
-			struct flow *nd = realloc(net->done, (size_t)cap * sizeof *nd);
+			struct done_flow *nd = realloc(net->done, (size_t)cap * sizeof *nd);
 
 			if (nd == NULL)
 				return ema_error_set(err, EMA_ERR_NOMEM, "flownet: out of memory");
 			net->done = nd;
 			net->cap_done = cap;
 		}
-		net->done[net->n_done++] = *f;
+		net->done[net->n_done].id = f->id;
+		net->done[net->n_done++].tag = f->tag;
 		if (f->engine_gpu >= 0)
 			net->engines_busy[f->engine_gpu]--;
+		if (!isfinite(f->cap))
+			net->n_uncapped--;
+		mark_dirty(net, f);
+		if (f->src >= 0)
+			net->flows_at[f->src]--;
+		if (f->dst >= 0 && f->dst != f->src)
+			net->flows_at[f->dst]--;
 	}
 	net->n_flows = w;
+	net->next_ok = false;
 	/* Freed engines go to the oldest queued flows of their GPU. */
 	for (int i = 0; i < net->n_flows; i++) {
 		struct flow *f = &net->flows[i];
@@ -569,10 +797,12 @@ static int step_at(struct ema_flownet *net, int64_t t, struct ema_error *err)
 		if (f->state == FLOW_QUEUED &&
 		    net->engines_busy[f->engine_gpu] < net->hw.copy_engines) {
 			net->engines_busy[f->engine_gpu]++;
-			flow_begin(f, t);
+			flow_begin(net, f, t);
+			if (f->state == FLOW_DATA)
+				mark_dirty(net, f);
 		}
 	}
-	recompute_rates(net);
+	update_rates(net, NULL);
 	return EMA_OK;
 }
 
@@ -637,6 +867,9 @@ int ema_flownet_flows_at(const struct ema_flownet *net, int gpu)
 {
 	int n = 0;
 
+	if (gpu >= 0 && gpu < net->n)
+		return net->flows_at[gpu];
+
 	for (int i = 0; i < net->n_flows; i++)
 		n += net->flows[i].src == gpu || net->flows[i].dst == gpu;
 	return n;
@@ -654,4 +887,74 @@ int ema_flownet_queued(const struct ema_flownet *net)
 uint64_t ema_flownet_generation(const struct ema_flownet *net)
 {
 	return net->generation;
+}
+
+/* Bitwise, so that -0 against 0 or a last-bit difference counts. */
+static bool same_double(double a, double b)
+{
+	return memcmp(&a, &b, sizeof a) == 0;
+}
+
+int ema_flownet_selfcheck(struct ema_flownet *net)
+{
+	double out[EMA_MAX_GPUS], in[EMA_MAX_GPUS];
+	double *rate;
+	int bad = 0, n_over = 0, n_uncapped = 0;
+
+	if (net->n_dirty != 0)
+		bad++;
+	for (int r = 0; r < net->n_res; r++) {
+		double left = net->res_cap[r];
+
+		for (int i = 0; i < net->n_flows; i++) {
+			const struct flow *f = &net->flows[i];
+
+			for (int k = 0; k < f->n_res && f->state == FLOW_DATA; k++)
+				if (f->res[k] == r)
+					left -= f->cap;
+		}
+		bad += !same_double(left, net->res_fit[r]);
+		bad += over(left, net->res_cap[r]) != net->res_over[r];
+		n_over += net->res_over[r];
+	}
+	bad += n_over != net->n_over;
+	for (int i = 0; i < net->n_flows; i++)
+		n_uncapped += net->flows[i].state == FLOW_DATA && !isfinite(net->flows[i].cap);
+	bad += n_uncapped != net->n_uncapped;
+	for (int g = 0; g < net->n; g++) {
+		int c = 0;
+
+		for (int i = 0; i < net->n_flows; i++)
+			c += net->flows[i].src == g || net->flows[i].dst == g;
+		bad += c != net->flows_at[g];
+	}
+	for (int i = 0; i < net->n_flows; i++) {
+		const struct flow *f = &net->flows[i];
+
+		bad += f->state == FLOW_DATA && f->fin_ok && f->fin != flow_finish(f);
+		bad += f->state == FLOW_DATA && f->last != net->now;
+	}
+	if (net->next_ok)
+		bad += scan_next_event(net) != net->next_ev;
+
+	/* The rates and HBM sums against a full pass, put back afterwards. */
+	rate = malloc(((size_t)net->n_flows + 1) * sizeof *rate);
+	if (rate == NULL)
+		return -1;
+	for (int i = 0; i < net->n_flows; i++)
+		rate[i] = net->flows[i].rate;
+	memcpy(out, net->hbm_out, (size_t)net->n * sizeof *out);
+	memcpy(in, net->hbm_in, (size_t)net->n * sizeof *in);
+	recompute_full(net);
+	for (int i = 0; i < net->n_flows; i++) {
+		bad += !same_double(rate[i], net->flows[i].rate);
+		net->flows[i].rate = rate[i];
+	}
+	for (int g = 0; g < net->n; g++) {
+		bad += !same_double(out[g], net->hbm_out[g]) + !same_double(in[g], net->hbm_in[g]);
+		net->hbm_out[g] = out[g];
+		net->hbm_in[g] = in[g];
+	}
+	free(rate);
+	return bad;
 }

@@ -68,8 +68,9 @@ int ema_flownet_start_params(struct ema_flownet *net, int64_t now_ns,
 			     uint64_t *id, struct ema_error *err);
 
 /* Time of the next phase change (a latency ending or a flow finishing),
- * or INT64_MAX when nothing is in flight. */
-int64_t ema_flownet_next_event_time(const struct ema_flownet *net);
+ * or INT64_MAX when nothing is in flight. Not const: the answer is
+ * cached until the flows change. */
+int64_t ema_flownet_next_event_time(struct ema_flownet *net);
 
 /* Moves the net to now_ns, completing every flow due by then and calling
  * fn for each (fn may be NULL). */
@@ -93,5 +94,10 @@ int ema_flownet_flows_at(const struct ema_flownet *net, int gpu);
 int ema_flownet_queued(const struct ema_flownet *net);
 /* Bumped whenever the rates may have changed. */
 uint64_t ema_flownet_generation(const struct ema_flownet *net);
+/* For tests: compares the incrementally kept state (rates, HBM sums,
+ * per-resource fit sums, flow counts, the cached next event) with a full
+ * recomputation, bit for bit. Returns the number of mismatches (0: all
+ * equal), -1 out of memory; leaves the net as it was. */
+int ema_flownet_selfcheck(struct ema_flownet *net);
 
 #endif

@@ -185,6 +185,48 @@ static void test_cap_leaves_rest(void)
 	ema_flownet_destroy(net);
 }
 
+/* Caps that fit, a third flow that overflows the link (max-min shares),
+ * and its end giving the others their caps back: A 30 and B 40 of 100;
+ * with C (cap 60) the level 33.3 freezes A at 30, B and C share 70; C's
+ * 3500 bytes at 35 end at 100 ns. */
+static void test_fit_overflow_and_back(void)
+{
+	struct ema_hw_profile hw;
+	struct ema_flownet *net;
+	struct ema_error err = { 0 };
+	struct rec r = { 0 };
+	uint64_t a, b, c;
+
+	plain_hw(&hw, 2, "direct");
+	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, &hw, &err), EMA_OK);
+	a = raw(net, 0, 0, 1, 1e6, 0, 30, false, 1);
+	b = raw(net, 0, 0, 1, 1e6, 0, 40, false, 2);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, a), 30, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, b), 40, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_hbm_out_gbps(net, 0), 70, 1e-9);
+	c = raw(net, 0, 0, 1, 3500, 0, 60, false, 3);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, a), 30, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, b), 35, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, c), 35, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_hbm_in_gbps(net, 1), 100, 1e-9);
+	CU_ASSERT_EQUAL(ema_flownet_selfcheck(net), 0);
+	CU_ASSERT_EQUAL(ema_flownet_next_event_time(net), 100);
+	CU_ASSERT_EQUAL(ema_flownet_advance(net, 100, rec_fn, &r, &err), EMA_OK);
+	CU_ASSERT_EQUAL(r.n, 1);
+	CU_ASSERT_EQUAL(done_at(&r, 3), 100);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, b), 40, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_hbm_out_gbps(net, 0), 70, 1e-9);
+	CU_ASSERT_EQUAL(ema_flownet_flows_at(net, 1), 2);
+	CU_ASSERT_EQUAL(ema_flownet_selfcheck(net), 0);
+	/* A: 1e6 - 100 * 30 bytes left at 30; B: 1e6 - 100 * 35 at 40 */
+	run_all(net, &r);
+	CU_ASSERT_EQUAL(done_at(&r, 1), 100 + (int64_t)ceil((1e6 - 3000) / 30 - 1e-6));
+	CU_ASSERT_EQUAL(done_at(&r, 2), 100 + (int64_t)ceil((1e6 - 3500) / 40 - 1e-6));
+	CU_ASSERT_EQUAL(ema_flownet_flows_at(net, 1), 0);
+	CU_ASSERT_EQUAL(ema_flownet_selfcheck(net), 0);
+	ema_flownet_destroy(net);
+}
+
 static void test_switch_ports(void)
 {
 	struct ema_hw_profile hw;
@@ -516,6 +558,77 @@ static void test_random_invariants(void)
 	CU_ASSERT_EQUAL(memcmp(a, b, sizeof a), 0);
 }
 
+/* Random operations (capped and uncapped flows, with and without latency
+ * and copy engines, on both topologies): after every start and advance
+ * the incremental state equals a full recomputation bit for bit. */
+static void selfcheck_run(const char *topo, unsigned seed)
+{
+	struct ema_hw_profile hw;
+	struct ema_flownet *net;
+	struct ema_error err = { 0 };
+	unsigned s = seed;
+	int64_t now = 0;
+	uint64_t id = 0;
+	double last_cap = 0, rate;
+	int started = 0, at_cap = 0, below_cap = 0;
+
+	plain_hw(&hw, 4, topo);
+	hw.copy_engines = 2;
+	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, &hw, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_flownet_selfcheck(net), 0);
+	while (started < 400 || ema_flownet_active(net) > 0) {
+		int64_t t = ema_flownet_next_event_time(net);
+
+		s = s * 1103515245u + 12345u;
+		if (started < 400 && (t == INT64_MAX || (s >> 16) % 3 != 0)) {
+			int src = (int)((s >> 4) % 5) - 1;
+			int dst = (int)((s >> 9) % 4);
+			/* caps from far below to above a link's 100 GB/s, or none */
+			double cap = (s >> 22) % 4 == 0 ? 0 : 5 + (double)((s >> 12) % 120);
+			struct ema_flow_params p = {
+				src == dst ? EMA_HOST : src, dst, 1000 + (s >> 8) % 300000,
+				(s >> 27) % 2 ? 0 : (int64_t)((s >> 14) % 2000), cap,
+				(s >> 29) % 2 == 0, (s >> 30) % 2 == 0,
+			};
+
+			now += (int64_t)((s >> 20) % 1500);
+			if (t != INT64_MAX && now > t)
+				now = t;
+			CU_ASSERT_EQUAL_FATAL(ema_flownet_advance(net, now, NULL, NULL, &err), EMA_OK);
+			CU_ASSERT_EQUAL(ema_flownet_selfcheck(net), 0);
+			CU_ASSERT_EQUAL_FATAL(ema_flownet_start_params(net, now, &p, 0, &id, &err),
+					      EMA_OK);
+			last_cap = cap;
+			started++;
+		} else {
+			CU_ASSERT_FATAL(t != INT64_MAX);
+			now = t;
+			CU_ASSERT_EQUAL_FATAL(ema_flownet_advance(net, now, NULL, NULL, &err), EMA_OK);
+		}
+		CU_ASSERT_EQUAL(ema_flownet_selfcheck(net), 0);
+		/* both regimes (caps fit; max-min shares below the caps) must
+		 * occur for the comparison to mean anything */
+		rate = ema_flownet_rate_gbps(net, id);
+		if (rate > 0 && ema_flownet_active(net) > 1) {
+			at_cap += rate == last_cap;
+			below_cap += rate != last_cap;
+		}
+	}
+	CU_ASSERT(at_cap > 10);
+	CU_ASSERT(below_cap > 10);
+	CU_ASSERT_EQUAL(ema_flownet_next_event_time(net), INT64_MAX);
+	CU_ASSERT_EQUAL(ema_flownet_selfcheck(net), 0);
+	ema_flownet_destroy(net);
+}
+
+static void test_incremental_equals_full(void)
+{
+	selfcheck_run("switch", 4242);
+	selfcheck_run("switch", 99);
+	selfcheck_run("direct", 4242);
+	selfcheck_run("direct", 7);
+}
+
 static void test_errors(void)
 {
 	struct ema_hw_profile hw;
@@ -591,6 +704,7 @@ int main(void)
 		{ "two flows on one link get half each", test_two_flows_half_each },
 		{ "a capped flow leaves the rest to the other", test_cap_leaves_rest },
 		{ "in-place reads leave the destination's HBM out", test_in_place_reads_skip_dst_hbm },
+		{ "caps that fit, an overflow, and the caps back", test_fit_overflow_and_back },
 		{ "switch ports: shared egress, bound ingress", test_switch_ports },
 		{ "switch max-min with a capped flow", test_switch_maxmin },
 		{ "a flow ending speeds the other up, exact times", test_release_speeds_up },
@@ -600,6 +714,7 @@ int main(void)
 		{ "h200x2: bidirectional 2 x 1 GiB", test_h200_bidirectional },
 		{ "h200x2: batch, gather, per-page, host", test_h200_batch_gather_per_page },
 		{ "random flows: invariants and determinism", test_random_invariants },
+		{ "random operations: incremental rates equal a full pass", test_incremental_equals_full },
 		{ "error paths and messages", test_errors },
 		{ NULL, NULL }
 	};
