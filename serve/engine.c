@@ -240,6 +240,7 @@ static int req_add_page(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 	r->pages[r->n_pages].page = page;
 	r->n_pages++;
 	r->pages_on[gpu]++;
+	r->on_mask |= 1u << gpu;
 	if (gpu != t->gpu)
 		r->n_remote++;
 	t->kv_pages++;
@@ -278,6 +279,7 @@ static void req_free_pages(struct ema_engine *e, struct ema_tenant *t, struct em
 		r->n_pages = 0;
 		r->n_remote = 0;
 		memset(r->pages_on, 0, sizeof r->pages_on);
+		r->on_mask = 0;
 		return;
 	}
 	/* Pages on the tenant's own GPU go back together, in the same order
@@ -298,6 +300,7 @@ static void req_free_pages(struct ema_engine *e, struct ema_tenant *t, struct em
 	r->n_pages = 0;
 	r->n_remote = 0;
 	memset(r->pages_on, 0, sizeof r->pages_on);
+	r->on_mask = 0;
 }
 
 /* A finished request's pages go back, and so does its page array: a
@@ -591,8 +594,10 @@ static void xfer_done(void *arg, int64_t now)
 			struct ema_kv_page *pg = &r->pages[x->entry[i]];
 
 			ema_ledger_free(&e->ledger, pg->gpu, pg->page);
-			r->pages_on[pg->gpu]--;
+			if (--r->pages_on[pg->gpu] == 0)
+				r->on_mask &= ~(1u << pg->gpu);
 			r->pages_on[t->gpu]++;
+			r->on_mask |= 1u << t->gpu;
 			pg->gpu = (int16_t)t->gpu;
 			pg->page = x->dst_pages[i];
 			r->n_remote--;
@@ -604,7 +609,8 @@ static void xfer_done(void *arg, int64_t now)
 			struct ema_kv_page *pg = &r->pages[x->entry[i]];
 
 			ema_ledger_free(&e->ledger, pg->gpu, pg->page);
-			r->pages_on[pg->gpu]--;
+			if (--r->pages_on[pg->gpu] == 0)
+				r->on_mask &= ~(1u << pg->gpu);
 			if (pg->gpu != t->gpu)
 				r->n_remote--;
 			pg->gpu = EMA_HOST;
@@ -620,6 +626,7 @@ static void xfer_done(void *arg, int64_t now)
 			pg->gpu = (int16_t)x->dst_gpu;
 			pg->page = x->dst_pages[i];
 			r->pages_on[x->dst_gpu]++;
+			r->on_mask |= 1u << x->dst_gpu;
 			t->kv_pages++;
 			if (x->dst_gpu != t->gpu)
 				r->n_remote++;
@@ -792,6 +799,7 @@ static int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 					r->pages[r->n_pages + i].gpu = (int16_t)t->gpu;
 				r->n_pages = need;
 				r->pages_on[t->gpu] += add;
+				r->on_mask |= 1u << t->gpu;
 				t->kv_pages += add;
 				note_peak(e, t);
 				return ALLOC_OK;
@@ -927,9 +935,9 @@ static void batch_add(struct ema_engine *e, struct ema_tenant *t, int32_t id, in
 	{
 		uint64_t share = kv / (uint64_t)r->n_pages;
 
-		for (int g = 0; g < e->ledger.n_gpus; g++) {
-			if (r->pages_on[g] == 0)
-				continue;
+		for (uint32_t m = r->on_mask; m != 0; m &= m - 1) {
+			int g = __builtin_ctz(m);
+
 			if (g == t->gpu) {
 				t->iter_kv_local += share * (uint64_t)r->pages_on[g];
 			} else {

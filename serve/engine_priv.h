@@ -42,6 +42,7 @@ struct ema_request {
 	struct ema_kv_page *pages;
 	int32_t n_remote;     /* pages on a GPU other than the tenant's */
 	int32_t pages_on[EMA_MAX_GPUS]; /* pages by GPU (host pages not counted) */
+	uint32_t on_mask;     /* bit g: pages_on[g] > 0 (batch_add visits only those) */
 	int64_t admit_seq;    /* admission order: the newest is preempted first */
 	int64_t recomputed_tokens;
 	int32_t pending_xfers;/* transfers in flight for this request */

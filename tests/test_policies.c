@@ -50,6 +50,15 @@ static void check_tick(void *arg, int64_t now)
 		    ema_ledger_free_pages(&e->ledger, g) + ema_ledger_lent_pages(&e->ledger, g) !=
 		    e->ledger.gpu[g].capacity)
 			c->failures++;
+	/* a request's mask of GPUs names those it holds pages on */
+	for (int t = 0; t < e->n_tenants; t++)
+		for (int32_t k = 0; k < e->tenants[t].n_reqs; k++) {
+			const struct ema_request *r = &e->tenants[t].reqs[k];
+
+			for (int g = 0; g < e->ledger.n_gpus; g++)
+				if (((r->on_mask >> g) & 1u) != (r->pages_on[g] > 0))
+					c->failures++;
+		}
 	/* a tenant's pages on each GPU add up to what the ledger lends it,
 	 * once its transfers have landed (a swap-in holds its destination
 	 * pages before the request's page list names them) */
