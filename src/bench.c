@@ -45,6 +45,7 @@ struct bench_fig {
 	double rss_mib;      /* peak resident memory */
 	int64_t requests;    /* rows of requests.csv */
 	uint64_t events;     /* run.json, every policy */
+	uint64_t leapt;      /* ... of which leapt (leapt_steps) */
 };
 
 struct bench {
@@ -242,11 +243,15 @@ static int read_run_json(const char *dir, struct bench_fig *fig, struct ema_erro
 	}
 	fig->sim_s = cJSON_GetObjectItem(root, "wall_s")->valuedouble;
 	fig->events = 0;
+	fig->leapt = 0;
 	cJSON_ArrayForEach(p, cJSON_GetObjectItem(root, "policies")) {
 		cJSON *ev = cJSON_GetObjectItem(p, "events");
+		cJSON *lp = cJSON_GetObjectItem(p, "leapt_steps");
 
 		if (cJSON_IsNumber(ev))
 			fig->events += (uint64_t)ev->valuedouble;
+		if (cJSON_IsNumber(lp))
+			fig->leapt += (uint64_t)lp->valuedouble;
 	}
 	cJSON_Delete(root);
 	return EMA_OK;
@@ -398,9 +403,11 @@ static const char *verdict(bool met)
 
 static void print_fig(const char *label, const struct bench_fig *f)
 {
-	printf("%-42s %7.3f s whole %7.3f s sim %7.3f s CPU %7.1f MiB  (%lld requests, %llu events)\n",
+	printf("%-42s %7.3f s whole %7.3f s sim %7.3f s CPU %7.1f MiB  (%lld requests, %llu events, "
+	       "%.0f%% leapt)\n",
 	       label, f->whole_s, f->sim_s, f->cpu_s, f->rss_mib, (long long)f->requests,
-	       (unsigned long long)f->events);
+	       (unsigned long long)f->events,
+	       f->events > 0 ? 100.0 * (double)f->leapt / (double)f->events : 0.0);
 }
 
 static void print_load(const char *when)

@@ -728,6 +728,7 @@ check "bench --quick: no 16x replay" [ -z "$(grep 'trace 16x' "$T/log/out")" ]
 check "bench: 1 tenant replay" grep -q "^1 tenant, h100x8, llama-2-7b, static .*($rows requests" "$T/log/out"
 check "bench: whole-process and simulation times, memory" \
 	grep -q ' s whole .* s sim .* s CPU .* MiB' "$T/log/out"
+check "bench: the share of iterations leapt" grep -q ' events, [0-9]*% leapt)$' "$T/log/out"
 check "bench: the event queue" grep -q '^event queue, 1,000 pending: .* M push+pop/s' "$T/log/out"
 for t in '8 tenants, static, whole process' 'ema / static: ' 'ema / static under pressure' \
 	'1 tenant, h100x8, whole process' 'peak memory, 8 tenants' 'peak memory, trace  4x'; do
