@@ -50,6 +50,9 @@ struct ema_ledger {
 	int32_t borrowed_total[EMA_MAX_TENANTS]; /* sum over GPUs, kept in step */
 	int tenant_gpu[EMA_MAX_TENANTS];
 	uint64_t ops;       /* alloc + free calls, for debug checks */
+	/* bit g: GPU g has a tenant and pages lent (what a policy that
+	 * reclaims on every lender asks at every event) */
+	uint32_t lending_home;
 };
 
 /* capacity[g] pages per GPU; tenant_gpu[t] = home GPU of tenant t. */
@@ -93,6 +96,11 @@ static inline int32_t ema_ledger_free_pages(const struct ema_ledger *l, int gpu)
 static inline int32_t ema_ledger_lent_pages(const struct ema_ledger *l, int gpu)
 {
 	return l->gpu[gpu].lent;
+}
+/* The GPUs with a tenant that have pages lent, a bit each. */
+static inline uint32_t ema_ledger_lending_home(const struct ema_ledger *l)
+{
+	return l->lending_home;
 }
 /* Pages of the GPU used by its own tenant (KV and staging). */
 static inline int32_t ema_ledger_used_pages(const struct ema_ledger *l, int gpu)

@@ -973,13 +973,16 @@ static bool ema_leap_holds(const struct ema_policy_ctx *c, void *state, int tena
 {
 	const struct ema_state *st = state;
 	const struct ema_ledger *l = c->ledger;
+	uint32_t lending = ema_ledger_lending_home(l);
 
-	if (ema_ledger_lent_pages(l, c->tenant_gpu[tenant]) > 0)
+	if ((lending >> c->tenant_gpu[tenant]) & 1u)
 		return false;
-	for (int g = 0; g < c->n_gpus; g++)
-		if (ema_ledger_lent_pages(l, g) > 0 && l->gpu[g].home_tenant >= 0 &&
-		    ema_ledger_free_pages(l, g) < st->headroom[g])
+	for (; lending != 0; lending &= lending - 1) {
+		int g = __builtin_ctz(lending);
+
+		if (ema_ledger_free_pages(l, g) < st->headroom[g])
 			return false;
+	}
 	return true;
 }
 

@@ -147,6 +147,9 @@ static void test_batches(void)
 		CU_ASSERT(memcmp(pa, pb, (size_t)n * sizeof pa[0]) == 0);
 		CU_ASSERT_EQUAL(ema_ledger_lent_pages(&b, 0), ema_ledger_lent_pages(&a, 0));
 		CU_ASSERT_EQUAL(ema_ledger_borrowed_pages(&b, 1), ema_ledger_borrowed_pages(&a, 1));
+		/* GPU 0 lends (to tenant 1) only in round 1 */
+		CU_ASSERT_EQUAL(ema_ledger_lending_home(&a), holder == 1 ? 1u : 0u);
+		CU_ASSERT_EQUAL(ema_ledger_lending_home(&b), holder == 1 ? 1u : 0u);
 		/* give back every other one, then the rest */
 		for (int32_t i = 0; i < n; i += 2)
 			ema_ledger_free(&a, 0, pa[i]);
@@ -165,6 +168,8 @@ static void test_batches(void)
 		CU_ASSERT(memcmp(a.gpu[0].free_stack, b.gpu[0].free_stack, 64 * sizeof(int32_t)) == 0);
 		CU_ASSERT(memcmp(a.gpu[0].count, b.gpu[0].count, sizeof a.gpu[0].count) == 0);
 		CU_ASSERT_EQUAL(ema_ledger_lent_pages(&b, 0), 0);
+		CU_ASSERT_EQUAL(ema_ledger_lending_home(&a), 0u);
+		CU_ASSERT_EQUAL(ema_ledger_lending_home(&b), 0u);
 		CU_ASSERT_EQUAL(ema_ledger_check(&b, &err), EMA_OK);
 	}
 	/* more than are free: nothing taken */
