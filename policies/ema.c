@@ -58,6 +58,10 @@ static const struct ema_config_key ema_knob_keys[] = {
 	EMA_KNOB_END
 };
 
+/* Entries of ema_state's decay memo, 2^bits. */
+#define EMA_DECAY_MEMO_BITS 10
+#define EMA_DECAY_MEMO (1 << EMA_DECAY_MEMO_BITS)
+
 struct ema_state {
 	/* policy.max_remote_share's cap per tenant (INT32_MAX / 2: none, the
 	 * link budgets rule); computed once: capacities do not change */
@@ -65,6 +69,9 @@ struct ema_state {
 	int32_t max_lent[EMA_MAX_GPUS];      /* per lender, from lender_max_slowdown */
 	int32_t headroom[EMA_MAX_GPUS];      /* headroom_pages(), per GPU */
 	int32_t band_keep[EMA_MAX_GPUS];     /* reserve + headroom: what lendable() keeps free */
+	/* the most GPU g may have lent: its KV capacity less the lending
+	 * floor (ema_lending_lendable's by_floor), or max_lent if less */
+	int32_t lent_limit[EMA_MAX_GPUS];
 	int32_t max_request[EMA_MAX_TENANTS]; /* what one request could ever hold */
 	bool never[EMA_MAX_TENANTS];         /* borrow_rule=throughput: borrowing does not pay */
 	bool staged_last[EMA_MAX_TENANTS];   /* the tenant's last iteration was staged */
@@ -117,6 +124,24 @@ struct ema_state {
 	 * guard's decay and the staging area's release */
 	bool read_any[EMA_MAX_TENANTS];
 	bool reserve_set[EMA_MAX_TENANTS];
+	/* exp(-d / EMA_TPOT_WINDOW_NS) by run time d (ns), remembered
+	 * (decay_of): every step's note and every borrower in the lender
+	 * guard pay for one, and the gaps between a tenant's steps repeat
+	 * (ema8p.json: 6 in 10 found here); a pure function of d, so what is
+	 * remembered is what exp returns */
+	struct ema_decay_memo {
+		bool valid;
+		int64_t d;
+		double v;
+	} decay_memo[EMA_DECAY_MEMO];
+	/* Whether some GPU with a tenant and lent pages has fewer free pages
+	 * than its headroom (lender_short), as of the ledger's operation
+	 * count short_ops: after_iteration asks at every step, and
+	 * leap_holds for every leaping tenant after every event, mostly of a
+	 * ledger no page operation changed since (only the ledger's
+	 * operations change free and lent pages, and each one counts) */
+	bool short_valid, short_any;
+	uint64_t short_ops;
 };
 
 /* The TPOT budget's memory of the tenant's prefill share: about the last
@@ -124,6 +149,21 @@ struct ema_state {
  * tenant (shorter follows the bursts and lets the estimate jump; longer
  * keeps the start, all prefills, in it long after the GPU filled). */
 #define EMA_TPOT_WINDOW_NS 10e9
+
+/* exp(-d / EMA_TPOT_WINDOW_NS), the decay over d ns of run time, from
+ * the state's memo (direct-mapped by a multiplicative hash of d). */
+static double decay_of(struct ema_state *st, int64_t d)
+{
+	struct ema_decay_memo *m =
+		&st->decay_memo[((uint64_t)d * 0x9E3779B97F4A7C15ull) >> (64 - EMA_DECAY_MEMO_BITS)];
+
+	if (!m->valid || m->d != d) {
+		m->valid = true;
+		m->d = d;
+		m->v = exp(-(double)d / EMA_TPOT_WINDOW_NS);
+	}
+	return m->v;
+}
 
 static const struct ema_knobs *own(const struct ema_policy_ctx *c)
 {
@@ -395,7 +435,7 @@ static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
 		return;
 	if (st->noted[t]) {
 		dt = (double)(now - st->noted_ns[t]);
-		decay = exp(-dt / EMA_TPOT_WINDOW_NS);
+		decay = decay_of(st, now - st->noted_ns[t]);
 	}
 	if (own(c)->tpot_slack > 0) {
 		/* the in-place cost, from ema_plan when it has it */
@@ -468,7 +508,7 @@ static double lender_slowdown_now(const struct ema_policy_ctx *c, struct ema_sta
 				continue;
 			if (!some) {
 				gap = (double)(now - st->noted_ns[t]);
-				decay = exp(-gap / EMA_TPOT_WINDOW_NS);
+				decay = decay_of(st, now - st->noted_ns[t]);
 				/* at least 1 ms: the first iterations have no time behind them */
 				span = st->read_ns[t] * decay + gap;
 				some = true;
@@ -550,12 +590,19 @@ static int32_t headroom_pages(const struct ema_policy_ctx *c, int g)
  * static's 83). */
 static int32_t lendable(const struct ema_policy_ctx *c, struct ema_state *st, int g, bool admit)
 {
-	int32_t n = ema_lending_lendable(c, g);
-	int32_t left = st->max_lent[g] - ema_ledger_lent_pages(c->ledger, g);
-	int32_t band = ema_ledger_free_pages(c->ledger, g) - st->band_keep[g];
+	/* min(ema_lending_lendable, max_lent - lent, free - band_keep) from
+	 * what init computed: lendable's by_free = free - reserve is never
+	 * below the band's free - reserve - headroom (headroom >= 0), and a
+	 * negative term gives 0 either way; the hooks ask per lender at every
+	 * admission and page */
+	const struct ema_ledger *l = c->ledger;
+	int home = l->gpu[g].home_tenant;
+	int32_t n = st->lent_limit[g] - ema_ledger_lent_pages(l, g);
+	int32_t band = ema_ledger_free_pages(l, g) - st->band_keep[g];
 
-	if (left < n)
-		n = left;
+	/* a tenant that borrows lends nothing (ema_lending_lendable) */
+	if (home >= 0 && ema_ledger_borrowed_pages(l, home) > 0)
+		return 0;
 	if (band < n)
 		n = band;
 	if (admit && n > 0 && own(c)->lender_slowdown > 0 && c->ledger->gpu[g].home_tenant >= 0 &&
@@ -644,6 +691,14 @@ static int ema_init(const struct ema_policy_ctx *c, void *state, struct ema_erro
 		st->max_lent[g] = max_lent_compute(c, g);
 		st->headroom[g] = headroom_pages(c, g);
 		st->band_keep[g] = ema_lending_reserve_pages(c, g) + st->headroom[g];
+		{
+			int32_t cap = ema_lending_kv_capacity(c, g);
+			int32_t floor_pages = c->ledger->gpu[g].home_tenant >= 0 ?
+					      (int32_t)ceil(c->knobs->lender_floor * cap) : 0;
+
+			st->lent_limit[g] = cap - floor_pages < st->max_lent[g] ?
+					    cap - floor_pages : st->max_lent[g];
+		}
 	}
 	for (int t = 0; t < c->n_tenants; t++) {
 		st->max_borrow[t] = share_cap(c, t);
@@ -881,6 +936,30 @@ static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_ite
 	it->n_staging_pages = got;
 }
 
+/* Whether a GPU with a tenant and lent pages is under its headroom: the
+ * lenders after_iteration reclaims on. */
+static bool lender_short_compute(const struct ema_policy_ctx *c, const struct ema_state *st)
+{
+	const struct ema_ledger *l = c->ledger;
+
+	for (int g = 0; g < c->n_gpus; g++)
+		if (ema_ledger_lent_pages(l, g) > 0 && l->gpu[g].home_tenant >= 0 &&
+		    ema_ledger_free_pages(l, g) < st->headroom[g])
+			return true;
+	return false;
+}
+
+/* lender_short_compute, remembered for the ledger's operation count. */
+static bool lender_short(const struct ema_policy_ctx *c, struct ema_state *st)
+{
+	if (!st->short_valid || st->short_ops != c->ledger->ops) {
+		st->short_any = lender_short_compute(c, st);
+		st->short_ops = c->ledger->ops;
+		st->short_valid = true;
+	}
+	return st->short_any;
+}
+
 static void ema_after_iteration(const struct ema_policy_ctx *c, void *state, int tenant)
 {
 	const struct ema_policy_cfg *pc = c->knobs;
@@ -894,7 +973,10 @@ static void ema_after_iteration(const struct ema_policy_ctx *c, void *state, int
 		if (st->reserve_set[tenant])
 			set_reserve(c, st, tenant, 0);
 	}
-	/* Pre-preemption: every lender keeps its headroom free. */
+	/* Pre-preemption: every lender keeps its headroom free (none is
+	 * under it at most steps: nothing to visit). */
+	if (!lender_short(c, st))
+		return;
 	for (int g = 0; g < c->n_gpus; g++) {
 		int32_t headroom, free_pages;
 
@@ -971,16 +1053,11 @@ static void ema_after_iteration(const struct ema_policy_ctx *c, void *state, int
  * the GPUs that neither lend nor borrow leap. */
 static bool ema_leap_holds(const struct ema_policy_ctx *c, void *state, int tenant)
 {
-	const struct ema_state *st = state;
-	const struct ema_ledger *l = c->ledger;
+	struct ema_state *st = state;
 
-	if (ema_ledger_lent_pages(l, c->tenant_gpu[tenant]) > 0)
+	if (ema_ledger_lent_pages(c->ledger, c->tenant_gpu[tenant]) > 0)
 		return false;
-	for (int g = 0; g < c->n_gpus; g++)
-		if (ema_ledger_lent_pages(l, g) > 0 && l->gpu[g].home_tenant >= 0 &&
-		    ema_ledger_free_pages(l, g) < st->headroom[g])
-			return false;
-	return true;
+	return !lender_short(c, st);
 }
 
 static bool ema_leap_ok(const struct ema_policy_ctx *c, void *state, int tenant,
