@@ -124,6 +124,13 @@ struct ema_state {
 	 * guard's decay and the staging area's release */
 	bool read_any[EMA_MAX_TENANTS];
 	bool reserve_set[EMA_MAX_TENANTS];
+	/* bit g of read_mask[t]: t read from GPU g (read_bytes[t][g] may be
+	 * more than 0; every other entry is exactly 0); bit t of readers:
+	 * read_any[t]. The decay and the lender guard visit those alone, in
+	 * the order of the loops over every GPU and tenant (0 bytes decay to
+	 * 0 bytes and add nothing). */
+	uint32_t read_mask[EMA_MAX_TENANTS];
+	uint32_t readers;
 	/* exp(-d / EMA_TPOT_WINDOW_NS) by run time d (ns), remembered
 	 * (decay_of): every step's note and every borrower in the lender
 	 * guard pay for one, and the gaps between a tenant's steps repeat
@@ -457,11 +464,13 @@ static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
 	}
 	if (own(c)->lender_slowdown > 0) {
 		/* (0 bytes decay to 0 bytes) */
-		for (int g = 0; st->read_any[t] && g < c->n_gpus; g++)
-			st->read_bytes[t][g] *= decay;
+		for (uint32_t m = st->read_mask[t]; m != 0; m &= m - 1)
+			st->read_bytes[t][__builtin_ctz(m)] *= decay;
 		for (int i = 0; i < it->n_remote; i++)
 			if (it->remote[i].gpu >= 0 && it->remote[i].gpu < c->n_gpus) {
 				st->read_bytes[t][it->remote[i].gpu] += (double)it->remote[i].bytes;
+				st->read_mask[t] |= 1u << it->remote[i].gpu;
+				st->readers |= 1u << t;
 				st->read_any[t] = true;
 			}
 		st->read_ns[t] = st->read_ns[t] * decay + dt;
@@ -497,13 +506,16 @@ static double lender_slowdown_now(const struct ema_policy_ctx *c, struct ema_sta
 		gbps[h] = 0;
 	/* every GPU at once, each summed over the borrowers in order as one
 	 * at a time would be; a borrower's decay is the same for each */
-	for (int t = 0; t < c->n_tenants; t++) {
+	for (uint32_t ts = st->readers; ts != 0; ts &= ts - 1) {
+		int t = __builtin_ctz(ts);
 		double gap = 0, decay = 0, span = 0;
 		bool some = false;
 
-		if (!st->noted[t] || !st->read_any[t])
+		if (!st->noted[t])
 			continue;
-		for (int h = 0; h < c->n_gpus; h++) {
+		for (uint32_t hs = st->read_mask[t]; hs != 0; hs &= hs - 1) {
+			int h = __builtin_ctz(hs);
+
 			if (st->read_bytes[t][h] <= 0)
 				continue;
 			if (!some) {

@@ -1,8 +1,9 @@
 /* test_ema_memo.c: what ema's hooks remember between calls (the decay by
  * run time, whether a lender is under its headroom by ledger operation
  * count, the lender guard by instant and note count, link and step costs)
- * answers as a fresh computation does, under random sequences of page
- * operations, iterations and clock moves on 4 GPUs. policies/ema.c is
+ * answers as a fresh computation does, and the lender guard's visit of
+ * the GPUs read from alone as a visit of every one, under random
+ * sequences of page operations, iterations and clock moves on 4 GPUs. policies/ema.c is
  * included for its static functions; its ema_policy_ema stands in for the
  * library's (the linker then takes no ema.o from libema_policies.a). */
 #include "../policies/ema.c"
@@ -49,6 +50,49 @@ static int32_t lendable_by_rules(const struct ema_policy_ctx *c, struct ema_stat
 	return n > 0 ? n : 0;
 }
 
+/* The lender guard of GPU g as it read before the masks: every tenant,
+ * every GPU, exp at each borrower. */
+static double slowdown_every_gpu(const struct ema_policy_ctx *c, const struct ema_state *st, int g)
+{
+	int64_t now = ema_policy_now(c);
+	double gbps[EMA_MAX_GPUS];
+
+	for (int h = 0; h < c->n_gpus; h++)
+		gbps[h] = 0;
+	for (int t = 0; t < c->n_tenants; t++) {
+		double gap = 0, decay = 0, span = 0;
+		bool some = false;
+
+		if (!st->noted[t] || !st->read_any[t])
+			continue;
+		for (int h = 0; h < c->n_gpus; h++) {
+			if (st->read_bytes[t][h] <= 0)
+				continue;
+			if (!some) {
+				gap = (double)(now - st->noted_ns[t]);
+				decay = exp(-gap / EMA_TPOT_WINDOW_NS);
+				span = st->read_ns[t] * decay + gap;
+				some = true;
+			}
+			gbps[h] += st->read_bytes[t][h] * decay / (span > 1e6 ? span : 1e6);
+		}
+	}
+	return c->hw->hbm_read_gbps > 0 ? c->hw->interference_lender * gbps[g] / c->hw->hbm_read_gbps : 0.0;
+}
+
+/* The masks name every GPU a tenant read from and every tenant that read. */
+static int masks_wrong(const struct ema_state *st)
+{
+	int bad = 0;
+
+	for (int t = 0; t < EMA_MAX_TENANTS; t++) {
+		bad += st->read_any[t] != ((st->readers >> t) & 1u);
+		for (int g = 0; g < EMA_MAX_GPUS; g++)
+			bad += !((st->read_mask[t] >> g) & 1u) && st->read_bytes[t][g] != 0;
+	}
+	return bad;
+}
+
 /* An iteration of tenant t: prefill or decode tokens, KV and remote reads
  * as the engine would hand them. */
 static void plan_random(struct ema_engine *e, int t)
@@ -82,7 +126,7 @@ static void test_memos_random(void)
 	static struct held held[4096];
 	struct ema_state *fresh = malloc(sizeof *fresh);
 	int checks = 0, bad_short = 0, bad_lend = 0, bad_slow = 0, bad_decay = 0, bad_borrow = 0;
-	int shorts = 0, guarded = 0;
+	int shorts = 0, guarded = 0, readers = 0;
 
 	CU_ASSERT_FATAL(fresh != NULL);
 	for (int round = 0; round < 4; round++) {
@@ -133,6 +177,7 @@ static void test_memos_random(void)
 			} else {
 				m->now += gaps[rnd(8)];
 			}
+			readers += __builtin_popcount(st->readers) > 1;
 			/* every memo, against what a first call computes */
 			forget(fresh, st);
 			checks++;
@@ -145,7 +190,9 @@ static void test_memos_random(void)
 				bad_lend += a != b;
 				bad_lend += lendable(c, st, g, false) != lendable_by_rules(c, fresh, g, false);
 				bad_slow += lender_slowdown_now(c, st, g) != lender_slowdown_now(c, fresh, g);
+				bad_slow += lender_slowdown_now(c, st, g) != slowdown_every_gpu(c, st, g);
 			}
+			bad_slow += masks_wrong(st);
 			for (int t = 0; t < 3; t++) {
 				int64_t d = st->noted[t] ? m->now - st->noted_ns[t] : (int64_t)rnd(1u << 30);
 
@@ -171,6 +218,7 @@ static void test_memos_random(void)
 	 * its headroom, some not; the guard refusing a lender */
 	CU_ASSERT(shorts > 0 && shorts < checks);
 	CU_ASSERT(guarded > 0);
+	CU_ASSERT(readers > 0);
 }
 
 /* The decay memo maps colliding run times to their own exp: two gaps
