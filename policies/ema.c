@@ -495,13 +495,11 @@ static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
  * 2.68 GB of borrowed KV at every 9.9 ms step and spends 17% of its time in
  * prefills, 225 GB/s: 0.952 x 225 / 4357 = 4.9%, against the lender's
  * TPOT p50 measured +5.4% without the guard. */
-static double lender_slowdown_now(const struct ema_policy_ctx *c, struct ema_state *st, int g)
+static __attribute__((noinline)) void lender_slowdown_compute(const struct ema_policy_ctx *c,
+								struct ema_state *st, int64_t now)
 {
-	int64_t now = ema_policy_now(c);
 	double gbps[EMA_MAX_GPUS];
 
-	if (st->slow_valid && st->slow_ns == now && st->slow_notes == st->notes)
-		return st->slow[g];
 	for (int h = 0; h < c->n_gpus; h++)
 		gbps[h] = 0;
 	/* every GPU at once, each summed over the borrowers in order as one
@@ -534,6 +532,17 @@ static double lender_slowdown_now(const struct ema_policy_ctx *c, struct ema_sta
 	st->slow_ns = now;
 	st->slow_notes = st->notes;
 	st->slow_valid = true;
+}
+
+/* lender_slowdown_compute's figure for GPU g, remembered for the instant
+ * and the note count (the computation kept out of line: the hooks ask
+ * for each lender, and most find it remembered). */
+static double lender_slowdown_now(const struct ema_policy_ctx *c, struct ema_state *st, int g)
+{
+	int64_t now = ema_policy_now(c);
+
+	if (!st->slow_valid || st->slow_ns != now || st->slow_notes != st->notes)
+		lender_slowdown_compute(c, st, now);
 	return st->slow[g];
 }
 
@@ -545,16 +554,17 @@ static double lender_slowdown_now(const struct ema_policy_ctx *c, struct ema_sta
 static int pick_by_budget(const struct ema_policy_ctx *c, int tenant, const int32_t *avail,
 			  const int32_t *budget)
 {
-	int best = -1;
+	int best = -1, home = c->tenant_gpu[tenant], n_gpus = c->n_gpus;
 	int32_t best_b = 0, best_n = 0;
+	bool lb = link_budgets(c);
 
-	for (int g = 0; g < c->n_gpus; g++) {
+	for (int g = 0; g < n_gpus; g++) {
 		int32_t b;
 
-		if (g == c->tenant_gpu[tenant] || avail[g] <= 0)
+		if (g == home || avail[g] <= 0)
 			continue;
 		b = budget[g];
-		if (link_budgets(c) && b < 1)
+		if (lb && b < 1)
 			continue;
 		if (best < 0 || b > best_b || (b == best_b && avail[g] > best_n)) {
 			best = g;
@@ -780,6 +790,10 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 	int32_t total = ema_ledger_borrowed_pages(c->ledger, tenant);
 	int32_t b;
 	int64_t avail = 0;
+	/* in locals: the calls below could change them as far as the
+	 * compiler knows */
+	bool lb = link_budgets(c);
+	int home = c->tenant_gpu[tenant], n_gpus = c->n_gpus;
 
 	/* The engine asks at every admission it tries (every step of a
 	 * tenant with a queue): what is computed once here serves the link
@@ -787,17 +801,17 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 	if (st->never[tenant] || left <= 0)
 		return 0;
 	b = link_pages(c, st, tenant, total);
-	for (int g = 0; g < c->n_gpus; g++) {
+	for (int g = 0; g < n_gpus; g++) {
 		int32_t n;
 
-		if (g == c->tenant_gpu[tenant])
+		if (g == home)
 			continue;
 		budget[g] = budget_of(c, b, g, from, total, ema_ledger_lent_pages(c->ledger, g));
 		/* a link without budget adds nothing and is no one's pick */
-		if (link_budgets(c) && budget[g] < 1)
+		if (lb && budget[g] < 1)
 			continue;
 		n = avail_g[g] = lendable(c, st, g, true);
-		if (link_budgets(c))
+		if (lb)
 			n = n < budget[g] ? n : budget[g];
 		if (n > 0)
 			avail += n;
@@ -810,10 +824,10 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 
 		avail = avail < t_left ? avail : t_left;
 	}
-	if (link_budgets(c) && c->hw->topology == EMA_TOPO_SWITCH) {
+	if (lb && c->hw->topology == EMA_TOPO_SWITCH) {
 		/* the ingress port is shared by every lender: a GPU that lent
 		 * nothing is bound by it alone */
-		int32_t in = budget_of(c, b, c->tenant_gpu[tenant], from, total, 0);
+		int32_t in = budget_of(c, b, home, from, total, 0);
 
 		avail = avail < in ? avail : in;
 	}
@@ -843,12 +857,18 @@ static int ema_choose_lender(const struct ema_policy_ctx *c, void *state, int te
 	 * with link budget left (a borrower at its budgets asks for page
 	 * after page of a growing request) */
 	b = link_pages(c, st, tenant, borrowed);
-	for (int g = 0; g < c->n_gpus; g++) {
-		if (g == c->tenant_gpu[tenant])
-			continue;
-		budget[g] = budget_of(c, b, g, from, borrowed, ema_ledger_lent_pages(c->ledger, g));
-		if (!link_budgets(c) || budget[g] >= 1)
-			avail[g] = lendable(c, st, g, false);
+	{
+		bool lb = link_budgets(c);
+		int home = c->tenant_gpu[tenant], n_gpus = c->n_gpus;
+
+		for (int g = 0; g < n_gpus; g++) {
+			if (g == home)
+				continue;
+			budget[g] = budget_of(c, b, g, from, borrowed,
+					      ema_ledger_lent_pages(c->ledger, g));
+			if (!lb || budget[g] >= 1)
+				avail[g] = lendable(c, st, g, false);
+		}
 	}
 	best = pick_by_budget(c, tenant, avail, budget);
 	/* staging for what is borrowed now and this page, when staging */
