@@ -131,6 +131,12 @@ struct ema_state {
 	 * 0 bytes and add nothing). */
 	uint32_t read_mask[EMA_MAX_TENANTS];
 	uint32_t readers;
+	/* lender_bound's upper bounds of the guard's figures, as of run time
+	 * bound_ns and note number bound_notes, like slow[] */
+	bool bound_valid;
+	int64_t bound_ns;
+	uint64_t bound_notes;
+	double bound[EMA_MAX_GPUS];
 	/* exp(-d / EMA_TPOT_WINDOW_NS) by run time d (ns), remembered
 	 * (decay_of): every step's note and every borrower in the lender
 	 * guard pay for one, and the gaps between a tenant's steps repeat
@@ -546,6 +552,67 @@ static double lender_slowdown_now(const struct ema_policy_ctx *c, struct ema_sta
 	return st->slow[g];
 }
 
+/* An upper bound of lender_slowdown_compute's figure of every GPU, with
+ * no exp: with d = exp(-gap / W) in (0, 1] and R, gap >= 0, a borrower's
+ * term B d / max(R d + gap, 1 ms) is at most B / max(R + gap, 1 ms)
+ * (R d + gap >= d (R + gap); below 1 ms, d (R + gap) <= R d + gap < 1 ms).
+ * +inf where it cannot tell (a gap or R < 0; an interference or HBM rate
+ * outside the usual). Rounding moves either figure by some 1e-15 of
+ * itself; lender_guard_refuses leaves 1e-9. */
+static __attribute__((noinline)) void lender_bound_compute(const struct ema_policy_ctx *c,
+							     struct ema_state *st, int64_t now)
+{
+	double sum[EMA_MAX_GPUS];
+	bool usable = c->hw->hbm_read_gbps > 0 && c->hw->interference_lender >= 0;
+
+	for (int h = 0; h < c->n_gpus; h++)
+		sum[h] = 0;
+	for (uint32_t ts = st->readers; usable && ts != 0; ts &= ts - 1) {
+		int t = __builtin_ctz(ts);
+		double gap = (double)(now - st->noted_ns[t]), span, inv;
+
+		if (!st->noted[t])
+			continue;
+		if (!(gap >= 0) || !(st->read_ns[t] >= 0)) {
+			usable = false;
+			break;
+		}
+		span = st->read_ns[t] + gap;
+		inv = 1.0 / (span > 1e6 ? span : 1e6);
+		for (uint32_t hs = st->read_mask[t]; hs != 0; hs &= hs - 1) {
+			int h = __builtin_ctz(hs);
+
+			if (st->read_bytes[t][h] > 0)
+				sum[h] += st->read_bytes[t][h] * inv;
+		}
+	}
+	for (int h = 0; h < c->n_gpus; h++)
+		st->bound[h] = usable ? c->hw->interference_lender * sum[h] / c->hw->hbm_read_gbps :
+			       INFINITY;
+	st->bound_ns = now;
+	st->bound_notes = st->notes;
+	st->bound_valid = true;
+}
+
+/* Whether the lender guard stops GPU g lending for new requests: its
+ * figure at lender_slowdown or more. Most lenders serve far less
+ * (ema8p.json: all of them under half of it at every admission), which
+ * the bound shows without the exact figure's exp and divisions; near it,
+ * or where the exact figure is remembered, the exact figure decides. */
+static bool lender_guard_refuses(const struct ema_policy_ctx *c, struct ema_state *st, int g)
+{
+	double limit = own(c)->lender_slowdown;
+	int64_t now = ema_policy_now(c);
+
+	if (st->slow_valid && st->slow_ns == now && st->slow_notes == st->notes)
+		return st->slow[g] >= limit;
+	if (!st->bound_valid || st->bound_ns != now || st->bound_notes != st->notes)
+		lender_bound_compute(c, st, now);
+	if (st->bound[g] * (1 + 1e-9) < limit)
+		return false;
+	return lender_slowdown_now(c, st, g) >= limit;
+}
+
 /* The lender to take `tenant`'s next page from, given what it holds
  * (from[], total), what each GPU may still lend (avail[]) and has lent
  * (lent[]): among GPUs with a page to lend and, under link budgets, a
@@ -628,7 +695,7 @@ static int32_t lendable(const struct ema_policy_ctx *c, struct ema_state *st, in
 	if (band < n)
 		n = band;
 	if (admit && n > 0 && own(c)->lender_slowdown > 0 && c->ledger->gpu[g].home_tenant >= 0 &&
-	    lender_slowdown_now(c, st, g) >= own(c)->lender_slowdown)
+	    lender_guard_refuses(c, st, g))
 		n = 0;
 	return n > 0 ? n : 0;
 }

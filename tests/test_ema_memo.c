@@ -1,7 +1,8 @@
 /* test_ema_memo.c: what ema's hooks remember between calls (the decay by
  * run time, whether a lender is under its headroom by ledger operation
  * count, the lender guard by instant and note count, link and step costs)
- * answers as a fresh computation does, and the lender guard's visit of
+ * answers as a fresh computation does, the lender guard's bound bounds
+ * it and decides as it does, and the lender guard's visit of
  * the GPUs read from alone as a visit of every one, under random
  * sequences of page operations, iterations and clock moves on 4 GPUs. policies/ema.c is
  * included for its static functions; its ema_policy_ema stands in for the
@@ -32,6 +33,7 @@ static void forget(struct ema_state *fresh, const struct ema_state *st)
 	memset(fresh->step_memo, 0, sizeof fresh->step_memo);
 	memset(fresh->decay_memo, 0, sizeof fresh->decay_memo);
 	fresh->short_valid = false;
+	fresh->bound_valid = false;
 }
 
 /* lendable() as the lending rules and ema's caps state it, one by one. */
@@ -122,11 +124,13 @@ struct held { int gpu; int32_t page; };
 
 static void test_memos_random(void)
 {
-	static const int64_t gaps[] = {0, 0, 1, 250000, 250000, 1000000, 1000001, 3000000};
+	/* run-time moves: none (same instant), 1 ns, steps' worth, and 3 s,
+	 * where the guard's bound is loose */
+	static const int64_t gaps[] = {0, 0, 1, 250000, 3000000000, 1000000, 1000001, 3000000};
 	static struct held held[4096];
 	struct ema_state *fresh = malloc(sizeof *fresh);
 	int checks = 0, bad_short = 0, bad_lend = 0, bad_slow = 0, bad_decay = 0, bad_borrow = 0;
-	int shorts = 0, guarded = 0, readers = 0;
+	int shorts = 0, guarded = 0, readers = 0, bad_bound = 0, undecided = 0;
 
 	CU_ASSERT_FATAL(fresh != NULL);
 	for (int round = 0; round < 4; round++) {
@@ -185,6 +189,7 @@ static void test_memos_random(void)
 			checks++;
 			shorts += lender_short_compute(c, fresh);
 			bad_short += lender_short(c, st) != lender_short_compute(c, fresh);
+			lender_bound_compute(c, fresh, m->now);
 			for (int g = 0; g < 4; g++) {
 				int32_t a = lendable(c, st, g, true), b = lendable_by_rules(c, fresh, g, true);
 
@@ -193,6 +198,23 @@ static void test_memos_random(void)
 				bad_lend += lendable(c, st, g, false) != lendable_by_rules(c, fresh, g, false);
 				bad_slow += lender_slowdown_now(c, st, g) != lender_slowdown_now(c, fresh, g);
 				bad_slow += lender_slowdown_now(c, st, g) != slowdown_every_gpu(c, st, g);
+				/* the guard's bound is one, within the 1e-9 it leaves for
+				 * rounding, and its answer the exact one's */
+				bad_bound += !(fresh->bound[g] * (1 + 1e-9) >= slowdown_every_gpu(c, st, g));
+				bad_bound += lender_guard_refuses(c, st, g) !=
+					     (slowdown_every_gpu(c, st, g) >= own(c)->lender_slowdown);
+				/* and at limits a hair above, at and below the figure:
+				 * above, the bound leaves it to the exact figure */
+				for (int k = 0; k < 3; k++) {
+					double x = slowdown_every_gpu(c, st, g), v = x * (1 + (1 - k) * 1e-7);
+
+					if (x <= 0)
+						break;
+					CU_ASSERT_FATAL(set_own_knob(&cfg, "ema", "lender_slowdown", v));
+					bad_bound += lender_guard_refuses(c, st, g) != (x >= v);
+					undecided += fresh->bound[g] * (1 + 1e-9) >= v && x < v;
+				}
+				CU_ASSERT_FATAL(set_own_knob(&cfg, "ema", "lender_slowdown", LENDER_SLOWDOWN_DEFAULT));
 			}
 			bad_slow += masks_wrong(st);
 			for (int t = 0; t < 3; t++) {
@@ -215,11 +237,14 @@ static void test_memos_random(void)
 	CU_ASSERT_EQUAL(bad_lend, 0);
 	CU_ASSERT_EQUAL(bad_slow, 0);
 	CU_ASSERT_EQUAL(bad_decay, 0);
+	CU_ASSERT_EQUAL(bad_bound, 0);
 	CU_ASSERT_EQUAL(bad_borrow, 0);
 	/* the sequences reach the cases the memos decide: some lender under
 	 * its headroom, some not; the guard refusing a lender */
 	CU_ASSERT(shorts > 0 && shorts < checks);
 	CU_ASSERT(guarded > 0);
+	/* and cases the bound leaves to the exact figure, not refused */
+	CU_ASSERT(undecided > 0);
 	CU_ASSERT(readers > 0);
 }
 
