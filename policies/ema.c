@@ -618,28 +618,39 @@ static bool lender_guard_refuses(const struct ema_policy_ctx *c, struct ema_stat
  * (lent[]): among GPUs with a page to lend and, under link budgets, a
  * page of budget left, the one whose link has the most budget left (ties:
  * the most lendable, then the lowest index). -1: none. */
+struct ema_pick {
+	int best;
+	int32_t best_b, best_n;
+};
+
+/* pick_by_budget's rule for one more GPU g, in increasing g, with budget
+ * b and n > 0 pages to lend (the caller skips the home GPU and, under
+ * link budgets, b < 1): the hooks that have both at hand pick as they
+ * compute them. */
+static inline void pick_consider(struct ema_pick *p, int g, int32_t b, int32_t n)
+{
+	if (p->best < 0 || b > p->best_b || (b == p->best_b && n > p->best_n)) {
+		p->best = g;
+		p->best_b = b;
+		p->best_n = n;
+	}
+}
+
 static int pick_by_budget(const struct ema_policy_ctx *c, int tenant, const int32_t *avail,
 			  const int32_t *budget)
 {
-	int best = -1, home = c->tenant_gpu[tenant], n_gpus = c->n_gpus;
-	int32_t best_b = 0, best_n = 0;
+	struct ema_pick p = { -1, 0, 0 };
+	int home = c->tenant_gpu[tenant], n_gpus = c->n_gpus;
 	bool lb = link_budgets(c);
 
 	for (int g = 0; g < n_gpus; g++) {
-		int32_t b;
-
 		if (g == home || avail[g] <= 0)
 			continue;
-		b = budget[g];
-		if (lb && b < 1)
+		if (lb && budget[g] < 1)
 			continue;
-		if (best < 0 || b > best_b || (b == best_b && avail[g] > best_n)) {
-			best = g;
-			best_b = b;
-			best_n = avail[g];
-		}
+		pick_consider(&p, g, budget[g], avail[g]);
 	}
-	return best;
+	return p.best;
 }
 
 static int pick_lender(const struct ema_policy_ctx *c, struct ema_state *st, int tenant,
@@ -861,6 +872,7 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 	 * compiler knows */
 	bool lb = link_budgets(c);
 	int home = c->tenant_gpu[tenant], n_gpus = c->n_gpus;
+	struct ema_pick pick = { -1, 0, 0 };
 
 	/* The engine asks at every admission it tries (every step of a
 	 * tenant with a queue): what is computed once here serves the link
@@ -878,6 +890,8 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 		if (lb && budget[g] < 1)
 			continue;
 		n = avail_g[g] = lendable(c, st, g, true);
+		if (n > 0)
+			pick_consider(&pick, g, budget[g], n);
 		if (lb)
 			n = n < budget[g] ? n : budget[g];
 		if (n > 0)
@@ -886,8 +900,8 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 	/* (a budget that measured no prefill yet allows anything, at most
 	 * INT32_MAX / 2 as left is: no lender to pick for it) */
 	if (tpot_budget_on(c, tenant) && avail > 0 && prefill_share0(st, tenant) > 0) {
-		int32_t t_left = tpot_pages_left(c, st, tenant,
-						 pick_by_budget(c, tenant, avail_g, budget));
+		/* pick_by_budget(c, tenant, avail_g, budget), picked above */
+		int32_t t_left = tpot_pages_left(c, st, tenant, pick.best);
 
 		avail = avail < t_left ? avail : t_left;
 	}
@@ -927,6 +941,8 @@ static int ema_choose_lender(const struct ema_policy_ctx *c, void *state, int te
 	{
 		bool lb = link_budgets(c);
 		int home = c->tenant_gpu[tenant], n_gpus = c->n_gpus;
+		/* pick_by_budget(c, tenant, avail, budget), as they come */
+		struct ema_pick pick = { -1, 0, 0 };
 
 		for (int g = 0; g < n_gpus; g++) {
 			if (g == home)
@@ -935,9 +951,11 @@ static int ema_choose_lender(const struct ema_policy_ctx *c, void *state, int te
 					      ema_ledger_lent_pages(c->ledger, g));
 			if (!lb || budget[g] >= 1)
 				avail[g] = lendable(c, st, g, false);
+			if (avail[g] > 0)
+				pick_consider(&pick, g, budget[g], avail[g]);
 		}
+		best = pick.best;
 	}
-	best = pick_by_budget(c, tenant, avail, budget);
 	/* staging for what is borrowed now and this page, when staging */
 	if (best >= 0)
 		update_reserve(c, st, tenant, 1);

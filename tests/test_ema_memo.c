@@ -95,6 +95,27 @@ static int masks_wrong(const struct ema_state *st)
 	return bad;
 }
 
+/* choose_lender's pick as pick_by_budget makes it from every GPU's
+ * budget and lendable pages, computed first. */
+static int pick_by_rules(const struct ema_policy_ctx *c, struct ema_state *fresh, int t)
+{
+	int32_t avail[EMA_MAX_GPUS] = {0}, budget[EMA_MAX_GPUS] = {0};
+	int32_t total = ema_ledger_borrowed_pages(c->ledger, t);
+	int32_t b = link_pages(c, fresh, t, total);
+
+	if (fresh->never[t] || total + 1 > fresh->max_borrow[t])
+		return -1;
+	for (int g = 0; g < c->n_gpus; g++) {
+		if (g == c->tenant_gpu[t])
+			continue;
+		budget[g] = budget_of(c, b, g, c->ledger->borrowed[t], total,
+				      ema_ledger_lent_pages(c->ledger, g));
+		if (!link_budgets(c) || budget[g] >= 1)
+			avail[g] = lendable(c, fresh, g, false);
+	}
+	return pick_by_budget(c, t, avail, budget);
+}
+
 /* An iteration of tenant t: prefill or decode tokens, KV and remote reads
  * as the engine would hand them. */
 static void plan_random(struct ema_engine *e, int t)
@@ -222,6 +243,7 @@ static void test_memos_random(void)
 
 				bad_decay += decay_of(st, d) != exp(-(double)d / EMA_TPOT_WINDOW_NS);
 				bad_borrow += ema_borrowable(c, st, t) != ema_borrowable(c, fresh, t);
+				bad_borrow += ema_choose_lender(c, st, t) != pick_by_rules(c, fresh, t);
 			}
 		}
 		while (n_held > 0) {
