@@ -562,7 +562,7 @@ static double lender_slowdown_now(const struct ema_policy_ctx *c, struct ema_sta
 static __attribute__((noinline)) void lender_bound_compute(const struct ema_policy_ctx *c,
 							     struct ema_state *st, int64_t now)
 {
-	double sum[EMA_MAX_GPUS];
+	double sum[EMA_MAX_GPUS], scale;
 	bool usable = c->hw->hbm_read_gbps > 0 && c->hw->interference_lender >= 0;
 
 	for (int h = 0; h < c->n_gpus; h++)
@@ -586,9 +586,10 @@ static __attribute__((noinline)) void lender_bound_compute(const struct ema_poli
 				sum[h] += st->read_bytes[t][h] * inv;
 		}
 	}
+	/* (interference / rate once: a bound, the rounding within its 1e-9) */
+	scale = usable ? c->hw->interference_lender / c->hw->hbm_read_gbps : INFINITY;
 	for (int h = 0; h < c->n_gpus; h++)
-		st->bound[h] = usable ? c->hw->interference_lender * sum[h] / c->hw->hbm_read_gbps :
-			       INFINITY;
+		st->bound[h] = usable ? sum[h] * scale : INFINITY;
 	st->bound_ns = now;
 	st->bound_notes = st->notes;
 	st->bound_valid = true;
