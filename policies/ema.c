@@ -131,7 +131,7 @@ struct ema_state {
 	 * 0 bytes and add nothing). */
 	uint32_t read_mask[EMA_MAX_TENANTS];
 	uint32_t readers;
-	/* lender_bound's upper bounds of the guard's figures, as of run time
+	/* lender_bound_compute's upper bounds of the guard's figures, as of run time
 	 * bound_ns and note number bound_notes, like slow[] */
 	bool bound_valid;
 	int64_t bound_ns;
