@@ -4,6 +4,21 @@
 
 #include <math.h>
 
+/* fmax and fmin in line: the library's are calls, and the simulator and
+ * ema cost every iteration with several. Each returns what the library's
+ * does, the larger (smaller) or the operand that is not NaN; of two equal
+ * operands either, the same value (only a zero's sign could differ, and
+ * the totals add the overhead, a zero's sign then lost). */
+static inline double cost_max(double a, double b)
+{
+	return a > b || isnan(b) ? a : b;
+}
+
+static inline double cost_min(double a, double b)
+{
+	return a < b || isnan(b) ? a : b;
+}
+
 double ema_cost_hbm_ns(const struct ema_hw_profile *hw, double bytes)
 {
 	double rate = hw->hbm_read_gbps * hw->hbm_efficiency;
@@ -48,7 +63,7 @@ double ema_cost_inplace_ns(const struct ema_hw_profile *hw, double local_ns, dou
 
 	if (link_ns <= 0)
 		return local_ns;
-	return fmax(local_ns, link_ns) / eta;
+	return cost_max(local_ns, link_ns) / eta;
 }
 
 double ema_cost_stage_in_gbps(const struct ema_hw_profile *hw, enum ema_copy_method method,
@@ -62,9 +77,9 @@ double ema_cost_stage_in_gbps(const struct ema_hw_profile *hw, enum ema_copy_met
 	/* each lender over its own link (the defect of issue 11: one link's
 	 * rate for all of them undercounted the borrower's HBM writes) */
 	for (int g = 0; g < n; g++)
-		in += fmin(bytes[g] / span_ns, per_link);
+		in += cost_min(bytes[g] / span_ns, per_link);
 	if (hw->topology == EMA_TOPO_SWITCH)
-		in = fmin(in, per_link);
+		in = cost_min(in, per_link);
 	return in;
 }
 
@@ -90,7 +105,7 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 		ema_cost_local_parts(hw, it, &out->compute_ns, &out->local_ns);
 		out->link_ns = 0.0;
 		out->memory_ns = out->local_ns;
-		out->total_ns = out->overhead_ns + fmax(out->compute_ns, out->memory_ns);
+		out->total_ns = out->overhead_ns + cost_max(out->compute_ns, out->memory_ns);
 		return;
 	}
 	for (int i = 0; i < it->n_remote; i++)
@@ -112,7 +127,7 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 	if (!staged) {
 		out->local_ns = ema_cost_hbm_ns(hw, local);
 		out->memory_ns = ema_cost_inplace_ns(hw, out->local_ns, out->link_ns);
-		out->total_ns = out->overhead_ns + fmax(out->compute_ns, out->memory_ns);
+		out->total_ns = out->overhead_ns + cost_max(out->compute_ns, out->memory_ns);
 		return;
 	}
 	/* staged KV is written into local HBM and read from there: the
@@ -120,13 +135,13 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 	out->local_ns = ema_cost_hbm_ns(hw, local + remote);
 	{
 		double in = ema_cost_stage_in_gbps(hw, it->method, bytes, n,
-						   fmax(out->compute_ns, out->local_ns));
+						   cost_max(out->compute_ns, out->local_ns));
 
 		out->memory_ns = out->local_ns *
 				 (1 + hw->interference_borrower * in / hw->hbm_read_gbps);
 	}
 	out->total_ns = out->overhead_ns +
-			fmax(fmax(out->compute_ns, out->memory_ns), out->link_ns);
+			cost_max(cost_max(out->compute_ns, out->memory_ns), out->link_ns);
 }
 
 double ema_step_cost_inplace_ns(const struct ema_hw_profile *hw, const struct ema_iteration *it)
@@ -138,7 +153,7 @@ double ema_step_cost_inplace_ns(const struct ema_hw_profile *hw, const struct em
 	 * the fields no one asked for */
 	if (it->n_remote == 0) {
 		ema_cost_local_parts(hw, it, &compute, &local);
-		return hw->iter_overhead_us * 1e3 + fmax(compute, local);
+		return hw->iter_overhead_us * 1e3 + cost_max(compute, local);
 	}
 	ema_step_cost(hw, it, false, &sc);
 	return sc.total_ns;

@@ -58,6 +58,10 @@ static const struct ema_config_key ema_knob_keys[] = {
 	EMA_KNOB_END
 };
 
+/* Entries of ema_state's decay memo, 2^bits. */
+#define EMA_DECAY_MEMO_BITS 10
+#define EMA_DECAY_MEMO (1 << EMA_DECAY_MEMO_BITS)
+
 struct ema_state {
 	/* policy.max_remote_share's cap per tenant (INT32_MAX / 2: none, the
 	 * link budgets rule); computed once: capacities do not change */
@@ -65,6 +69,9 @@ struct ema_state {
 	int32_t max_lent[EMA_MAX_GPUS];      /* per lender, from lender_max_slowdown */
 	int32_t headroom[EMA_MAX_GPUS];      /* headroom_pages(), per GPU */
 	int32_t band_keep[EMA_MAX_GPUS];     /* reserve + headroom: what lendable() keeps free */
+	/* the most GPU g may have lent: its KV capacity less the lending
+	 * floor (ema_lending_lendable's by_floor), or max_lent if less */
+	int32_t lent_limit[EMA_MAX_GPUS];
 	int32_t max_request[EMA_MAX_TENANTS]; /* what one request could ever hold */
 	bool never[EMA_MAX_TENANTS];         /* borrow_rule=throughput: borrowing does not pay */
 	bool staged_last[EMA_MAX_TENANTS];   /* the tenant's last iteration was staged */
@@ -117,6 +124,37 @@ struct ema_state {
 	 * guard's decay and the staging area's release */
 	bool read_any[EMA_MAX_TENANTS];
 	bool reserve_set[EMA_MAX_TENANTS];
+	/* bit g of read_mask[t]: t read from GPU g (read_bytes[t][g] may be
+	 * more than 0; every other entry is exactly 0); bit t of readers:
+	 * read_any[t]. The decay and the lender guard visit those alone, in
+	 * the order of the loops over every GPU and tenant (0 bytes decay to
+	 * 0 bytes and add nothing). */
+	uint32_t read_mask[EMA_MAX_TENANTS];
+	uint32_t readers;
+	/* lender_bound_compute's upper bounds of the guard's figures, as of run time
+	 * bound_ns and note number bound_notes, like slow[] */
+	bool bound_valid;
+	int64_t bound_ns;
+	uint64_t bound_notes;
+	double bound[EMA_MAX_GPUS];
+	/* exp(-d / EMA_TPOT_WINDOW_NS) by run time d (ns), remembered
+	 * (decay_of): every step's note and every borrower in the lender
+	 * guard pay for one, and the gaps between a tenant's steps repeat
+	 * (ema8p.json: 6 in 10 found here); a pure function of d, so what is
+	 * remembered is what exp returns */
+	struct ema_decay_memo {
+		bool valid;
+		int64_t d;
+		double v;
+	} decay_memo[EMA_DECAY_MEMO];
+	/* Whether some GPU with a tenant and lent pages has fewer free pages
+	 * than its headroom (lender_short), as of the ledger's operation
+	 * count short_ops: after_iteration asks at every step, and
+	 * leap_holds for every leaping tenant after every event, mostly of a
+	 * ledger no page operation changed since (only the ledger's
+	 * operations change free and lent pages, and each one counts) */
+	bool short_valid, short_any;
+	uint64_t short_ops;
 };
 
 /* The TPOT budget's memory of the tenant's prefill share: about the last
@@ -124,6 +162,21 @@ struct ema_state {
  * tenant (shorter follows the bursts and lets the estimate jump; longer
  * keeps the start, all prefills, in it long after the GPU filled). */
 #define EMA_TPOT_WINDOW_NS 10e9
+
+/* exp(-d / EMA_TPOT_WINDOW_NS), the decay over d ns of run time, from
+ * the state's memo (direct-mapped by a multiplicative hash of d). */
+static double decay_of(struct ema_state *st, int64_t d)
+{
+	struct ema_decay_memo *m =
+		&st->decay_memo[((uint64_t)d * 0x9E3779B97F4A7C15ull) >> (64 - EMA_DECAY_MEMO_BITS)];
+
+	if (!m->valid || m->d != d) {
+		m->valid = true;
+		m->d = d;
+		m->v = exp(-(double)d / EMA_TPOT_WINDOW_NS);
+	}
+	return m->v;
+}
 
 static const struct ema_knobs *own(const struct ema_policy_ctx *c)
 {
@@ -395,7 +448,7 @@ static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
 		return;
 	if (st->noted[t]) {
 		dt = (double)(now - st->noted_ns[t]);
-		decay = exp(-dt / EMA_TPOT_WINDOW_NS);
+		decay = decay_of(st, now - st->noted_ns[t]);
 	}
 	if (own(c)->tpot_slack > 0) {
 		/* the in-place cost, from ema_plan when it has it */
@@ -417,11 +470,13 @@ static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
 	}
 	if (own(c)->lender_slowdown > 0) {
 		/* (0 bytes decay to 0 bytes) */
-		for (int g = 0; st->read_any[t] && g < c->n_gpus; g++)
-			st->read_bytes[t][g] *= decay;
+		for (uint32_t m = st->read_mask[t]; m != 0; m &= m - 1)
+			st->read_bytes[t][__builtin_ctz(m)] *= decay;
 		for (int i = 0; i < it->n_remote; i++)
 			if (it->remote[i].gpu >= 0 && it->remote[i].gpu < c->n_gpus) {
 				st->read_bytes[t][it->remote[i].gpu] += (double)it->remote[i].bytes;
+				st->read_mask[t] |= 1u << it->remote[i].gpu;
+				st->readers |= 1u << t;
 				st->read_any[t] = true;
 			}
 		st->read_ns[t] = st->read_ns[t] * decay + dt;
@@ -446,29 +501,30 @@ static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
  * 2.68 GB of borrowed KV at every 9.9 ms step and spends 17% of its time in
  * prefills, 225 GB/s: 0.952 x 225 / 4357 = 4.9%, against the lender's
  * TPOT p50 measured +5.4% without the guard. */
-static double lender_slowdown_now(const struct ema_policy_ctx *c, struct ema_state *st, int g)
+static __attribute__((noinline)) void lender_slowdown_compute(const struct ema_policy_ctx *c,
+								struct ema_state *st, int64_t now)
 {
-	int64_t now = ema_policy_now(c);
 	double gbps[EMA_MAX_GPUS];
 
-	if (st->slow_valid && st->slow_ns == now && st->slow_notes == st->notes)
-		return st->slow[g];
 	for (int h = 0; h < c->n_gpus; h++)
 		gbps[h] = 0;
 	/* every GPU at once, each summed over the borrowers in order as one
 	 * at a time would be; a borrower's decay is the same for each */
-	for (int t = 0; t < c->n_tenants; t++) {
+	for (uint32_t ts = st->readers; ts != 0; ts &= ts - 1) {
+		int t = __builtin_ctz(ts);
 		double gap = 0, decay = 0, span = 0;
 		bool some = false;
 
-		if (!st->noted[t] || !st->read_any[t])
+		if (!st->noted[t])
 			continue;
-		for (int h = 0; h < c->n_gpus; h++) {
+		for (uint32_t hs = st->read_mask[t]; hs != 0; hs &= hs - 1) {
+			int h = __builtin_ctz(hs);
+
 			if (st->read_bytes[t][h] <= 0)
 				continue;
 			if (!some) {
 				gap = (double)(now - st->noted_ns[t]);
-				decay = exp(-gap / EMA_TPOT_WINDOW_NS);
+				decay = decay_of(st, now - st->noted_ns[t]);
 				/* at least 1 ms: the first iterations have no time behind them */
 				span = st->read_ns[t] * decay + gap;
 				some = true;
@@ -482,7 +538,80 @@ static double lender_slowdown_now(const struct ema_policy_ctx *c, struct ema_sta
 	st->slow_ns = now;
 	st->slow_notes = st->notes;
 	st->slow_valid = true;
+}
+
+/* lender_slowdown_compute's figure for GPU g, remembered for the instant
+ * and the note count (the computation kept out of line: the hooks ask
+ * for each lender, and most find it remembered). */
+static double lender_slowdown_now(const struct ema_policy_ctx *c, struct ema_state *st, int g)
+{
+	int64_t now = ema_policy_now(c);
+
+	if (!st->slow_valid || st->slow_ns != now || st->slow_notes != st->notes)
+		lender_slowdown_compute(c, st, now);
 	return st->slow[g];
+}
+
+/* An upper bound of lender_slowdown_compute's figure of every GPU, with
+ * no exp: with d = exp(-gap / W) in (0, 1] and R, gap >= 0, a borrower's
+ * term B d / max(R d + gap, 1 ms) is at most B / max(R + gap, 1 ms)
+ * (R d + gap >= d (R + gap); below 1 ms, d (R + gap) <= R d + gap < 1 ms).
+ * +inf where it cannot tell (a gap or R < 0; an interference or HBM rate
+ * outside the usual). Rounding moves either figure by some 1e-15 of
+ * itself; lender_guard_refuses leaves 1e-9. */
+static __attribute__((noinline)) void lender_bound_compute(const struct ema_policy_ctx *c,
+							     struct ema_state *st, int64_t now)
+{
+	double sum[EMA_MAX_GPUS], scale;
+	bool usable = c->hw->hbm_read_gbps > 0 && c->hw->interference_lender >= 0;
+
+	for (int h = 0; h < c->n_gpus; h++)
+		sum[h] = 0;
+	for (uint32_t ts = st->readers; usable && ts != 0; ts &= ts - 1) {
+		int t = __builtin_ctz(ts);
+		double gap = (double)(now - st->noted_ns[t]), span, inv;
+
+		if (!st->noted[t])
+			continue;
+		if (!(gap >= 0) || !(st->read_ns[t] >= 0)) {
+			usable = false;
+			break;
+		}
+		span = st->read_ns[t] + gap;
+		inv = 1.0 / (span > 1e6 ? span : 1e6);
+		for (uint32_t hs = st->read_mask[t]; hs != 0; hs &= hs - 1) {
+			int h = __builtin_ctz(hs);
+
+			if (st->read_bytes[t][h] > 0)
+				sum[h] += st->read_bytes[t][h] * inv;
+		}
+	}
+	/* (interference / rate once: a bound, the rounding within its 1e-9) */
+	scale = usable ? c->hw->interference_lender / c->hw->hbm_read_gbps : INFINITY;
+	for (int h = 0; h < c->n_gpus; h++)
+		st->bound[h] = usable ? sum[h] * scale : INFINITY;
+	st->bound_ns = now;
+	st->bound_notes = st->notes;
+	st->bound_valid = true;
+}
+
+/* Whether the lender guard stops GPU g lending for new requests: its
+ * figure at lender_slowdown or more. Most lenders serve far less
+ * (ema8p.json: all of them under half of it at every admission), which
+ * the bound shows without the exact figure's exp and divisions; near it,
+ * or where the exact figure is remembered, the exact figure decides. */
+static bool lender_guard_refuses(const struct ema_policy_ctx *c, struct ema_state *st, int g)
+{
+	double limit = own(c)->lender_slowdown;
+	int64_t now = ema_policy_now(c);
+
+	if (st->slow_valid && st->slow_ns == now && st->slow_notes == st->notes)
+		return st->slow[g] >= limit;
+	if (!st->bound_valid || st->bound_ns != now || st->bound_notes != st->notes)
+		lender_bound_compute(c, st, now);
+	if (st->bound[g] * (1 + 1e-9) < limit)
+		return false;
+	return lender_slowdown_now(c, st, g) >= limit;
 }
 
 /* The lender to take `tenant`'s next page from, given what it holds
@@ -490,27 +619,39 @@ static double lender_slowdown_now(const struct ema_policy_ctx *c, struct ema_sta
  * (lent[]): among GPUs with a page to lend and, under link budgets, a
  * page of budget left, the one whose link has the most budget left (ties:
  * the most lendable, then the lowest index). -1: none. */
+struct ema_pick {
+	int best;
+	int32_t best_b, best_n;
+};
+
+/* pick_by_budget's rule for one more GPU g, in increasing g, with budget
+ * b and n > 0 pages to lend (the caller skips the home GPU and, under
+ * link budgets, b < 1): the hooks that have both at hand pick as they
+ * compute them. */
+static inline void pick_consider(struct ema_pick *p, int g, int32_t b, int32_t n)
+{
+	if (p->best < 0 || b > p->best_b || (b == p->best_b && n > p->best_n)) {
+		p->best = g;
+		p->best_b = b;
+		p->best_n = n;
+	}
+}
+
 static int pick_by_budget(const struct ema_policy_ctx *c, int tenant, const int32_t *avail,
 			  const int32_t *budget)
 {
-	int best = -1;
-	int32_t best_b = 0, best_n = 0;
+	struct ema_pick p = { -1, 0, 0 };
+	int home = c->tenant_gpu[tenant], n_gpus = c->n_gpus;
+	bool lb = link_budgets(c);
 
-	for (int g = 0; g < c->n_gpus; g++) {
-		int32_t b;
-
-		if (g == c->tenant_gpu[tenant] || avail[g] <= 0)
+	for (int g = 0; g < n_gpus; g++) {
+		if (g == home || avail[g] <= 0)
 			continue;
-		b = budget[g];
-		if (link_budgets(c) && b < 1)
+		if (lb && budget[g] < 1)
 			continue;
-		if (best < 0 || b > best_b || (b == best_b && avail[g] > best_n)) {
-			best = g;
-			best_b = b;
-			best_n = avail[g];
-		}
+		pick_consider(&p, g, budget[g], avail[g]);
 	}
-	return best;
+	return p.best;
 }
 
 static int pick_lender(const struct ema_policy_ctx *c, struct ema_state *st, int tenant,
@@ -550,16 +691,23 @@ static int32_t headroom_pages(const struct ema_policy_ctx *c, int g)
  * static's 83). */
 static int32_t lendable(const struct ema_policy_ctx *c, struct ema_state *st, int g, bool admit)
 {
-	int32_t n = ema_lending_lendable(c, g);
-	int32_t left = st->max_lent[g] - ema_ledger_lent_pages(c->ledger, g);
-	int32_t band = ema_ledger_free_pages(c->ledger, g) - st->band_keep[g];
+	/* min(ema_lending_lendable, max_lent - lent, free - band_keep) from
+	 * what init computed: lendable's by_free = free - reserve is never
+	 * below the band's free - reserve - headroom (headroom >= 0), and a
+	 * negative term gives 0 either way; the hooks ask per lender at every
+	 * admission and page */
+	const struct ema_ledger *l = c->ledger;
+	int home = l->gpu[g].home_tenant;
+	int32_t n = st->lent_limit[g] - ema_ledger_lent_pages(l, g);
+	int32_t band = ema_ledger_free_pages(l, g) - st->band_keep[g];
 
-	if (left < n)
-		n = left;
+	/* a tenant that borrows lends nothing (ema_lending_lendable) */
+	if (home >= 0 && ema_ledger_borrowed_pages(l, home) > 0)
+		return 0;
 	if (band < n)
 		n = band;
 	if (admit && n > 0 && own(c)->lender_slowdown > 0 && c->ledger->gpu[g].home_tenant >= 0 &&
-	    lender_slowdown_now(c, st, g) >= own(c)->lender_slowdown)
+	    lender_guard_refuses(c, st, g))
 		n = 0;
 	return n > 0 ? n : 0;
 }
@@ -644,6 +792,14 @@ static int ema_init(const struct ema_policy_ctx *c, void *state, struct ema_erro
 		st->max_lent[g] = max_lent_compute(c, g);
 		st->headroom[g] = headroom_pages(c, g);
 		st->band_keep[g] = ema_lending_reserve_pages(c, g) + st->headroom[g];
+		{
+			int32_t cap = ema_lending_kv_capacity(c, g);
+			int32_t floor_pages = c->ledger->gpu[g].home_tenant >= 0 ?
+					      (int32_t)ceil(c->knobs->lender_floor * cap) : 0;
+
+			st->lent_limit[g] = cap - floor_pages < st->max_lent[g] ?
+					    cap - floor_pages : st->max_lent[g];
+		}
 	}
 	for (int t = 0; t < c->n_tenants; t++) {
 		st->max_borrow[t] = share_cap(c, t);
@@ -713,6 +869,11 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 	int32_t total = ema_ledger_borrowed_pages(c->ledger, tenant);
 	int32_t b;
 	int64_t avail = 0;
+	/* in locals: the calls below could change them as far as the
+	 * compiler knows */
+	bool lb = link_budgets(c);
+	int home = c->tenant_gpu[tenant], n_gpus = c->n_gpus;
+	struct ema_pick pick = { -1, 0, 0 };
 
 	/* The engine asks at every admission it tries (every step of a
 	 * tenant with a queue): what is computed once here serves the link
@@ -720,17 +881,19 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 	if (st->never[tenant] || left <= 0)
 		return 0;
 	b = link_pages(c, st, tenant, total);
-	for (int g = 0; g < c->n_gpus; g++) {
+	for (int g = 0; g < n_gpus; g++) {
 		int32_t n;
 
-		if (g == c->tenant_gpu[tenant])
+		if (g == home)
 			continue;
 		budget[g] = budget_of(c, b, g, from, total, ema_ledger_lent_pages(c->ledger, g));
 		/* a link without budget adds nothing and is no one's pick */
-		if (link_budgets(c) && budget[g] < 1)
+		if (lb && budget[g] < 1)
 			continue;
 		n = avail_g[g] = lendable(c, st, g, true);
-		if (link_budgets(c))
+		if (n > 0)
+			pick_consider(&pick, g, budget[g], n);
+		if (lb)
 			n = n < budget[g] ? n : budget[g];
 		if (n > 0)
 			avail += n;
@@ -738,15 +901,15 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 	/* (a budget that measured no prefill yet allows anything, at most
 	 * INT32_MAX / 2 as left is: no lender to pick for it) */
 	if (tpot_budget_on(c, tenant) && avail > 0 && prefill_share0(st, tenant) > 0) {
-		int32_t t_left = tpot_pages_left(c, st, tenant,
-						 pick_by_budget(c, tenant, avail_g, budget));
+		/* pick_by_budget(c, tenant, avail_g, budget), picked above */
+		int32_t t_left = tpot_pages_left(c, st, tenant, pick.best);
 
 		avail = avail < t_left ? avail : t_left;
 	}
-	if (link_budgets(c) && c->hw->topology == EMA_TOPO_SWITCH) {
+	if (lb && c->hw->topology == EMA_TOPO_SWITCH) {
 		/* the ingress port is shared by every lender: a GPU that lent
 		 * nothing is bound by it alone */
-		int32_t in = budget_of(c, b, c->tenant_gpu[tenant], from, total, 0);
+		int32_t in = budget_of(c, b, home, from, total, 0);
 
 		avail = avail < in ? avail : in;
 	}
@@ -776,14 +939,24 @@ static int ema_choose_lender(const struct ema_policy_ctx *c, void *state, int te
 	 * with link budget left (a borrower at its budgets asks for page
 	 * after page of a growing request) */
 	b = link_pages(c, st, tenant, borrowed);
-	for (int g = 0; g < c->n_gpus; g++) {
-		if (g == c->tenant_gpu[tenant])
-			continue;
-		budget[g] = budget_of(c, b, g, from, borrowed, ema_ledger_lent_pages(c->ledger, g));
-		if (!link_budgets(c) || budget[g] >= 1)
-			avail[g] = lendable(c, st, g, false);
+	{
+		bool lb = link_budgets(c);
+		int home = c->tenant_gpu[tenant], n_gpus = c->n_gpus;
+		/* pick_by_budget(c, tenant, avail, budget), as they come */
+		struct ema_pick pick = { -1, 0, 0 };
+
+		for (int g = 0; g < n_gpus; g++) {
+			if (g == home)
+				continue;
+			budget[g] = budget_of(c, b, g, from, borrowed,
+					      ema_ledger_lent_pages(c->ledger, g));
+			if (!lb || budget[g] >= 1)
+				avail[g] = lendable(c, st, g, false);
+			if (avail[g] > 0)
+				pick_consider(&pick, g, budget[g], avail[g]);
+		}
+		best = pick.best;
 	}
-	best = pick_by_budget(c, tenant, avail, budget);
 	/* staging for what is borrowed now and this page, when staging */
 	if (best >= 0)
 		update_reserve(c, st, tenant, 1);
@@ -881,6 +1054,33 @@ static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_ite
 	it->n_staging_pages = got;
 }
 
+/* Whether a GPU with a tenant and lent pages is under its headroom: the
+ * lenders after_iteration reclaims on. */
+static bool lender_short_compute(const struct ema_policy_ctx *c, const struct ema_state *st)
+{
+	const struct ema_ledger *l = c->ledger;
+
+	/* the GPUs with a tenant that lend, in GPU order */
+	for (uint32_t m = ema_ledger_lending_home(l); m != 0; m &= m - 1) {
+		int g = __builtin_ctz(m);
+
+		if (ema_ledger_free_pages(l, g) < st->headroom[g])
+			return true;
+	}
+	return false;
+}
+
+/* lender_short_compute, remembered for the ledger's operation count. */
+static bool lender_short(const struct ema_policy_ctx *c, struct ema_state *st)
+{
+	if (!st->short_valid || st->short_ops != c->ledger->ops) {
+		st->short_any = lender_short_compute(c, st);
+		st->short_ops = c->ledger->ops;
+		st->short_valid = true;
+	}
+	return st->short_any;
+}
+
 static void ema_after_iteration(const struct ema_policy_ctx *c, void *state, int tenant)
 {
 	const struct ema_policy_cfg *pc = c->knobs;
@@ -894,7 +1094,10 @@ static void ema_after_iteration(const struct ema_policy_ctx *c, void *state, int
 		if (st->reserve_set[tenant])
 			set_reserve(c, st, tenant, 0);
 	}
-	/* Pre-preemption: every lender keeps its headroom free. */
+	/* Pre-preemption: every lender keeps its headroom free (none is
+	 * under it at most steps: nothing to visit). */
+	if (!lender_short(c, st))
+		return;
 	for (int g = 0; g < c->n_gpus; g++) {
 		int32_t headroom, free_pages;
 
@@ -971,19 +1174,11 @@ static void ema_after_iteration(const struct ema_policy_ctx *c, void *state, int
  * the GPUs that neither lend nor borrow leap. */
 static bool ema_leap_holds(const struct ema_policy_ctx *c, void *state, int tenant)
 {
-	const struct ema_state *st = state;
-	const struct ema_ledger *l = c->ledger;
-	uint32_t lending = ema_ledger_lending_home(l);
+	struct ema_state *st = state;
 
-	if ((lending >> c->tenant_gpu[tenant]) & 1u)
+	if ((ema_ledger_lending_home(c->ledger) >> c->tenant_gpu[tenant]) & 1u)
 		return false;
-	for (; lending != 0; lending &= lending - 1) {
-		int g = __builtin_ctz(lending);
-
-		if (ema_ledger_free_pages(l, g) < st->headroom[g])
-			return false;
-	}
-	return true;
+	return !lender_short(c, st);
 }
 
 static bool ema_leap_ok(const struct ema_policy_ctx *c, void *state, int tenant,
