@@ -152,6 +152,9 @@ double ema_step_cost_inplace_ns(const struct ema_hw_profile *hw, const struct em
 	/* nothing remote (most iterations): ema_step_cost's shortcut, without
 	 * the fields no one asked for */
 	if (it->n_remote == 0) {
+		local = ema_cost_local_ns(hw, it);
+		if (ema_cost_surely_memory_bound(hw, it->flops, local))
+			return hw->iter_overhead_us * 1e3 + local; /* cost_max's answer */
 		ema_cost_local_parts(hw, it, &compute, &local);
 		return hw->iter_overhead_us * 1e3 + cost_max(compute, local);
 	}

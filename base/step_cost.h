@@ -75,6 +75,31 @@ static inline void ema_cost_local_parts(const struct ema_hw_profile *hw,
 	*local_ns = rate > 0 ? local / rate : 0.0;
 }
 
+/* ema_cost_local_parts' *local_ns alone, the same double. */
+static inline double ema_cost_local_ns(const struct ema_hw_profile *hw,
+				       const struct ema_iteration *it)
+{
+	double rate = hw->hbm_read_gbps * hw->hbm_efficiency;
+	double local = (double)it->weight_bytes + (double)it->kv_local_bytes +
+		       (double)it->act_bytes;
+
+	return rate > 0 ? local / rate : 0.0;
+}
+
+/* Whether ema_cost_local_parts' compute time is surely below local_ns,
+ * without its division: FLOPs at most local_ns x rate x (1 - 2^-40),
+ * whose two roundings (each under 2^-53 of the value) and the quotient's
+ * cannot bring the quotient up to local_ns. Most decode steps are
+ * memory-bound by far: the simulator and ema cost every one, leapt or
+ * not. */
+static inline bool ema_cost_surely_memory_bound(const struct ema_hw_profile *hw, double flops,
+						double local_ns)
+{
+	double flops_per_ns = hw->peak_tflops * 1e3 * hw->flops_efficiency;
+
+	return flops_per_ns > 0 && flops >= 0 && flops <= local_ns * flops_per_ns * (1.0 - 0x1p-40);
+}
+
 /* Fills *out for `it` read in place (staged false) or staged, whatever
  * it->prefetch_depth says. The remote bytes are it->remote[]. */
 void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *it, bool staged,

@@ -964,10 +964,17 @@ static int sim_iteration_time(struct ema_platform *pl, const struct ema_iteratio
 		 * this runs for every step of every leap. With FLOPs known only
 		 * from above, the time is memory's where their bound's compute
 		 * time does not exceed it (compute time grows with FLOPs). */
-		ema_cost_local_parts(p->hw, it, &compute, &local);
-		if (it->flops_bound && compute > local)
-			goto need_flops;
-		total = p->hw->iter_overhead_us * 1e3 + max_time(compute, local);
+		local = ema_cost_local_ns(p->hw, it);
+		if (ema_cost_surely_memory_bound(p->hw, it->flops, local)) {
+			/* compute < local: max_time's answer, whatever FLOPs up
+			 * to a bound stand for */
+			total = p->hw->iter_overhead_us * 1e3 + local;
+		} else {
+			ema_cost_local_parts(p->hw, it, &compute, &local);
+			if (it->flops_bound && compute > local)
+				goto need_flops;
+			total = p->hw->iter_overhead_us * 1e3 + max_time(compute, local);
+		}
 	} else {
 		if (it->flops_bound)
 			goto need_flops;

@@ -300,6 +300,71 @@ static void test_cost_model_inplace_total(void)
 	}
 }
 
+/* ema_cost_surely_memory_bound, the simulator's and ema's shortcut past
+ * the FLOPs' division: wherever it says so, the division's result is
+ * below the local time (so that the maximum is the local time, the same
+ * double), over random profiles and FLOPs on both sides of the roofline
+ * and at a few ULPs from it; far below it, it says so; it never does for
+ * negative or NaN FLOPs or without a FLOP rate; and
+ * ema_step_cost_inplace_ns stays ema_step_cost's total throughout. */
+static void test_cost_model_memory_bound_shortcut(void)
+{
+	struct ema_hw_profile hw;
+	unsigned seed = 12345;
+	int surely = 0, near = 0;
+
+	memset(&hw, 0, sizeof hw);
+	for (int i = 0; i < 200000; i++) {
+		struct ema_iteration it;
+		struct ema_step_cost sc;
+		double fpn, local, x;
+		int ulps;
+
+		seed = seed * 1103515245u + 12345u;
+		hw.peak_tflops = 50 + (seed >> 8) % 2000;
+		hw.flops_efficiency = 0.3 + (double)((seed >> 4) % 700) / 1000;
+		hw.hbm_read_gbps = 500 + (seed >> 12) % 5000;
+		hw.hbm_efficiency = 0.5 + (double)((seed >> 2) % 500) / 1000;
+		hw.iter_overhead_us = (double)((seed >> 6) % 40);
+		memset(&it, 0, sizeof it);
+		seed = seed * 1103515245u + 12345u;
+		it.weight_bytes = (uint64_t)((seed >> 4) % 100000) << 16;
+		it.kv_local_bytes = (uint64_t)((seed >> 9) % 100000) << 14;
+		it.act_bytes = (seed >> 3) % 100000;
+		fpn = hw.peak_tflops * 1e3 * hw.flops_efficiency;
+		local = ema_cost_local_ns(&hw, &it);
+		/* FLOPs whose time is local's, moved by -8..+8 ULPs, or by a
+		 * random factor of 0.5 .. 1.5 */
+		x = local * fpn;
+		ulps = (int)((seed >> 20) % 17) - 8;
+		if (i % 2 == 0) {
+			for (; ulps < 0; ulps++)
+				x = nextafter(x, 0);
+			for (; ulps > 0; ulps--)
+				x = nextafter(x, INFINITY);
+			near++;
+		} else {
+			x *= 0.5 + (double)((seed >> 5) % 1000) / 1000;
+		}
+		it.flops = x;
+		if (ema_cost_surely_memory_bound(&hw, it.flops, local)) {
+			surely++;
+			CU_ASSERT(it.flops / fpn < local);
+		}
+		ema_step_cost(&hw, &it, false, &sc);
+		CU_ASSERT(ema_step_cost_inplace_ns(&hw, &it) == sc.total_ns);
+		CU_ASSERT(ema_cost_local_ns(&hw, &it) == sc.local_ns);
+		/* far below the roofline: decided without the division */
+		it.flops = local * fpn * 0.9;
+		CU_ASSERT(ema_cost_surely_memory_bound(&hw, it.flops, local));
+	}
+	CU_ASSERT(surely > 50000 && near == 100000);
+	CU_ASSERT_FALSE(ema_cost_surely_memory_bound(&hw, -1.0, 1.0));
+	CU_ASSERT_FALSE(ema_cost_surely_memory_bound(&hw, NAN, 1.0));
+	hw.peak_tflops = 0;
+	CU_ASSERT_FALSE(ema_cost_surely_memory_bound(&hw, 0.0, 1.0));
+}
+
 /* doc/reference-figures.md "Remote reads beside local reads" (H200 x2,
  * 2026-12-01), reproduced by the cost model with h200x2_hw (ema's own
  * kernels: hbm_efficiency 1, 7.8 us overhead), within 5%: a step
@@ -580,6 +645,7 @@ int main(void)
 		{ "cost model: remote KV in place or staged", test_cost_model_remote_paths },
 		{ "in place beside local: the H200 measurements within 5%", test_inplace_measurements },
 		{ "cost model: the in-place total alone, to the last bit", test_cost_model_inplace_total },
+		{ "cost model: the memory-bound shortcut past the FLOPs' division", test_cost_model_memory_bound_shortcut },
 		{ "cost model: decode batch of 32 at context 1024", test_cost_model_decode_batch },
 		{ "cost model: sums built request by request", test_cost_model_sums },
 		{ "link model: single copies on h200x2", test_link_model_single_copy },
