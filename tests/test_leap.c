@@ -5,7 +5,8 @@
  * every published one, and each shared trace (Azure conversation and code,
  * Mooncake, ShareGPT lengths) replayed with and without memory pressure,
  * under every policy, and 8 tenants on h200x8 replaying the same trace in
- * lock-step (their iterations end at the same nanoseconds). The leaping
+ * lock-step (their iterations end at the same nanoseconds), and random
+ * generated scenarios. The leaping
  * runs must have leapt where the policy allows it, so that no comparison
  * passes because nothing leapt. */
 #include <dirent.h>
@@ -435,6 +436,62 @@ static void test_ema_range(void)
 	ema_engine_destroy(&e);
 }
 
+/* Random scenarios, stepping against leaping: 3 or 4 tenants on h200x8,
+ * a100x4 or h100x8, GPUs capped a little above the weights (or not), Poisson
+ * or gamma arrivals at random rates (some tenants overloaded, some
+ * nearly idle, so that GPUs lend and borrow, leaps start and are cut at
+ * other tenants' events), under every policy, and ema with its staged
+ * path and its guards off too. Each must write the same files both
+ * ways, and the set as a whole must have leapt. */
+static void test_random_scenarios(void)
+{
+	static const char *const hw[] = { "h200x8", "a100x4_40gb", "h100x8" };
+	static const char *const models[] = { "llama-3-8b", "llama-2-7b", "llama-2-13b" };
+	unsigned seed = 2026;
+	uint64_t leaps = 0, ema_leaps = 0;
+
+	for (int round = 0; round < 8; round++) {
+		char sets[16][600];
+		const char *argv[16];
+		int n = 0, tenants, m, h;
+
+		seed = seed * 1103515245u + 12345u;
+		tenants = 3 + (int)((seed >> 16) % 2);
+		h = (int)((seed >> 8) % 3);
+		snprintf(sets[n++], sizeof sets[0], "hardware=%s", hw[h]);
+		m = (int)((seed >> 12) % 3);
+		snprintf(sets[n++], sizeof sets[0], "model=%s", models[m]);
+		/* room for the weights (26 GB for llama-2-13b) and some KV */
+		snprintf(sets[n++], sizeof sets[0], "gpu_mem_cap_gib=%d",
+			 round % 4 == 3 ? 0 : (m == 2 ? 30 : 16) + (int)((seed >> 4) % (h == 1 ? 9 : 25)));
+		snprintf(sets[n++], sizeof sets[0], "seed=%u", 1 + round);
+		if (round % 3 == 2)
+			snprintf(sets[n++], sizeof sets[0], "policy.remote_path=staged");
+		if (round % 4 == 1)
+			snprintf(sets[n++], sizeof sets[0], "policy.ema.tpot_slack=0");
+		for (int i = 0; i < tenants; i++) {
+			double rate;
+
+			seed = seed * 1103515245u + 12345u;
+			rate = i == 0 ? 6 + (double)((seed >> 8) % 14) : 0.2 + (double)((seed >> 8) % 30) / 10;
+			snprintf(sets[n++], sizeof sets[0],
+				 "tenants.%d={\"name\": \"t%d\", \"gpu\": %d, \"workload\": {\"source\": "
+				 "\"synthetic\", \"duration_s\": %d, \"arrival\": \"%s\", \"rate_rps\": %.1f, "
+				 "\"cv\": %.1f, \"seed\": %d}}", i, i, i, 40 + (int)((seed >> 20) % 40),
+				 (seed >> 3) % 2 ? "poisson" : "gamma", rate, 0.5 + (double)((seed >> 5) % 3),
+				 round * 10 + i);
+		}
+		for (int k = 0; k < n; k++)
+			argv[k] = sets[k];
+		leaps += same_both_ways(NULL, argv, n);
+		no_leaps_without_hook();
+		if (leaps_of("ema") > 0)
+			ema_leaps += (uint64_t)leaps_of("ema");
+	}
+	CU_ASSERT(leaps > 0);
+	CU_ASSERT(ema_leaps > 0);
+}
+
 /* What a policy hook called for one tenant sees of the others' GPUs while
  * they leap: a probe policy that leaps wherever the engine can, with the
  * whole range of free pages (it relies on the engine alone), and logs the
@@ -565,6 +622,7 @@ int main(void)
 		{ "remote_direct's leap range by hand", test_remote_direct_range },
 		{ "ema's leap range by hand", test_ema_range },
 		{ "hooks see leaping GPUs as stepping does", test_hooks_see_leaps_settled },
+		{ "random scenarios, stepping against leaping", test_random_scenarios },
 		{ NULL, NULL }
 	};
 	const char *t = getenv("TMPDIR");
@@ -572,6 +630,9 @@ int main(void)
 
 	snprintf(top, sizeof top, "%s/ema-leap.XXXXXX", t ? t : "/tmp");
 	if (mkdtemp(top) == NULL)
+		return 99;
+	/* the policies' own knobs (policy.ema.KEY), as the program has them */
+	if (ema_engine_register_policies(ema_policy_table) != EMA_OK)
 		return 99;
 	rc = ema_test_run("leap", cases);
 	if (getenv("EMA_KEEP_LEAP") == NULL)
