@@ -488,6 +488,24 @@ static int make_tmp(struct ema_outdir *od, const char *opt, struct ema_error *er
 	return EMA_OK;
 }
 
+/* make_tmp and its registration for removal at once, the signals held
+ * between them: a SIGTERM that came after the mkdir but before the
+ * handler knew the folder (a sweep's worker is told to go at any moment)
+ * would leave it behind. A signal held here is handled once the folder
+ * is registered, and removes it. */
+static int make_tmp_registered(struct ema_outdir *od, const char *opt, struct ema_error *err)
+{
+	sigset_t old;
+	int rc;
+
+	cleanup_block(&old);
+	rc = make_tmp(od, opt, err);
+	if (rc == EMA_OK)
+		od->slot = ema_cleanup_add(od->tmp);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
 int ema_outdir_reserve(struct ema_outdir *od, const char *opt, const char *out,
 		       const char *default_name, struct ema_error *err)
 {
@@ -550,14 +568,10 @@ int ema_outdir_reserve(struct ema_outdir *od, const char *opt, const char *out,
 		}
 	}
 	snprintf(od->shown, sizeof od->shown, "%s", od->path);
-	rc = make_tmp(od, what, err);
-	if (rc != EMA_OK) {
-		if (od->made_parent)
-			rmdir("runs");
-		return rc;
-	}
-	od->slot = ema_cleanup_add(od->tmp);
-	return EMA_OK;
+	rc = make_tmp_registered(od, what, err);
+	if (rc != EMA_OK && od->made_parent)
+		rmdir("runs");
+	return rc;
 }
 
 int ema_outdir_reserve_sub(struct ema_outdir *od, const struct ema_outdir *parent,
@@ -606,11 +620,7 @@ int ema_outdir_reserve_part(struct ema_outdir *od, const char *dir, const char *
 		return ema_error_set(err, EMA_ERR_INPUT,
 				     "%s: %s.tmp-%ld is being written by process %ld (another ema on "
 				     "the same folder?)", od->shown, od->path, live, live);
-	rc = make_tmp(od, "output", err);
-	if (rc != EMA_OK)
-		return rc;
-	od->slot = ema_cleanup_add(od->tmp);
-	return EMA_OK;
+	return make_tmp_registered(od, "output", err);
 }
 
 /* rename that fails with EEXIST rather than replace an empty folder
