@@ -101,6 +101,15 @@ struct ema_iteration {
 	bool flops_bound;
 };
 
+/* A leapt step's figures (ema_platform_ops.leap_times): those of an
+ * ema_iteration that change from one step of a leap to the next. */
+struct ema_leap_step {
+	int32_t n_seqs;          /* decodes, one token each */
+	bool flops_bound;        /* flops is an upper bound (see above) */
+	uint64_t act_bytes, kv_local_bytes;
+	double flops, attention_flops;
+};
+
 /* *it emptied: every field 0 or NULL but remote[], of which only the
  * first n_remote (now 0) count. Cheaper than clearing the whole struct
  * (remote[] is most of it), which the engine would do at every step. */
@@ -190,11 +199,20 @@ struct ema_platform_ops {
 	 * leap: runs k >= 2 iterations on gpu back to back, the j-th ending
 	 * at end[j] (end[0] = now; from iteration_time); fn is called once,
 	 * at the end of the last, with its result (start end[k-1]).
+	 * leap_times: iteration_time of n steps that would follow one
+	 * another on it->gpu, step i being `it` with steps[i]'s figures (a
+	 * batch of steps[i].n_seqs decodes): ns[i] its time. Returns how
+	 * many steps from the first were timed: it stops at the first that
+	 * iteration_time would refuse (so that the caller sums its FLOPs).
+	 * One call for a leap's steps instead of one per step, which this
+	 * makes cheap enough to cost every step of every leap.
 	 * leap_cut: the leap on gpu now ends with its first iteration that
 	 * ends after the event being dispatched (at or after now, in event
 	 * order); returns how many iterations it has. */
 	int (*iteration_time)(struct ema_platform *p, const struct ema_iteration *it,
 			      int64_t *ns, struct ema_error *err);
+	int (*leap_times)(struct ema_platform *p, const struct ema_iteration *it, int n,
+			  const struct ema_leap_step *steps, int64_t *ns);
 	int (*leap)(struct ema_platform *p, int gpu, int k, const int64_t *end,
 		    ema_iteration_fn fn, void *arg, struct ema_error *err);
 	int (*leap_cut)(struct ema_platform *p, int gpu);

@@ -75,15 +75,19 @@ static inline void ema_cost_local_parts(const struct ema_hw_profile *hw,
 	*local_ns = rate > 0 ? local / rate : 0.0;
 }
 
-/* ema_cost_local_parts' *local_ns alone, the same double. */
+/* ema_cost_local_parts' *local_ns alone, the same double, from the
+ * step's weight, local KV and activation bytes. */
+static inline double ema_cost_local_ns_of(const struct ema_hw_profile *hw, uint64_t weight_bytes,
+					  uint64_t kv_local_bytes, uint64_t act_bytes)
+{
+	double rate = hw->hbm_read_gbps * hw->hbm_efficiency;
+	double local = (double)weight_bytes + (double)kv_local_bytes + (double)act_bytes;
+	return rate > 0 ? local / rate : 0.0;
+}
 static inline double ema_cost_local_ns(const struct ema_hw_profile *hw,
 				       const struct ema_iteration *it)
 {
-	double rate = hw->hbm_read_gbps * hw->hbm_efficiency;
-	double local = (double)it->weight_bytes + (double)it->kv_local_bytes +
-		       (double)it->act_bytes;
-
-	return rate > 0 ? local / rate : 0.0;
+	return ema_cost_local_ns_of(hw, it->weight_bytes, it->kv_local_bytes, it->act_bytes);
 }
 
 /* Whether ema_cost_local_parts' compute time is surely below local_ns,

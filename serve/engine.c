@@ -1439,7 +1439,8 @@ static bool leap_possible(const struct ema_engine *e)
 {
 	const struct ema_platform_ops *ops = e->platform->ops;
 
-	return ops->iteration_time != NULL && ops->leap != NULL && ops->leap_cut != NULL &&
+	return ops->iteration_time != NULL && ops->leap_times != NULL && ops->leap != NULL &&
+	       ops->leap_cut != NULL &&
 	       e->policy->leap_ok != NULL;
 }
 
@@ -1451,14 +1452,6 @@ struct leap_req {
 	int32_t pages;
 	int32_t grow_at;   /* the next step that needs a page more */
 	int32_t next;      /* the next request of its bucket (batch order), or -1 */
-};
-
-/* A leapt step's figures, for a policy's plan_iteration (leap_plan). */
-struct leap_work {
-	int32_t n_seqs;
-	bool flops_bound;
-	uint64_t act_bytes, kv_local_bytes;
-	double flops, attention_flops;
 };
 
 /* The first step j of a leap with computed + j > held: the step that
@@ -1553,10 +1546,13 @@ static int32_t bucket_take(struct leap_buckets *bk, int32_t b)
 static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iteration *it1)
 {
 	const struct ema_platform_ops *ops = e->platform->ops;
-	int32_t n = t->iter_n, live, k = 1, fin = -1;
+	int32_t n = t->iter_n, live, k = 1, fin = -1, ja = 1;
 	int32_t free_pages;
-	int64_t now, limit, next_arrival, d;
+	int64_t now, limit, next_arrival, stop, d;
 	int64_t *end;
+	int64_t dd[LEAP_MAX + 1];
+	struct ema_leap_step *w;
+	bool halt = false, done = false;
 	struct leap_req *q;
 	struct leap_buckets *bk;
 	struct ema_leap_range range = { 0, INT32_MAX, false };
@@ -1586,8 +1582,8 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	if (!e->policy->leap_ok(&e->ctx, e->policy_state, t->index, &range) ||
 	    free_pages < range.free_min || free_pages > range.free_max)
 		return false;
-	if (range.plan_each && t->leap_work == NULL) {
-		t->leap_work = malloc((LEAP_MAX + 1) * sizeof(struct leap_work));
+	if (t->leap_work == NULL) {
+		t->leap_work = malloc((LEAP_MAX + 1) * sizeof(struct ema_leap_step));
 		if (t->leap_work == NULL)
 			return false;
 	}
@@ -1638,6 +1634,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	t->leap_n_ev[0] = t->leap_n_ev[1] = 0;
 	end[0] = now;
 	end[1] = now + d;
+	stop = limit < next_arrival ? limit : next_arrival;
 	for (int32_t i = 0; i < n; i++) {
 		struct ema_request *r = &t->reqs[t->iter_batch[i]];
 
@@ -1658,107 +1655,140 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 		}
 	}
 	live = n;
-	for (int32_t j = 2; j <= LEAP_MAX; j++) {
-		bool room = true;
-		int rc;
+	w = t->leap_work;
+	/* Planned in rounds: the requests' events and each step's work up to
+	 * as many steps as the last step's time says can end before the leap
+	 * must stop (stop), then those steps' times in one call; a round
+	 * that falls short (steps got faster as requests finished) plans
+	 * another. Events planned beyond the leap's end are never played
+	 * back (see below). */
+	while (!done && !halt && ja < LEAP_MAX) {
+		int64_t reach = (stop - end[k]) / (end[k] - end[k - 1]);
+		int32_t cap = reach >= LEAP_MAX - k - 2 ? LEAP_MAX : k + (int32_t)reach + 2;
 
-		/* step j - 1 ended: the pages of those it finished come back */
-		for (int32_t i = fin; i >= 0; i = q[i].next) {
-			free_pages += q[i].pages;
-			ctx_sum -= (uint64_t)q[i].computed;
-			live--;
+		for (int32_t j = ja + 1; j <= cap; j++) {
+			bool room = true;
+
+			/* step j - 1 ended: the pages of those it finished come back */
+			for (int32_t i = fin; i >= 0; i = q[i].next) {
+				free_pages += q[i].pages;
+				ctx_sum -= (uint64_t)q[i].computed;
+				live--;
+			}
+			fin = -1;
+			if (live == 0) {
+				halt = true;
+				break;
+			}
+			/* growths and ends of step j, in batch order */
+			for (int32_t i = bucket_take(bk, j), nx; i >= 0; i = nx) {
+				nx = q[i].next;
+				if (q[i].grow_at == j) {
+					int64_t tokens = (int64_t)q[i].computed + j;
+					int32_t need = pages_to_hold(e, q[i].pages, tokens);
+
+					if (free_pages - (need - q[i].pages) < t->local_reserve ||
+					    leap_log(t, 1, j - 1, q[i].id) != EMA_OK) {
+						room = false;
+						break;
+					}
+					free_pages -= need - q[i].pages;
+					q[i].pages = need;
+					q[i].grow_at = leap_grow_at(tokens_for_pages(e, need), q[i].computed);
+				}
+				if (q[i].steps == j) {
+					if (leap_log(t, 0, j, q[i].id) != EMA_OK) {
+						room = false;
+						break;
+					}
+					q[i].next = fin;
+					fin = i;
+				} else {
+					bucket_put(bk, q, q[i].grow_at < q[i].steps ? q[i].grow_at : q[i].steps, i);
+				}
+			}
+			/* (what it logged for step j and after is never played
+			 * back: a leap of j - 1 steps plays back steps 1 .. j - 2,
+			 * and step j - 1's end, where free pages would leave the
+			 * policy's range, is a real one) */
+			if (!room || free_pages < range.free_min || free_pages > range.free_max) {
+				halt = true;
+				break;
+			}
+			/* its work, as batch_add sums it: decodes at context
+			 * computed + j - 1. The FLOPs summed exactly are lin + app
+			 * x (computed + j) per request; their sum in exact
+			 * arithmetic, enlarged by far more than the roundings of
+			 * adding live terms (each under 2^-53) can add, bounds the
+			 * double sum from above. */
+			w[j].n_seqs = live;
+			w[j].act_bytes = (uint64_t)live * act1;
+			w[j].kv_local_bytes = (ctx_sum + (uint64_t)live * (uint64_t)(j - 1)) *
+					      e->work.kv_per_token;
+			w[j].flops = ((double)live * lin +
+				      app * (double)(ctx_sum + (uint64_t)live * (uint64_t)j)) *
+				     (1.0 + ((double)live + 16.0) * 0x1p-50);
+			w[j].attention_flops = 0.0;
+			w[j].flops_bound = true;
+			ja = j;
 		}
-		fin = -1;
-		if (live == 0)
-			break;
-		/* growths and ends of step j, in batch order */
-		for (int32_t i = bucket_take(bk, j), nx; i >= 0; i = nx) {
-			nx = q[i].next;
-			if (q[i].grow_at == j) {
-				int64_t tokens = (int64_t)q[i].computed + j;
-				int32_t need = pages_to_hold(e, q[i].pages, tokens);
+		/* the times of steps k + 1 .. ja */
+		for (int32_t j = k + 1; j <= ja && !done;) {
+			int32_t m = ops->leap_times(e->platform, it, ja - j + 1, &w[j], &dd[j]);
 
-				if (free_pages - (need - q[i].pages) < t->local_reserve ||
-				    leap_log(t, 1, j - 1, q[i].id) != EMA_OK) {
-					room = false;
+			for (int32_t i = j; i < j + m; i++) {
+				if (dd[i] <= 0 || end[i - 1] + dd[i] > limit) {
+					done = true;
 					break;
 				}
-				free_pages -= need - q[i].pages;
-				q[i].pages = need;
-				q[i].grow_at = leap_grow_at(tokens_for_pages(e, need), q[i].computed);
-			}
-			if (q[i].steps == j) {
-				if (leap_log(t, 0, j, q[i].id) != EMA_OK) {
-					room = false;
+				end[i] = end[i - 1] + dd[i];
+				k = i;
+				if (end[i] >= next_arrival) {
+					done = true;
 					break;
 				}
-				q[i].next = fin;
-				fin = i;
-			} else {
-				bucket_put(bk, q, q[i].grow_at < q[i].steps ? q[i].grow_at : q[i].steps, i);
+			}
+			j += m;
+			if (done || j > ja)
+				break;
+			/* step j's FLOPs matter: summed in batch order */
+			{
+				double flops = 0.0, attn_sum = 0.0;
+				int64_t dj;
+
+				for (int32_t i = 0; i < n; i++) {
+					double a;
+
+					if (q[i].steps < j)
+						continue; /* finished before step j */
+					a = ema_work_decode_attn(&e->work, (int64_t)q[i].computed + j - 1);
+					flops += lin + a;
+					attn_sum += a;
+				}
+				w[j].flops = flops;
+				w[j].attention_flops = attn_sum;
+				w[j].flops_bound = false;
+				it->n_seqs = w[j].n_seqs;
+				it->prefill_tokens = 0;
+				it->decode_tokens = w[j].n_seqs;
+				it->act_bytes = w[j].act_bytes;
+				it->kv_local_bytes = w[j].kv_local_bytes;
+				it->flops = flops;
+				it->attention_flops = attn_sum;
+				if (ops->iteration_time(e->platform, it, &dj, NULL) != EMA_OK || dj <= 0 ||
+				    end[j - 1] + dj > limit) {
+					done = true;
+					break;
+				}
+				end[j] = end[j - 1] + dj;
+				k = j;
+				if (end[j] >= next_arrival)
+					done = true;
+				j++;
 			}
 		}
-		/* (what it logged for step j and after is never played back:
-		 * a leap of j - 1 steps plays back steps 1 .. j - 2, and step
-		 * j - 1's end, where free pages would leave the policy's range,
-		 * is a real one) */
-		if (!room || free_pages < range.free_min || free_pages > range.free_max)
-			break;
-		/* its work, as batch_add sums it: decodes at context
-		 * computed + j - 1 */
-		it->n_seqs = live;
-		it->prefill_tokens = 0;
-		it->decode_tokens = live;
-		it->act_bytes = (uint64_t)live * act1;
-		it->kv_local_bytes = (ctx_sum + (uint64_t)live * (uint64_t)(j - 1)) * e->work.kv_per_token;
-		/* The FLOPs summed exactly are lin + app x (computed + j) per
-		 * request; their sum in exact arithmetic, enlarged by far more
-		 * than the roundings of adding live terms (each under 2^-53)
-		 * can add, bounds the double sum from above. */
-		it->flops = ((double)live * lin +
-			     app * (double)(ctx_sum + (uint64_t)live * (uint64_t)j)) *
-			    (1.0 + ((double)live + 16.0) * 0x1p-50);
-		it->attention_flops = 0.0;
-		it->flops_bound = true;
-		rc = ops->iteration_time(e->platform, it, &d, NULL);
-		if (rc != EMA_OK) {
-			/* the FLOPs matter: summed in batch order */
-			double flops = 0.0, attn_sum = 0.0;
-
-			it->flops_bound = false;
-
-			for (int32_t i = 0; i < n; i++) {
-				double a;
-
-				if (q[i].steps < j)
-					continue; /* finished before step j */
-				a = ema_work_decode_attn(&e->work, (int64_t)q[i].computed + j - 1);
-				flops += lin + a;
-				attn_sum += a;
-			}
-			it->flops = flops;
-			it->attention_flops = attn_sum;
-			rc = ops->iteration_time(e->platform, it, &d, NULL);
-		}
-		if (rc != EMA_OK || d <= 0 || end[j - 1] + d > limit) {
-			it->flops_bound = false;
-			break;
-		}
-		end[j] = end[j - 1] + d;
-		k = j;
-		if (range.plan_each) {
-			struct leap_work *w = &((struct leap_work *)t->leap_work)[j];
-
-			w->n_seqs = live;
-			w->flops_bound = it->flops_bound;
-			w->act_bytes = it->act_bytes;
-			w->kv_local_bytes = it->kv_local_bytes;
-			w->flops = it->flops;
-			w->attention_flops = it->attention_flops;
-		}
-		it->flops_bound = false;
-		if (end[j] >= next_arrival)
-			break;
+		if (k < ja)
+			done = true; /* a step's time stopped it */
 	}
 	/* launch starts the first step itself unless it leaps */
 	it->n_seqs = first.n_seqs;
@@ -1794,7 +1824,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
  * plan_each): a batch of t's decodes, nothing remote. The policy sets
  * nothing that the platform, which ran the step, would read. */
 static void leap_plan_step(struct ema_engine *e, struct ema_tenant *t, struct ema_iteration *it,
-			   const struct leap_work *w)
+			   const struct ema_leap_step *w)
 {
 	it->n_seqs = w->n_seqs;
 	it->decode_tokens = w->n_seqs;
@@ -1869,7 +1899,7 @@ static void leap_play(struct ema_engine *e, struct ema_tenant *t, int32_t m)
 		}
 		/* step j + 1 starts: what launch would ask the policy for it */
 		if (plan)
-			leap_plan_step(e, t, &it, &((const struct leap_work *)t->leap_work)[j + 1]);
+			leap_plan_step(e, t, &it, &((const struct ema_leap_step *)t->leap_work)[j + 1]);
 	}
 	t->leap_played = j - 1;
 	t->leap_xf = xf;

@@ -988,6 +988,61 @@ need_flops:
 	return EMA_ERR_UNSUPPORTED;
 }
 
+/* sim_iteration_time of each step, the same doubles: the checks once,
+ * and without flows the time in line (a leap's steps are memory-bound
+ * decodes nearly always). */
+static int sim_leap_times(struct ema_platform *pl, const struct ema_iteration *it, int n,
+			  const struct ema_leap_step *steps, int64_t *ns)
+{
+	struct sim *p = to_sim(pl);
+	struct ema_iteration one;
+	int i;
+
+	if (n <= 0 || it == NULL || it->gpu < 0 || it->gpu >= p->hw->n_gpus || it->n_remote != 0 ||
+	    p->iters[it->gpu].busy || ema_flownet_flows_at(p->net, it->gpu) != 0)
+		return 0;
+	if (p->plain_without_flows) {
+		const struct ema_hw_profile *hw = p->hw;
+		const double overhead = hw->iter_overhead_us * 1e3;
+
+		for (i = 0; i < n; i++) {
+			const struct ema_leap_step *s = &steps[i];
+			double compute, local, total;
+
+			local = ema_cost_local_ns_of(hw, it->weight_bytes, s->kv_local_bytes,
+						     s->act_bytes);
+			if (ema_cost_surely_memory_bound(hw, s->flops, local)) {
+				total = overhead + local;
+			} else {
+				one = *it;
+				one.act_bytes = s->act_bytes;
+				one.kv_local_bytes = s->kv_local_bytes;
+				one.flops = s->flops;
+				ema_cost_local_parts(hw, &one, &compute, &local);
+				if (s->flops_bound && compute > local)
+					break;
+				total = overhead + max_time(compute, local);
+			}
+			ns[i] = round_ns(total);
+		}
+		return i;
+	}
+	one = *it;
+	for (i = 0; i < n; i++) {
+		one.n_seqs = steps[i].n_seqs;
+		one.prefill_tokens = 0;
+		one.decode_tokens = steps[i].n_seqs;
+		one.act_bytes = steps[i].act_bytes;
+		one.kv_local_bytes = steps[i].kv_local_bytes;
+		one.flops = steps[i].flops;
+		one.attention_flops = steps[i].attention_flops;
+		one.flops_bound = steps[i].flops_bound;
+		if (sim_iteration_time(pl, &one, &ns[i], NULL) != EMA_OK)
+			break;
+	}
+	return i;
+}
+
 static int sim_leap(struct ema_platform *pl, int gpu, int k, const int64_t *end,
 		    ema_iteration_fn fn, void *arg, struct ema_error *err)
 {
@@ -1313,6 +1368,7 @@ static const struct ema_platform_ops sim_ops = {
 	.link_stats = sim_link_stats,
 	.destroy = sim_destroy,
 	.iteration_time = sim_iteration_time,
+	.leap_times = sim_leap_times,
 	.leap = sim_leap,
 	.leap_cut = sim_leap_cut,
 };
