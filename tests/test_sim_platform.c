@@ -452,6 +452,103 @@ static void test_iteration_time_random(void)
 	p->ops->destroy(p);
 }
 
+/* leap_times is iteration_time step by step: random runs of steps (some
+ * with FLOPs known only from above), each timed as iteration_time times
+ * `it` with that step's figures, the same ns; it stops at the first step
+ * iteration_time refuses, and times none on a GPU a transfer crosses. On
+ * h200x2 (not plain: interference factors) and on the plain profile,
+ * whose steps leap_times costs in line. */
+static void leap_times_random(struct ema_config *cfg)
+{
+	struct ema_platform *p = make(cfg);
+	const struct ema_hw_profile *hw = p->params->hw;
+	/* FLOPs that take as long as reading a byte */
+	double flops_per_byte = hw->peak_tflops * 1e3 * hw->flops_efficiency /
+				(hw->hbm_read_gbps * hw->hbm_efficiency);
+	uint64_t x = 0x2545f4914f6cdd1dULL;
+	int bad = 0, stopped = 0;
+
+	for (int round = 0; round < 400; round++) {
+		struct ema_iteration it, one;
+		struct ema_leap_step st[32];
+		int64_t ns[32], want;
+		int n, m, refused = -1;
+
+		memset(&it, 0, sizeof it);
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		it.gpu = (int)(x & 1);
+		it.weight_bytes = 1000000000ULL + (x >> 20) % 16000000000ULL;
+		it.layer_groups = 4;
+		n = 1 + (int)((x >> 8) % 32);
+		for (int i = 0; i < n; i++) {
+			x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+			st[i].n_seqs = 1 + (int)(x >> 8) % 300;
+			st[i].kv_local_bytes = (x >> 3) % 40000000000ULL;
+			st[i].act_bytes = (x >> 40) * 7;
+			/* compute from none to twice the memory time */
+			st[i].flops = ((double)it.weight_bytes + (double)st[i].kv_local_bytes +
+				       (double)st[i].act_bytes) * flops_per_byte *
+				      (double)(x & 0xffff) / 32768.0;
+			st[i].attention_flops = 0;
+			st[i].flops_bound = (x >> 33) & 1;
+		}
+		m = p->ops->leap_times(p, &it, n, st, ns);
+		for (int i = 0; i < n && refused < 0; i++) {
+			one = it;
+			one.n_seqs = st[i].n_seqs;
+			one.decode_tokens = st[i].n_seqs;
+			one.act_bytes = st[i].act_bytes;
+			one.kv_local_bytes = st[i].kv_local_bytes;
+			one.flops = st[i].flops;
+			one.flops_bound = st[i].flops_bound;
+			if (p->ops->iteration_time(p, &one, &want, NULL) != EMA_OK)
+				refused = i;
+			else if (i < m)
+				bad += ns[i] != want;
+		}
+		CU_ASSERT_EQUAL(m, refused < 0 ? n : refused);
+		stopped += refused >= 0;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(stopped > 0 && stopped < 400); /* both kinds of run were seen */
+	p->ops->destroy(p);
+}
+
+static void test_leap_times(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_iteration it;
+	struct ema_leap_step st = { 1, false, 0, 0, 1e12, 0 };
+	int32_t pages[1] = { 0 };
+	struct ema_transfer tr;
+	int64_t ns[1] = { -1 };
+
+	h200x2_cfg(&cfg);
+	leap_times_random(&cfg);
+	plain_cfg(&cfg, 2);
+	leap_times_random(&cfg);
+	/* a transfer through GPU 0: no times there */
+	p = make(&cfg);
+	memset(&it, 0, sizeof it);
+	it.gpu = 0;
+	it.weight_bytes = 36000000;
+	CU_ASSERT_EQUAL(p->ops->leap_times(p, &it, 1, &st, ns), 1);
+	CU_ASSERT_EQUAL(ns[0], 56000);
+	memset(&tr, 0, sizeof tr);
+	tr.src_gpu = 1;
+	tr.dst_gpu = 0;
+	tr.n_pages = 1;
+	tr.src_pages = pages;
+	tr.dst_pages = pages;
+	tr.bytes = 1 << 30;
+	tr.purpose = EMA_XFER_RECLAIM;
+	CU_ASSERT_EQUAL_FATAL(p->ops->transfer(p, &tr, xfer_done_note, NULL, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->leap_times(p, &it, 1, &st, ns), 0);
+	CU_ASSERT_EQUAL(p->ops->leap_times(p, &it, 0, &st, ns), 0);
+	p->ops->destroy(p);
+}
+
 /* The cost model's shortcut for steps without remote KV (timing.c and
  * step_cost.c) gives the doubles of its general path: the same random
  * steps, staged or not, once without remote reads and once with a
@@ -1092,6 +1189,7 @@ int main(void)
 		{ "iteration_time: iteration()'s time, none with transfers", test_iteration_time },
 		{ "iteration_time with an upper bound of the FLOPs", test_iteration_time_bound },
 		{ "iteration_time of random steps is iteration()'s", test_iteration_time_random },
+		{ "leap_times is iteration_time step by step", test_leap_times },
 		{ "cost model: steps without remote KV, shortcut and general path", test_timing_local_shortcut },
 		{ NULL, NULL }
 	};
