@@ -165,24 +165,22 @@ int ema_ledger_alloc_n(struct ema_ledger *l, int gpu, int holder, enum ema_page_
 	return EMA_OK;
 }
 
-int ema_ledger_alloc_home_kv(struct ema_ledger *l, int gpu, int32_t n, int32_t *out,
-			     size_t stride)
+int ema_ledger_alloc_home_kv(struct ema_ledger *l, int gpu, int32_t n, struct ema_kv_page *out)
 {
 	struct ema_ledger_gpu *gp = &l->gpu[gpu];
 	struct ema_page *pages = gp->pages;
 	const int32_t *stack = gp->free_stack;
 	int32_t nf = gp->n_free;
-	int8_t home = (int8_t)gp->home_tenant;
-	char *o = (char *)out;
+	const struct ema_page kv = { EMA_PAGE_KV, (int8_t)gp->home_tenant };
 
 	if (n < 0 || nf < n || gp->home_tenant < 0)
 		return EMA_ERR_NOSPACE;
-	for (int32_t i = 0; i < n; i++, o += stride) {
+	for (int32_t i = 0; i < n; i++) {
 		int32_t p = stack[--nf];
 
-		pages[p].state = EMA_PAGE_KV;
-		pages[p].holder = home;
-		memcpy(o, &p, sizeof p);
+		pages[p] = kv;
+		out[i].gpu = (int16_t)gpu;
+		out[i].page = p;
 	}
 	gp->n_free = nf;
 	gp->count[EMA_PAGE_FREE] -= n;
@@ -193,24 +191,22 @@ int ema_ledger_alloc_home_kv(struct ema_ledger *l, int gpu, int32_t n, int32_t *
 	return EMA_OK;
 }
 
-void ema_ledger_free_home_kv(struct ema_ledger *l, int gpu, const int32_t *pages, size_t stride,
+void ema_ledger_free_home_kv(struct ema_ledger *l, int gpu, const struct ema_kv_page *in,
 			     int32_t n)
 {
 	struct ema_ledger_gpu *gp = &l->gpu[gpu];
 	struct ema_page *pg0 = gp->pages;
 	int32_t *stack = gp->free_stack;
 	int32_t nf = gp->n_free;
-	const char *in = (const char *)pages;
+	const struct ema_page free_page = { EMA_PAGE_FREE, EMA_NO_TENANT };
 
-	for (int32_t i = 0; i < n; i++, in += stride) {
-		int32_t page;
+	for (int32_t i = 0; i < n; i++) {
+		int32_t page = in[i].page;
 
-		memcpy(&page, in, sizeof page);
-		if (ledger_debug && (pg0[page].state != EMA_PAGE_KV ||
+		if (ledger_debug && (in[i].gpu != gpu || pg0[page].state != EMA_PAGE_KV ||
 				     pg0[page].holder != gp->home_tenant))
 			abort();
-		pg0[page].state = EMA_PAGE_FREE;
-		pg0[page].holder = EMA_NO_TENANT;
+		pg0[page] = free_page;
 		stack[nf++] = page;
 	}
 	gp->n_free = nf;

@@ -77,16 +77,22 @@ void ema_ledger_free(struct ema_ledger *l, int gpu, int32_t page);
 int ema_ledger_alloc_n(struct ema_ledger *l, int gpu, int holder, enum ema_page_state state,
 		       int32_t n, int32_t *out);
 void ema_ledger_free_n(struct ema_ledger *l, int gpu, const int32_t *pages, int32_t n);
+/* Where one KV page of a request lives: the engine's page lists are
+ * arrays of these. */
+struct ema_kv_page {
+	int16_t gpu;          /* EMA_HOST for host memory */
+	int32_t page;
+};
+
 /* The two above for KV pages of the GPU's home tenant, the engine's
  * commonest case (a request growing on, or finishing from, its own GPU),
- * with page numbers read from or written to records of `stride` bytes
- * (the engine's page lists, no copy): the same pages in the same order.
+ * written to or read from the request's page list directly (alloc sets
+ * each record's gpu and page): the same pages in the same order.
  * free_home_kv is the caller's word that every page is EMA_PAGE_KV held
- * by the home tenant (ema_ledger_check finds out otherwise; EMA_DEBUG
- * builds check at once), so that no page's state is read. */
-int ema_ledger_alloc_home_kv(struct ema_ledger *l, int gpu, int32_t n, int32_t *out,
-			     size_t stride);
-void ema_ledger_free_home_kv(struct ema_ledger *l, int gpu, const int32_t *pages, size_t stride,
+ * by the home tenant on `gpu` (ema_ledger_check finds out otherwise;
+ * EMA_DEBUG builds check at once), so that no page's state is read. */
+int ema_ledger_alloc_home_kv(struct ema_ledger *l, int gpu, int32_t n, struct ema_kv_page *out);
+void ema_ledger_free_home_kv(struct ema_ledger *l, int gpu, const struct ema_kv_page *pages,
 			     int32_t n);
 
 static inline int32_t ema_ledger_free_pages(const struct ema_ledger *l, int gpu)

@@ -273,8 +273,7 @@ static void req_free_pages(struct ema_engine *e, struct ema_tenant *t, struct em
 		int32_t n = r->n_pages;
 
 		if (n > 0)
-			ema_ledger_free_home_kv(&e->ledger, t->gpu, &r->pages[0].page,
-						sizeof r->pages[0], n);
+			ema_ledger_free_home_kv(&e->ledger, t->gpu, r->pages, n);
 		t->kv_pages -= n;
 		r->n_pages = 0;
 		r->n_remote = 0;
@@ -792,11 +791,8 @@ static int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 				engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
 				return ALLOC_NOSPACE;
 			}
-			if (ema_ledger_alloc_home_kv(&e->ledger, t->gpu, add,
-						     &r->pages[r->n_pages].page,
-						     sizeof r->pages[0]) == EMA_OK) {
-				for (int32_t i = 0; i < add; i++)
-					r->pages[r->n_pages + i].gpu = (int16_t)t->gpu;
+			if (ema_ledger_alloc_home_kv(&e->ledger, t->gpu, add, &r->pages[r->n_pages]) ==
+			    EMA_OK) {
 				r->n_pages = need;
 				r->pages_on[t->gpu] += add;
 				r->on_mask |= 1u << t->gpu;
@@ -1863,17 +1859,37 @@ static void leap_play(struct ema_engine *e, struct ema_tenant *t, int32_t m)
 	bool was_replay = e->replay;
 	int64_t was_vnow = e->vnow;
 	bool plan = t->leap_plan && e->policy->plan_iteration != NULL;
+	bool plan_all = e->policy->plan_leap != NULL;
+	const int32_t first = t->leap_played + 1;
 	struct ema_iteration it;
 
 	if (plan)
 		leap_plan_init(e, t, &it);
 
+	/* account()'s integrals in registers: each step adds to them, and
+	 * through memory every step waited for the previous one's store.
+	 * The tenant borrows nothing while it leaps (try_leap), and only its
+	 * own steps change its pages: the remote count is the leap's. The
+	 * accounting req_free_pages does at a finish adds nothing (dt 0:
+	 * last_account_ns is that step's end). */
+	double kv_ns = t->stats.kv_page_ns, remote_ns = t->stats.remote_page_ns;
+	const double remote = (double)ema_ledger_borrowed_pages(&e->ledger, t->index);
+	int64_t last = t->last_account_ns;
+
 	/* at each step's end, it is that step's time (req_free_pages'
 	 * accounting asks for it) */
 	e->replay = true;
 	for (j = t->leap_played + 1; j < m && !e->error; j++) {
+		int64_t dt;
+
 		e->vnow = t->leap_end[j];
-		account(e, t, e->vnow);
+		dt = e->vnow - last;
+		if (dt > 0) {
+			kv_ns += (double)t->kv_pages * (double)dt;
+			remote_ns += remote * (double)dt;
+		}
+		last = e->vnow;
+		t->last_account_ns = last;
 		t->stats.generated_tokens += t->running_n;
 		for (; xf < t->leap_n_ev[0] && fin[xf].step == j; xf++) {
 			struct ema_request *r = &t->reqs[fin[xf].id];
@@ -1898,9 +1914,17 @@ static void leap_play(struct ema_engine *e, struct ema_tenant *t, int32_t m)
 					    "engine: a leap ran out of pages it had counted");
 		}
 		/* step j + 1 starts: what launch would ask the policy for it */
-		if (plan)
+		if (plan && !plan_all)
 			leap_plan_step(e, t, &it, &((const struct ema_leap_step *)t->leap_work)[j + 1]);
 	}
+	/* or all of them at once: steps first + 1 .. j, step i starting at
+	 * leap_end[i - 1] */
+	if (plan && plan_all && j > first)
+		e->policy->plan_leap(&e->ctx, e->policy_state, &it, j - first,
+				     &((const struct ema_leap_step *)t->leap_work)[first + 1],
+				     &t->leap_end[first]);
+	t->stats.kv_page_ns = kv_ns;
+	t->stats.remote_page_ns = remote_ns;
 	t->leap_played = j - 1;
 	t->leap_xf = xf;
 	t->leap_xg = xg;

@@ -18,11 +18,7 @@ enum ema_req_state {
 	EMA_REQ_DROPPED       /* rejected at arrival: needs more KV than it can ever get */
 };
 
-/* Where one KV page of a request lives. */
-struct ema_kv_page {
-	int16_t gpu;          /* EMA_HOST for host memory */
-	int32_t page;
-};
+/* (struct ema_kv_page, where one KV page of a request lives: ledger.h) */
 
 struct ema_request {
 	int32_t id;

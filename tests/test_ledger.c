@@ -180,15 +180,12 @@ static void test_batches(void)
 }
 
 /* alloc_home_kv and free_home_kv are alloc_n and free_n of the home
- * tenant's KV, through records with a stride (the engine's page lists):
+ * tenant's KV, through the engine's page records (struct ema_kv_page):
  * two ledgers, random sizes and orders, the same pages, stacks and counts;
  * a GPU without a tenant, or too few free pages, gives nothing. */
 static void test_home_kv(void)
 {
-	struct rec {
-		int16_t gpu;
-		int32_t page;
-	} rb[64];
+	struct ema_kv_page rb[64];
 	struct ema_ledger a, b;
 	struct ema_error err = {0};
 	int32_t cap[3] = {64, 64, 16};
@@ -204,15 +201,16 @@ static void test_home_kv(void)
 			int32_t n = (int32_t)((seed >> 8) % 9);
 
 			if (ema_ledger_free_pages(&a, 1) < n) {
-				CU_ASSERT_EQUAL(ema_ledger_alloc_home_kv(&b, 1, n, &rb[held].page,
-									 sizeof rb[0]), EMA_ERR_NOSPACE);
+				CU_ASSERT_EQUAL(ema_ledger_alloc_home_kv(&b, 1, n, &rb[held]), EMA_ERR_NOSPACE);
 				continue;
 			}
 			CU_ASSERT_EQUAL(ema_ledger_alloc_n(&a, 1, 1, EMA_PAGE_KV, n, pa + held), EMA_OK);
-			CU_ASSERT_EQUAL(ema_ledger_alloc_home_kv(&b, 1, n, &rb[held].page, sizeof rb[0]),
+			CU_ASSERT_EQUAL(ema_ledger_alloc_home_kv(&b, 1, n, &rb[held]),
 					EMA_OK);
-			for (int32_t i = held; i < held + n; i++)
+			for (int32_t i = held; i < held + n; i++) {
 				CU_ASSERT_EQUAL(rb[i].page, pa[i]);
+				CU_ASSERT_EQUAL(rb[i].gpu, 1);
+			}
 			held += n;
 		} else {
 			/* the last k taken go back, the newest first */
@@ -222,9 +220,10 @@ static void test_home_kv(void)
 			for (int32_t i = 0; i < k; i++) {
 				order[i] = pa[held - 1 - i];
 				rb[from + i].page = pa[held - 1 - i];
+				rb[from + i].gpu = 1;
 			}
 			ema_ledger_free_n(&a, 1, order, k);
-			ema_ledger_free_home_kv(&b, 1, &rb[from].page, sizeof rb[0], k);
+			ema_ledger_free_home_kv(&b, 1, &rb[from], k);
 			held = from;
 		}
 		CU_ASSERT_EQUAL(ema_ledger_free_pages(&b, 1), ema_ledger_free_pages(&a, 1));
@@ -235,9 +234,9 @@ static void test_home_kv(void)
 	CU_ASSERT_EQUAL(ema_ledger_check(&b, &err), EMA_OK);
 	CU_ASSERT_EQUAL(ema_ledger_lent_pages(&b, 1), 0);
 	/* GPU 2 has no tenant: no home KV there */
-	CU_ASSERT_EQUAL(ema_ledger_alloc_home_kv(&b, 2, 1, &rb[0].page, sizeof rb[0]), EMA_ERR_NOSPACE);
+	CU_ASSERT_EQUAL(ema_ledger_alloc_home_kv(&b, 2, 1, &rb[0]), EMA_ERR_NOSPACE);
 	CU_ASSERT_EQUAL(ema_ledger_free_pages(&b, 2), 16);
-	CU_ASSERT_EQUAL(ema_ledger_alloc_home_kv(&b, 0, -1, &rb[0].page, sizeof rb[0]), EMA_ERR_NOSPACE);
+	CU_ASSERT_EQUAL(ema_ledger_alloc_home_kv(&b, 0, -1, &rb[0]), EMA_ERR_NOSPACE);
 	ema_ledger_destroy(&a);
 	ema_ledger_destroy(&b);
 }
