@@ -144,20 +144,29 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 			cost_max(cost_max(out->compute_ns, out->memory_ns), out->link_ns);
 }
 
+double ema_step_cost_local_ns(const struct ema_hw_profile *hw, uint64_t weight_bytes,
+			      uint64_t kv_local_bytes, uint64_t act_bytes, double flops)
+{
+	double flops_per_ns = hw->peak_tflops * 1e3 * hw->flops_efficiency;
+	double local = ema_cost_local_ns_of(hw, weight_bytes, kv_local_bytes, act_bytes);
+	double compute;
+
+	if (ema_cost_surely_memory_bound(hw, flops, local))
+		return hw->iter_overhead_us * 1e3 + local; /* cost_max's answer */
+	/* ema_cost_local_parts' compute time, the same double */
+	compute = flops_per_ns > 0 ? flops / flops_per_ns : 0.0;
+	return hw->iter_overhead_us * 1e3 + cost_max(compute, local);
+}
+
 double ema_step_cost_inplace_ns(const struct ema_hw_profile *hw, const struct ema_iteration *it)
 {
 	struct ema_step_cost sc;
-	double compute, local;
 
 	/* nothing remote (most iterations): ema_step_cost's shortcut, without
 	 * the fields no one asked for */
-	if (it->n_remote == 0) {
-		local = ema_cost_local_ns(hw, it);
-		if (ema_cost_surely_memory_bound(hw, it->flops, local))
-			return hw->iter_overhead_us * 1e3 + local; /* cost_max's answer */
-		ema_cost_local_parts(hw, it, &compute, &local);
-		return hw->iter_overhead_us * 1e3 + cost_max(compute, local);
-	}
+	if (it->n_remote == 0)
+		return ema_step_cost_local_ns(hw, it->weight_bytes, it->kv_local_bytes,
+					      it->act_bytes, it->flops);
 	ema_step_cost(hw, it, false, &sc);
 	return sc.total_ns;
 }

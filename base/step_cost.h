@@ -113,5 +113,9 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
  * callers that cost every iteration and need only the in-place total
  * (ema's TPOT budget and choice of path). */
 double ema_step_cost_inplace_ns(const struct ema_hw_profile *hw, const struct ema_iteration *it);
+/* ema_step_cost_inplace_ns of a step with nothing remote, from its
+ * figures (the same double): for a policy that costs a leap's steps. */
+double ema_step_cost_local_ns(const struct ema_hw_profile *hw, uint64_t weight_bytes,
+			      uint64_t kv_local_bytes, uint64_t act_bytes, double flops);
 
 #endif

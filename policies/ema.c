@@ -437,24 +437,52 @@ static int32_t tpot_pages_left(const struct ema_policy_ctx *c, struct ema_state 
  * bytes, and the run time since its last iteration the decayed time they
  * were read over (the bytes of one iteration land one iteration late: a
  * few ms in a window of 10 s). */
-static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
-			   const struct ema_iteration *it, const double *inplace_ns)
+/* One step noted at `now`: total its predicted time, x its prefill time
+ * as the TPOT budget counts it, remote[0 .. n_remote - 1] its remote
+ * reads (note_iteration and ema_plan_leap). */
+static inline void note_step(const struct ema_policy_ctx *c, struct ema_state *st, int t,
+			     int64_t now, double total, double x,
+			     const struct ema_remote_read *remote, int n_remote)
 {
-	int t = it->tenant;
-	int64_t now = ema_policy_now(c);
 	double decay = 0, dt = 0;
 
-	if ((own(c)->tpot_slack <= 0 && own(c)->lender_slowdown <= 0) || t < 0 || t >= c->n_tenants)
-		return;
 	if (st->noted[t]) {
 		dt = (double)(now - st->noted_ns[t]);
 		decay = decay_of(st, now - st->noted_ns[t]);
 	}
 	if (own(c)->tpot_slack > 0) {
-		/* the in-place cost, from ema_plan when it has it */
-		double total = inplace_ns != NULL ? *inplace_ns : ema_step_cost_inplace_ns(c->hw, it);
-		double x = 0;
+		st->busy_ns[t] = st->busy_ns[t] * decay + total;
+		st->prefill_ns[t] = st->prefill_ns[t] * decay + x;
+	}
+	if (own(c)->lender_slowdown > 0) {
+		/* (0 bytes decay to 0 bytes) */
+		for (uint32_t m = st->read_mask[t]; m != 0; m &= m - 1)
+			st->read_bytes[t][__builtin_ctz(m)] *= decay;
+		for (int i = 0; i < n_remote; i++)
+			if (remote[i].gpu >= 0 && remote[i].gpu < c->n_gpus) {
+				st->read_bytes[t][remote[i].gpu] += (double)remote[i].bytes;
+				st->read_mask[t] |= 1u << remote[i].gpu;
+				st->readers |= 1u << t;
+				st->read_any[t] = true;
+			}
+		st->read_ns[t] = st->read_ns[t] * decay + dt;
+	}
+	st->noted_ns[t] = now;
+	st->noted[t] = true;
+	st->notes++;
+}
 
+static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
+			   const struct ema_iteration *it, const double *inplace_ns)
+{
+	int t = it->tenant;
+	double total = 0, x = 0;
+
+	if ((own(c)->tpot_slack <= 0 && own(c)->lender_slowdown <= 0) || t < 0 || t >= c->n_tenants)
+		return;
+	if (own(c)->tpot_slack > 0) {
+		/* the in-place cost, from ema_plan when it has it */
+		total = inplace_ns != NULL ? *inplace_ns : ema_step_cost_inplace_ns(c->hw, it);
 		if (it->prefill_tokens > 0) {
 			double g = 1.0 + (double)ema_ledger_borrowed_pages(c->ledger, t) /
 					 (c->kv_capacity_pages[t] > 0 ? c->kv_capacity_pages[t] : 1);
@@ -465,25 +493,32 @@ static void note_iteration(const struct ema_policy_ctx *c, struct ema_state *st,
 
 			x = total * share * step_ratio(c, st, t, held) / g;
 		}
-		st->busy_ns[t] = st->busy_ns[t] * decay + total;
-		st->prefill_ns[t] = st->prefill_ns[t] * decay + x;
 	}
-	if (own(c)->lender_slowdown > 0) {
-		/* (0 bytes decay to 0 bytes) */
-		for (uint32_t m = st->read_mask[t]; m != 0; m &= m - 1)
-			st->read_bytes[t][__builtin_ctz(m)] *= decay;
-		for (int i = 0; i < it->n_remote; i++)
-			if (it->remote[i].gpu >= 0 && it->remote[i].gpu < c->n_gpus) {
-				st->read_bytes[t][it->remote[i].gpu] += (double)it->remote[i].bytes;
-				st->read_mask[t] |= 1u << it->remote[i].gpu;
-				st->readers |= 1u << t;
-				st->read_any[t] = true;
-			}
-		st->read_ns[t] = st->read_ns[t] * decay + dt;
+	note_step(c, st, t, ema_policy_now(c), total, x, it->remote, it->n_remote);
+}
+
+/* plan_leap: ema_plan of n leapt steps of it->tenant, in order. Each is
+ * a batch of decodes with nothing remote, for which ema_plan sets what it
+ * set for the first step and notes the step (note_iteration, at its start,
+ * its in-place cost, no prefill time): the notes alone. They read no
+ * ledger (no prefill share is scaled), as plan_leap must. */
+static void ema_plan_leap(const struct ema_policy_ctx *c, void *state,
+			  const struct ema_iteration *it, int n, const struct ema_leap_step *steps,
+			  const int64_t *start_ns)
+{
+	struct ema_state *st = state;
+	int t = it->tenant;
+
+	if ((own(c)->tpot_slack <= 0 && own(c)->lender_slowdown <= 0) || t < 0 || t >= c->n_tenants)
+		return;
+	for (int i = 0; i < n; i++) {
+		double total = 0;
+
+		if (own(c)->tpot_slack > 0)
+			total = ema_step_cost_local_ns(c->hw, it->weight_bytes, steps[i].kv_local_bytes,
+						       steps[i].act_bytes, steps[i].flops);
+		note_step(c, st, t, start_ns[i], total, 0, NULL, 0);
 	}
-	st->noted_ns[t] = now;
-	st->noted[t] = true;
-	st->notes++;
 }
 
 /* ---- the lender guard -------------------------------------------------
@@ -1206,6 +1241,7 @@ const struct ema_policy_ops ema_policy_ema = {
 	.choose_lender = ema_choose_lender,
 	.reclaim = ema_reclaim,
 	.plan_iteration = ema_plan,
+	.plan_leap = ema_plan_leap,
 	.after_iteration = ema_after_iteration,
 	.leap_ok = ema_leap_ok,
 	.leap_holds = ema_leap_holds,

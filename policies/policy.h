@@ -237,6 +237,20 @@ struct ema_policy_ops {
 	 * staging pages. NULL: remote KV is read in place (prefetch_depth 0). */
 	void (*plan_iteration)(const struct ema_policy_ctx *c, void *state, struct ema_iteration *it);
 
+	/* void plan_leap(const struct ema_policy_ctx *c, void *state,
+	 *                const struct ema_iteration *it, int n,
+	 *                const struct ema_leap_step *steps, const int64_t *start_ns)
+	 * Optional, for leap_ok's plan_each: plan_iteration of n leapt steps
+	 * of it->tenant at once, in order, step i being `it` (nothing remote,
+	 * its tenant, GPU and weights) with steps[i]'s figures, starting at
+	 * start_ns[i]. The engine hands over the steps it plays back in one
+	 * call, after their pages have come and gone: the hook may read
+	 * nothing that a step changes (the ledger, the requests), only the
+	 * steps and its own state, and sets nothing in `it`. NULL: the engine
+	 * calls plan_iteration for each step, at its start. */
+	void (*plan_leap)(const struct ema_policy_ctx *c, void *state, const struct ema_iteration *it,
+			  int n, const struct ema_leap_step *steps, const int64_t *start_ns);
+
 	/* void after_iteration(const struct ema_policy_ctx *c, void *state, int tenant)
 	 * After each iteration of `tenant`: maintenance such as reclaiming
 	 * ahead of need (pre-preemption). NULL: nothing. */

@@ -290,11 +290,120 @@ static void test_decay_collisions(void)
 	free(st);
 }
 
+/* The notes of ema's steps: what plan_leap must leave as plan_iteration
+ * would (the memos aside). */
+static bool same_notes(const struct ema_state *a, const struct ema_state *b)
+{
+	return memcmp(a->busy_ns, b->busy_ns, sizeof a->busy_ns) == 0 &&
+	       memcmp(a->prefill_ns, b->prefill_ns, sizeof a->prefill_ns) == 0 &&
+	       memcmp(a->read_bytes, b->read_bytes, sizeof a->read_bytes) == 0 &&
+	       memcmp(a->read_ns, b->read_ns, sizeof a->read_ns) == 0 &&
+	       memcmp(a->read_mask, b->read_mask, sizeof a->read_mask) == 0 &&
+	       memcmp(a->noted_ns, b->noted_ns, sizeof a->noted_ns) == 0 &&
+	       memcmp(a->noted, b->noted, sizeof a->noted) == 0 && a->notes == b->notes &&
+	       a->readers == b->readers;
+}
+
+/* plan_leap is plan_iteration step by step: from states that random
+ * iterations left (remote reads, prefills, the guard's sums), runs of
+ * random leapt steps (decodes, nothing remote, FLOPs memory- or
+ * compute-bound) noted at once and one by one at their starts leave the
+ * same sums, to the bit, with the TPOT budget and the lender guard each
+ * on and off. */
+static void test_plan_leap(void)
+{
+	int bad = 0, runs = 0, compute_bound = 0;
+
+	for (int round = 0; round < 4; round++) {
+		struct ema_request_spec r[3][1] = {{{0, 1, 1}}, {{0, 1, 1}}, {{0, 1, 1}}};
+		struct ema_workload w[3] = {{r[0], 1, 1}, {r[1], 1, 1}, {r[2], 1, 1}};
+		struct ema_config cfg;
+		struct ema_engine e;
+		struct ema_error err = {0};
+		struct mock *m;
+		struct ema_state *one = malloc(sizeof *one);
+
+		CU_ASSERT_FATAL(one != NULL);
+		tiny_config(&cfg, 4, (489 + 100) * 4.0 / 1024);
+		cfg.n_tenants = 3;
+		/* both on, the TPOT budget alone, the guard alone, neither */
+		CU_ASSERT_FATAL(set_own_knob(&cfg, "ema", "tpot_slack", round < 2 ? 0.2 : 0));
+		CU_ASSERT_FATAL(set_own_knob(&cfg, "ema", "lender_slowdown",
+					     round % 2 == 0 ? 0.1 : 0));
+		m = mock_new(&cfg);
+		CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, &ema_policy_ema, &m->base, w, &err), EMA_OK);
+		for (int k = 0; k < 300; k++) {
+			struct ema_state *st = e.policy_state;
+			struct ema_leap_step steps[40];
+			int64_t start[40];
+			struct ema_iteration it;
+			int t = (int)rnd(3), n = 1 + (int)rnd(40);
+
+			/* some iterations of any kind first */
+			for (int i = (int)rnd(4); i > 0; i--) {
+				int32_t p = ema_ledger_alloc(&e.ledger, (int)rnd(4), (int)rnd(3), EMA_PAGE_KV);
+
+				(void)p;
+				plan_random(&e, (int)rnd(3));
+				m->now += 1 + (int64_t)rnd(5000000);
+			}
+			memset(&it, 0, sizeof it);
+			it.tenant = t;
+			it.gpu = e.tenants[t].gpu;
+			it.weight_bytes = 2000000;
+			for (int i = 0; i < n; i++) {
+				m->now += 1 + (int64_t)rnd(3) * 1000 + (int64_t)rnd(1000000);
+				start[i] = m->now;
+				steps[i].n_seqs = 1 + (int)rnd(64);
+				steps[i].act_bytes = (uint64_t)rnd(1000) * 64;
+				steps[i].kv_local_bytes = (uint64_t)rnd(1000) * 4096;
+				steps[i].flops = (double)rnd(4) * (double)rnd(1u << 30) * 1000.0;
+				steps[i].attention_flops = 0;
+				steps[i].flops_bound = false;
+			}
+			memcpy(one, st, sizeof *one);
+			/* one by one, as the engine's stepping plans them */
+			e.policy_state = one;
+			for (int i = 0; i < n; i++) {
+				struct ema_iteration s1 = it;
+				double local = ema_cost_local_ns_of(e.ctx.hw, it.weight_bytes,
+								    steps[i].kv_local_bytes, steps[i].act_bytes);
+
+				compute_bound += !ema_cost_surely_memory_bound(e.ctx.hw, steps[i].flops, local);
+				s1.n_seqs = steps[i].n_seqs;
+				s1.decode_tokens = steps[i].n_seqs;
+				s1.act_bytes = steps[i].act_bytes;
+				s1.kv_local_bytes = steps[i].kv_local_bytes;
+				s1.flops = steps[i].flops;
+				m->now = start[i];
+				ema_policy_ema.plan_iteration(&e.ctx, one, &s1);
+			}
+			/* at once */
+			e.policy_state = st;
+			ema_policy_ema.plan_leap(&e.ctx, st, &it, n, steps, start);
+			bad += !same_notes(st, one);
+			runs++;
+		}
+		for (int g = 0; g < 4; g++)
+			for (int32_t p = 0; p < e.ledger.gpu[g].capacity; p++)
+				if (e.ledger.gpu[g].pages[p].state == EMA_PAGE_KV)
+					ema_ledger_free(&e.ledger, g, p);
+		free(one);
+		e.platform = NULL;
+		mock_destroy(&m->base);
+		ema_engine_destroy(&e);
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(runs == 1200);
+	CU_ASSERT(compute_bound > 0);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
 		{"ema's memos answer as fresh computations under random operations", test_memos_random},
 		{"the decay memo keeps colliding run times apart", test_decay_collisions},
+		{"plan_leap notes a leap's steps as plan_iteration does one by one", test_plan_leap},
 		{NULL, NULL},
 	};
 
