@@ -193,22 +193,43 @@ void ema_csvout_put(struct ema_csvout *o, const char *s, size_t n)
 	o->n += n;
 }
 
+/* Room for n more bytes in the buffer (flushed when it has less): the
+ * number writers below format in place, with no copy. */
+static inline char *room(struct ema_csvout *o, size_t n)
+{
+	if (o->n + n > EMA_CSVOUT_BUF)
+		ema_csvout_flush(o);
+	return o->buf + o->n;
+}
+
+/* Decimal digits of u. */
+static inline int n_digits(uint64_t u)
+{
+	int n = 1;
+
+	while (u >= 10000) {
+		u /= 10000;
+		n += 4;
+	}
+	return n + (u >= 10) + (u >= 100) + (u >= 1000);
+}
+
 void ema_csvout_int(struct ema_csvout *o, long long v)
 {
-	char tmp[24], *p;
 	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+	char *p = room(o, 24);
+	int len = n_digits(u) + (v < 0);
 
-	p = dec_before(tmp + sizeof tmp, u);
 	if (v < 0)
-		*--p = '-';
-	ema_csvout_put(o, p, (size_t)(tmp + sizeof tmp - p));
+		*p = '-';
+	dec_before(p + len, u);
+	o->n += (size_t)len;
 }
 
 void ema_csvout_fixed(struct ema_csvout *o, double v, int decimals)
 {
-	char tmp[EMA_FMT_MAX];
-
-	ema_csvout_put(o, tmp, (size_t)ema_fmt_fixed(tmp, v, decimals));
+	/* (with its NUL, which the next write covers) */
+	o->n += (size_t)ema_fmt_fixed(room(o, EMA_FMT_MAX), v, decimals);
 }
 
 void ema_csvout_g6(struct ema_csvout *o, double v)
@@ -220,8 +241,9 @@ void ema_csvout_g6(struct ema_csvout *o, double v)
 
 void ema_csvout_ms(struct ema_csvout *o, int64_t ns)
 {
-	char tmp[32], *p = tmp + sizeof tmp;
-	uint64_t frac;
+	uint64_t frac, whole;
+	char *p, *end;
+	int len;
 
 	/* (double)ns x 1e-6 has two roundings, a relative error below
 	 * 2.3e-16, so under 2.3e-7 from ns / 10^6 while ns < 10^15: the
@@ -231,12 +253,16 @@ void ema_csvout_ms(struct ema_csvout *o, int64_t ns)
 		return;
 	}
 	frac = (uint64_t)ns % 1000000u;
+	whole = (uint64_t)ns / 1000000u;
+	len = n_digits(whole) + 7;
+	p = room(o, 32);
+	end = p + len;
 	for (int i = 0; i < 3; i++) {
-		p -= 2;
-		memcpy(p, digit_pairs + 2 * (frac % 100), 2);
+		end -= 2;
+		memcpy(end, digit_pairs + 2 * (frac % 100), 2);
 		frac /= 100;
 	}
-	*--p = '.';
-	p = dec_before(p, (uint64_t)ns / 1000000u);
-	ema_csvout_put(o, p, (size_t)(tmp + sizeof tmp - p));
+	*--end = '.';
+	dec_before(end, whole);
+	o->n += (size_t)len;
 }

@@ -160,8 +160,18 @@ static void test_buffer(void)
 		long long k = (long long)(next() % 2000000001ULL) - 1000000000LL;
 		double v = (double)(int64_t)(next() % 100000000000ULL) * 1e-6;
 
+		/* every digit count and its edges, both signs */
+		static const long long edges[] = {
+			0, 9, 10, 99, 100, 999, 1000, 9999, 10000, 99999, 100000,
+			999999999, 1000000000, 9999999999LL, 10000000000LL,
+			999999999999999999LL, 1000000000000000000LL, INT64_MAX, -1, -9, -10,
+			-10000, -999999999999999999LL, INT64_MIN + 1,
+		};
+
 		if (i == 5)
 			k = INT64_MIN;
+		if (i >= 10 && i < 10 + (int)(sizeof edges / sizeof edges[0]))
+			k = edges[i - 10];
 		ema_csvout_str(o, "static,t0,");
 		ema_csvout_int(o, k);
 		ema_csvout_char(o, ',');
