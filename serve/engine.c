@@ -1851,15 +1851,53 @@ static void leap_plan_init(struct ema_engine *e, struct ema_tenant *t, struct em
 	it->local_pages = t->local_buf;
 }
 
+/* Step j's finishes (fin from *xf on), as iteration_end leaves them. */
+static inline void leap_finishes(struct ema_engine *e, struct ema_tenant *t, int32_t j,
+				 int32_t *xf)
+{
+	const struct leap_event *fin = t->leap_ev[0];
+
+	for (; *xf < t->leap_n_ev[0] && fin[*xf].step == j; (*xf)++) {
+		struct ema_request *r = &t->reqs[fin[*xf].id];
+
+		/* it finishes: its counters as stepping left them */
+		r->in_iter = 0;
+		r->computed += j;
+		r->generated = r->output_tokens;
+		r->finish_ns = e->vnow;
+		r->state = EMA_REQ_DONE;
+		req_done_pages(e, t, r);
+		running_remove(t, r->id);
+		t->n_done++;
+		e->done_requests++;
+	}
+}
+
+/* The growths for step j + 1 at step j's end (grow from *xg on). */
+static inline void leap_growths(struct ema_engine *e, struct ema_tenant *t, int32_t j,
+				int32_t *xg)
+{
+	const struct leap_event *grow = t->leap_ev[1];
+
+	for (; *xg < t->leap_n_ev[1] && grow[*xg].step == j; (*xg)++) {
+		struct ema_request *r = &t->reqs[grow[*xg].id];
+
+		/* computed is still the leap's first: + j steps + 1 token */
+		if (grow_request(e, t, r, (int64_t)r->computed + j + 1) != ALLOC_OK)
+			engine_fail(e, EMA_ERR_INTERNAL, "engine: a leap ran out of pages it had counted");
+	}
+}
+
 /* Steps t->leap_played + 1 .. m - 1 of t's leap played back. */
 static void leap_play(struct ema_engine *e, struct ema_tenant *t, int32_t m)
 {
 	const struct leap_event *fin = t->leap_ev[0], *grow = t->leap_ev[1];
+	const int64_t *end = t->leap_end;
 	int32_t xf = t->leap_xf, xg = t->leap_xg, j;
 	bool was_replay = e->replay;
 	int64_t was_vnow = e->vnow;
 	bool plan = t->leap_plan && e->policy->plan_iteration != NULL;
-	bool plan_all = e->policy->plan_leap != NULL;
+	bool plan_all = e->policy->plan_leap != NULL && e->plan_leap_on;
 	const int32_t first = t->leap_played + 1;
 	struct ema_iteration it;
 
@@ -1879,43 +1917,52 @@ static void leap_play(struct ema_engine *e, struct ema_tenant *t, int32_t m)
 	/* at each step's end, it is that step's time (req_free_pages'
 	 * accounting asks for it) */
 	e->replay = true;
-	for (j = t->leap_played + 1; j < m && !e->error; j++) {
-		int64_t dt;
+	if (plan && !plan_all) {
+		/* plan_iteration step by step, between the steps' events */
+		for (j = first; j < m && !e->error; j++) {
+			int64_t dt;
 
-		e->vnow = t->leap_end[j];
-		dt = e->vnow - last;
-		if (dt > 0) {
-			kv_ns += (double)t->kv_pages * (double)dt;
-			remote_ns += remote * (double)dt;
-		}
-		last = e->vnow;
-		t->last_account_ns = last;
-		t->stats.generated_tokens += t->running_n;
-		for (; xf < t->leap_n_ev[0] && fin[xf].step == j; xf++) {
-			struct ema_request *r = &t->reqs[fin[xf].id];
-
-			/* it finishes: its counters as stepping left them */
-			r->in_iter = 0;
-			r->computed += j;
-			r->generated = r->output_tokens;
-			r->finish_ns = e->vnow;
-			r->state = EMA_REQ_DONE;
-			req_done_pages(e, t, r);
-			running_remove(t, r->id);
-			t->n_done++;
-			e->done_requests++;
-		}
-		for (; xg < t->leap_n_ev[1] && grow[xg].step == j; xg++) {
-			struct ema_request *r = &t->reqs[grow[xg].id];
-
-			/* computed is still the leap's first: + j steps + 1 token */
-			if (grow_request(e, t, r, (int64_t)r->computed + j + 1) != ALLOC_OK)
-				engine_fail(e, EMA_ERR_INTERNAL,
-					    "engine: a leap ran out of pages it had counted");
-		}
-		/* step j + 1 starts: what launch would ask the policy for it */
-		if (plan && !plan_all)
+			e->vnow = end[j];
+			dt = e->vnow - last;
+			if (dt > 0) {
+				kv_ns += (double)t->kv_pages * (double)dt;
+				remote_ns += remote * (double)dt;
+			}
+			last = e->vnow;
+			t->last_account_ns = last;
+			t->stats.generated_tokens += t->running_n;
+			leap_finishes(e, t, j, &xf);
+			leap_growths(e, t, j, &xg);
+			/* step j + 1 starts: what launch would ask the policy for it */
 			leap_plan_step(e, t, &it, &((const struct ema_leap_step *)t->leap_work)[j + 1]);
+		}
+	} else {
+		/* from one step with events to the next: the steps in between
+		 * change no page and no batch, only the integrals */
+		for (j = first; j < m && !e->error;) {
+			int32_t ev = m - 1;
+			const double pages = (double)t->kv_pages;
+
+			if (xf < t->leap_n_ev[0] && fin[xf].step < ev)
+				ev = fin[xf].step;
+			if (xg < t->leap_n_ev[1] && grow[xg].step < ev)
+				ev = grow[xg].step;
+			t->stats.generated_tokens += (int64_t)t->running_n * (ev - j + 1);
+			for (; j <= ev; j++) {
+				int64_t dt = end[j] - last;
+
+				if (dt > 0) {
+					kv_ns += pages * (double)dt;
+					remote_ns += remote * (double)dt;
+				}
+				last = end[j];
+			}
+			/* step ev's end */
+			e->vnow = end[ev];
+			t->last_account_ns = last;
+			leap_finishes(e, t, ev, &xf);
+			leap_growths(e, t, ev, &xg);
+		}
 	}
 	/* or all of them at once: steps first + 1 .. j, step i starting at
 	 * leap_end[i - 1] */
@@ -2019,6 +2066,11 @@ static void check_leaps(struct ema_engine *e)
 void ema_engine_set_leap(struct ema_engine *e, bool on)
 {
 	e->leap_on = on && leap_possible(e);
+}
+
+void ema_engine_set_plan_leap(struct ema_engine *e, bool on)
+{
+	e->plan_leap_on = on;
 }
 
 bool ema_engine_leap(const struct ema_engine *e)
@@ -2307,6 +2359,7 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 	for (int g = 0; g < EMA_MAX_GPUS; g++)
 		e->timeline_last_k[g] = -1;
 	ema_engine_set_leap(e, EMA_LEAP_DEFAULT);
+	e->plan_leap_on = true;
 	return EMA_OK;
 fail:
 	ema_engine_destroy(e);

@@ -90,6 +90,11 @@ void ema_engine_set_page_lists(struct ema_engine *e, bool on);
  * steps one iteration at a time. */
 void ema_engine_set_leap(struct ema_engine *e, bool on);
 bool ema_engine_leap(const struct ema_engine *e);
+/* A leap's steps' plans (leap_ok's plan_each) through the policy's
+ * plan_leap, all at once, where it has one: on by default; off calls
+ * plan_iteration step by step, the check that plan_leap changes nothing
+ * (EMA_PLAN_LEAP=0 from the command line; tests/test_leap.c). */
+void ema_engine_set_plan_leap(struct ema_engine *e, bool on);
 /* Leaps made so far and the iterations they ran (a check that leaping
  * happened; no output shows them). */
 uint64_t ema_engine_leaps(const struct ema_engine *e, uint64_t *steps);

@@ -151,6 +151,9 @@ struct ema_engine {
 	/* Decode leaping: on unless switched off or impossible (a policy
 	 * hook that could see other tenants, a platform without leaps). */
 	bool leap_on;
+	/* leapt steps' plans through the policy's plan_leap, where it has one
+	 * (ema_engine_set_plan_leap) */
+	bool plan_leap_on;
 	int32_t *page_scratch; int32_t cap_page_scratch; /* pages taken or given at once */
 	int n_leaping;                /* tenants in a leap */
 	uint64_t leaps, leap_steps;   /* made so far, and the steps they ran */

@@ -474,6 +474,9 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 		 * the check that leaping changes nothing, from the command line */
 		if (getenv("EMA_LEAP") != NULL)
 			ema_engine_set_leap(run->engine, strcmp(getenv("EMA_LEAP"), "0") != 0);
+		/* EMA_PLAN_LEAP=0: a leap's steps planned one by one (the same) */
+		if (getenv("EMA_PLAN_LEAP") != NULL)
+			ema_engine_set_plan_leap(run->engine, strcmp(getenv("EMA_PLAN_LEAP"), "0") != 0);
 		if (!x->quiet) {
 			struct progress *pr = &x->progress;
 

@@ -441,7 +441,8 @@ static void test_ema_range(void)
  * or gamma arrivals at random rates (some tenants overloaded, some
  * nearly idle, so that GPUs lend and borrow, leaps start and are cut at
  * other tenants' events), under every policy, and ema with its staged
- * path and its guards off too. Each must write the same files both
+ * path and its guards off too, its leapt steps planned through plan_leap
+ * or one by one (EMA_PLAN_LEAP=0). Each must write the same files both
  * ways, and the set as a whole must have leapt. */
 static void test_random_scenarios(void)
 {
@@ -483,7 +484,12 @@ static void test_random_scenarios(void)
 		}
 		for (int k = 0; k < n; k++)
 			argv[k] = sets[k];
+		/* half the rounds plan ema's leapt steps one by one, between
+		 * their pages' events, instead of through its plan_leap */
+		if (round % 2 == 1)
+			setenv("EMA_PLAN_LEAP", "0", 1);
 		leaps += same_both_ways(NULL, argv, n);
+		unsetenv("EMA_PLAN_LEAP");
 		no_leaps_without_hook();
 		if (leaps_of("ema") > 0)
 			ema_leaps += (uint64_t)leaps_of("ema");
