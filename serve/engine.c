@@ -1661,6 +1661,15 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	while (!done && !halt && ja < LEAP_MAX) {
 		int64_t reach = (stop - end[k]) / (end[k] - end[k - 1]);
 		int32_t cap = reach >= LEAP_MAX - k - 2 ? LEAP_MAX : k + (int32_t)reach + 2;
+		/* An upper bound of every step's FLOPs this round: those summed
+		 * exactly are lin + app x (computed + j) per live request, at
+		 * most those of the round's first live requests at its last
+		 * step (requests only leave); their sum in exact arithmetic,
+		 * enlarged by far more than the roundings of adding live terms
+		 * (each under 2^-53) can add, bounds each double sum from above. */
+		const double flops_bound = ((double)live * lin +
+					    app * (double)(ctx_sum + (uint64_t)live * (uint64_t)cap)) *
+					   (1.0 + ((double)live + 16.0) * 0x1p-50);
 
 		for (int32_t j = ja + 1; j <= cap; j++) {
 			bool room = true;
@@ -1712,18 +1721,12 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 				break;
 			}
 			/* its work, as batch_add sums it: decodes at context
-			 * computed + j - 1. The FLOPs summed exactly are lin + app
-			 * x (computed + j) per request; their sum in exact
-			 * arithmetic, enlarged by far more than the roundings of
-			 * adding live terms (each under 2^-53) can add, bounds the
-			 * double sum from above. */
+			 * computed + j - 1 (its FLOPs from above) */
 			w[j].n_seqs = live;
 			w[j].act_bytes = (uint64_t)live * act1;
 			w[j].kv_local_bytes = (ctx_sum + (uint64_t)live * (uint64_t)(j - 1)) *
 					      e->work.kv_per_token;
-			w[j].flops = ((double)live * lin +
-				      app * (double)(ctx_sum + (uint64_t)live * (uint64_t)j)) *
-				     (1.0 + ((double)live + 16.0) * 0x1p-50);
+			w[j].flops = flops_bound;
 			w[j].attention_flops = 0.0;
 			w[j].flops_bound = true;
 			ja = j;

@@ -1004,14 +1004,21 @@ static int sim_leap_times(struct ema_platform *pl, const struct ema_iteration *i
 	if (p->plain_without_flows) {
 		const struct ema_hw_profile *hw = p->hw;
 		const double overhead = hw->iter_overhead_us * 1e3;
+		/* ema_cost_local_ns_of's and ema_cost_surely_memory_bound's
+		 * figures, the same doubles, read once (the stores to ns[] could
+		 * otherwise change them, for all the compiler knows) */
+		const double rate = hw->hbm_read_gbps * hw->hbm_efficiency;
+		const double flops_per_ns = hw->peak_tflops * 1e3 * hw->flops_efficiency;
+		const double weights = (double)it->weight_bytes;
 
 		for (i = 0; i < n; i++) {
 			const struct ema_leap_step *s = &steps[i];
 			double compute, local, total;
 
-			local = ema_cost_local_ns_of(hw, it->weight_bytes, s->kv_local_bytes,
-						     s->act_bytes);
-			if (ema_cost_surely_memory_bound(hw, s->flops, local)) {
+			local = rate > 0 ? (weights + (double)s->kv_local_bytes + (double)s->act_bytes) / rate
+					 : 0.0;
+			if (flops_per_ns > 0 && s->flops >= 0 &&
+			    s->flops <= local * flops_per_ns * (1.0 - 0x1p-40)) {
 				total = overhead + local;
 			} else {
 				one = *it;
