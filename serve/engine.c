@@ -1461,29 +1461,38 @@ static int32_t leap_grow_at(int64_t held, int32_t computed)
 
 /* What a leap's steps do to the ledger, each list in stepping's order:
  * at the end of step `step`, request `id` finishes (log 0), or grows for
- * the next step (log 1). */
+ * the next step to `pages` pages (log 1). */
 struct leap_event {
 	int32_t step;
 	int32_t id;
+	int32_t pages;
 };
 
-static int leap_log(struct ema_tenant *t, int which, int32_t step, int32_t id)
+static int leap_log_grow(struct ema_tenant *t, int which)
+{
+	int32_t n = t->leap_n_ev[which];
+	int32_t cap = n ? 2 * n : 256;
+	struct leap_event *ne = realloc(t->leap_ev[which], (size_t)cap * sizeof *ne);
+
+	if (ne == NULL)
+		return EMA_ERR_NOMEM;
+	t->leap_ev[which] = ne;
+	t->cap_leap_ev[which] = cap;
+	return EMA_OK;
+}
+
+static inline int leap_log(struct ema_tenant *t, int which, int32_t step, int32_t id,
+			   int32_t pages)
 {
 	struct leap_event *ev;
 	int32_t n = t->leap_n_ev[which];
 
-	if (n == t->cap_leap_ev[which]) {
-		int32_t cap = n ? 2 * n : 256;
-		struct leap_event *ne = realloc(t->leap_ev[which], (size_t)cap * sizeof *ne);
-
-		if (ne == NULL)
-			return EMA_ERR_NOMEM;
-		t->leap_ev[which] = ne;
-		t->cap_leap_ev[which] = cap;
-	}
+	if (n == t->cap_leap_ev[which] && leap_log_grow(t, which) != EMA_OK)
+		return EMA_ERR_NOMEM;
 	ev = &((struct leap_event *)t->leap_ev[which])[n];
 	ev->step = step;
 	ev->id = id;
+	ev->pages = pages;
 	t->leap_n_ev[which] = n + 1;
 	return EMA_OK;
 }
@@ -1642,7 +1651,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 		q[i].grow_at = leap_grow_at(tokens_held(e, r), r->computed);
 		ctx_sum += (uint64_t)r->computed;
 		if (q[i].steps == 1) {
-			if (leap_log(t, 0, 1, r->id) != EMA_OK)
+			if (leap_log(t, 0, 1, r->id, 0) != EMA_OK)
 				return false;
 			q[i].next = fin;
 			fin = i;
@@ -1693,7 +1702,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 					int32_t need = pages_to_hold(e, q[i].pages, tokens);
 
 					if (free_pages - (need - q[i].pages) < t->local_reserve ||
-					    leap_log(t, 1, j - 1, q[i].id) != EMA_OK) {
+					    leap_log(t, 1, j - 1, q[i].id, need) != EMA_OK) {
 						room = false;
 						break;
 					}
@@ -1702,7 +1711,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 					q[i].grow_at = leap_grow_at(tokens_for_pages(e, need), q[i].computed);
 				}
 				if (q[i].steps == j) {
-					if (leap_log(t, 0, j, q[i].id) != EMA_OK) {
+					if (leap_log(t, 0, j, q[i].id, 0) != EMA_OK) {
 						room = false;
 						break;
 					}
@@ -1884,7 +1893,23 @@ static inline void leap_growths(struct ema_engine *e, struct ema_tenant *t, int3
 
 	for (; *xg < t->leap_n_ev[1] && grow[*xg].step == j; (*xg)++) {
 		struct ema_request *r = &t->reqs[grow[*xg].id];
+		int32_t need = grow[*xg].pages, add = need - r->n_pages;
 
+		/* grow_request's first choice, with the pages the plan found
+		 * it needs: all from its own GPU's free pages beyond the
+		 * staging reserve, into the room reserved at admission */
+		if (add >= 1 && need <= r->cap_pages &&
+		    ema_ledger_free_pages(&e->ledger, t->gpu) - add >= t->local_reserve &&
+		    e->ledger.gpu[t->gpu].home_tenant == t->index &&
+		    ema_ledger_alloc_home_kv(&e->ledger, t->gpu, add, &r->pages[r->n_pages]) ==
+		    EMA_OK) {
+			r->n_pages = need;
+			r->pages_on[t->gpu] += add;
+			r->on_mask |= 1u << t->gpu;
+			t->kv_pages += add;
+			note_peak(e, t);
+			continue;
+		}
 		/* computed is still the leap's first: + j steps + 1 token */
 		if (grow_request(e, t, r, (int64_t)r->computed + j + 1) != ALLOC_OK)
 			engine_fail(e, EMA_ERR_INTERNAL, "engine: a leap ran out of pages it had counted");
