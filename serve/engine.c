@@ -1509,10 +1509,19 @@ struct leap_buckets {
 	int32_t head[LEAP_MAX + 1], tail[LEAP_MAX + 1];
 };
 
-static void bucket_put(struct leap_buckets *bk, struct leap_req *q, int32_t b, int32_t i)
+/* behind a request of a later batch position (rare): in order */
+static void bucket_insert(struct leap_buckets *bk, struct leap_req *q, int32_t b, int32_t i)
 {
 	int32_t *p;
 
+	for (p = &bk->head[b]; *p >= 0 && *p < i; p = &q[*p].next)
+		;
+	q[i].next = *p;
+	*p = i;
+}
+
+static inline void bucket_put(struct leap_buckets *bk, struct leap_req *q, int32_t b, int32_t i)
+{
 	if (b > LEAP_MAX)
 		return;  /* after any leap's end */
 	q[i].next = -1;
@@ -1526,11 +1535,7 @@ static void bucket_put(struct leap_buckets *bk, struct leap_req *q, int32_t b, i
 		bk->tail[b] = i;
 		return;
 	}
-	/* behind a request of a later batch position (rare): in order */
-	for (p = &bk->head[b]; *p >= 0 && *p < i; p = &q[*p].next)
-		;
-	q[i].next = *p;
-	*p = i;
+	bucket_insert(bk, q, b, i);
 }
 
 static int32_t bucket_take(struct leap_buckets *bk, int32_t b)
