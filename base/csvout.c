@@ -44,6 +44,18 @@ static char *dec_before(char *end, uint64_t u)
 	return end;
 }
 
+/* Decimal digits of u. */
+static inline int n_digits(uint64_t u)
+{
+	int n = 1;
+
+	while (u >= 10000) {
+		u /= 10000;
+		n += 4;
+	}
+	return n + (u >= 10) + (u >= 100) + (u >= 1000);
+}
+
 /* round(|v| x 10^p), p = 0..9, half to even; false where it would not
  * fit (|v| >= 2^97 or so: such values go through snprintf). */
 static bool scaled_round(double v, int p, u128 *out)
@@ -118,9 +130,67 @@ static int put_scaled(char *buf, bool neg, u128 q, int p)
 	return len;
 }
 
+static const double pow10_dbl[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9 };
+
+/* q / 10^p and its remainder, by a constant for the usual p (a division
+ * by a variable costs tens of cycles). */
+static inline uint64_t split_pow10(uint64_t q, int p, uint64_t *rem)
+{
+	uint64_t ip;
+
+	switch (p) {
+	case 4: ip = q / 10000u; break;
+	case 6: ip = q / 1000000u; break;
+	default: ip = q / pow10_u64[p]; break;
+	}
+	*rem = q - ip * pow10_u64[p];
+	return ip;
+}
+
+/* The text of a fixed-point number q x 10^-p (an optional '-', at least
+ * one digit before the point), as put_scaled writes it, for q of 64 bits. */
+static int put_fixed_u64(char *buf, bool neg, uint64_t q, int p)
+{
+	uint64_t frac, ip = split_pow10(q, p, &frac);
+	int ilen = n_digits(ip), len = (neg ? 1 : 0) + ilen;
+	char *d;
+
+	if (neg)
+		buf[0] = '-';
+	dec_before(buf + len, ip);
+	if (p > 0) {
+		buf[len++] = '.';
+		d = buf + len + p;
+		for (int i = 0; i < p; i++) {
+			*--d = (char)('0' + (int)(frac % 10));
+			frac /= 10;
+		}
+		len += p;
+	}
+	buf[len] = '\0';
+	return len;
+}
+
 int ema_fmt_fixed(char *buf, double v, int decimals)
 {
 	u128 q;
+
+	/* The common case without 128-bit arithmetic: x, |v| x 10^p rounded
+	 * once, is within 2^-11 of the exact product while it is below 2^42
+	 * (its ulp at most 2^-10); unless its fraction is within 2^-8 of a
+	 * half, the nearest integer to x is the nearest to the exact value,
+	 * the one printf prints (a tie needs the exact value: below). */
+	if (decimals >= 0 && decimals <= 9 && isfinite(v)) {
+		double x = fabs(v) * pow10_dbl[decimals];
+
+		if (x < 0x1p42) {
+			double f = floor(x), fr = x - f;
+
+			if (fr < 0.5 - 0x1p-8 || fr > 0.5 + 0x1p-8)
+				return put_fixed_u64(buf, signbit(v) != 0,
+						     (uint64_t)f + (fr > 0.5 ? 1u : 0u), decimals);
+		}
+	}
 
 	if (decimals < 0 || decimals > 9 || !isfinite(v) || !scaled_round(v, decimals, &q))
 		return snprintf(buf, EMA_FMT_MAX, "%.*f", decimals, v);
@@ -200,18 +270,6 @@ static inline char *room(struct ema_csvout *o, size_t n)
 	if (o->n + n > EMA_CSVOUT_BUF)
 		ema_csvout_flush(o);
 	return o->buf + o->n;
-}
-
-/* Decimal digits of u. */
-static inline int n_digits(uint64_t u)
-{
-	int n = 1;
-
-	while (u >= 10000) {
-		u /= 10000;
-		n += 4;
-	}
-	return n + (u >= 10) + (u >= 100) + (u >= 1000);
 }
 
 void ema_csvout_int(struct ema_csvout *o, long long v)
