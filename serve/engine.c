@@ -2058,20 +2058,36 @@ static void leap_replay(struct ema_engine *e, struct ema_tenant *t, int64_t end)
 		t->stats.busy_ns += t->leap_end[m - 1] - t->leap_end[0];
 		t->stats.iterations += m - 1;
 	}
-	/* the requests left ran every step played back; the batch of the last
-	 * step is all of them, decoding */
-	t->iter_n = 0;
-	for (int32_t i = 0; i < t->running_n; i++) {
-		int32_t id = t->running[i];
-		struct ema_request *r = &t->reqs[id];
+	/* Step m, the last, ends for real, and what iteration_end does to its
+	 * batch of decodes is done here, in the same order: the timeline and
+	 * the accounting to its end, its token each, the requests it finishes
+	 * (the plan logged them, in batch order); iteration_end then finds an
+	 * empty batch and does the rest. Its growths (logged for a step m + 1)
+	 * are not played: stepping makes them in the kick that follows. */
+	timeline_advance(e, end);
+	account(e, t, end);
+	t->stats.generated_tokens += t->running_n;
+	{
+		bool was_replay = e->replay;
+		int64_t was_vnow = e->vnow;
+		int32_t xf = t->leap_xf;
 
-		r->computed += m - 1;
-		r->generated += m - 1;
-		r->in_iter = 1;
-		t->iter_batch[t->iter_n] = id;
-		t->iter_chunk[t->iter_n] = 0;
-		t->iter_n++;
+		e->replay = true;
+		e->vnow = end;
+		leap_finishes(e, t, m, &xf);
+		t->leap_xf = xf;
+		e->replay = was_replay;
+		e->vnow = was_vnow;
 	}
+	/* the requests left ran every step: in one walk, not one per step */
+	for (int32_t i = 0; i < t->running_n; i++) {
+		struct ema_request *r = &t->reqs[t->running[i]];
+
+		r->computed += m;
+		r->generated += m;
+		r->in_iter = 0;
+	}
+	t->iter_n = 0;
 }
 
 /* After every callback: a tenant that a kick would now act on ends every
