@@ -1505,8 +1505,10 @@ static inline int leap_log(struct ema_tenant *t, int which, int32_t step, int32_
  * no plan clears them all. */
 struct leap_buckets {
 	uint32_t plan;                   /* this plan's stamp */
-	uint32_t stamp[LEAP_MAX + 1];
-	int32_t head[LEAP_MAX + 1], tail[LEAP_MAX + 1];
+	struct {
+		uint32_t stamp;
+		int32_t head, tail;  /* (one bucket's fields side by side: one line) */
+	} b[LEAP_MAX + 1];
 };
 
 /* behind a request of a later batch position (rare): in order */
@@ -1514,7 +1516,7 @@ static void bucket_insert(struct leap_buckets *bk, struct leap_req *q, int32_t b
 {
 	int32_t *p;
 
-	for (p = &bk->head[b]; *p >= 0 && *p < i; p = &q[*p].next)
+	for (p = &bk->b[b].head; *p >= 0 && *p < i; p = &q[*p].next)
 		;
 	q[i].next = *p;
 	*p = i;
@@ -1525,14 +1527,14 @@ static inline void bucket_put(struct leap_buckets *bk, struct leap_req *q, int32
 	if (b > LEAP_MAX)
 		return;  /* after any leap's end */
 	q[i].next = -1;
-	if (bk->stamp[b] != bk->plan) {
-		bk->stamp[b] = bk->plan;
-		bk->head[b] = bk->tail[b] = i;
+	if (bk->b[b].stamp != bk->plan) {
+		bk->b[b].stamp = bk->plan;
+		bk->b[b].head = bk->b[b].tail = i;
 		return;
 	}
-	if (i > bk->tail[b]) {
-		q[bk->tail[b]].next = i;
-		bk->tail[b] = i;
+	if (i > bk->b[b].tail) {
+		q[bk->b[b].tail].next = i;
+		bk->b[b].tail = i;
 		return;
 	}
 	bucket_insert(bk, q, b, i);
@@ -1540,7 +1542,7 @@ static inline void bucket_put(struct leap_buckets *bk, struct leap_req *q, int32
 
 static int32_t bucket_take(struct leap_buckets *bk, int32_t b)
 {
-	return bk->stamp[b] == bk->plan ? bk->head[b] : -1;
+	return bk->b[b].stamp == bk->plan ? bk->b[b].head : -1;
 }
 
 /* Called by launch with the first step's iteration, which the tenant's
@@ -1638,7 +1640,8 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	bk = t->leap_buckets;
 	if (++bk->plan == 0) {
 		/* the stamps wrapped: every bucket empty again */
-		memset(bk->stamp, 0, sizeof bk->stamp);
+		for (int32_t b = 0; b <= LEAP_MAX; b++)
+			bk->b[b].stamp = 0;
 		bk->plan = 1;
 	}
 	t->leap_n_ev[0] = t->leap_n_ev[1] = 0;
