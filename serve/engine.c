@@ -771,14 +771,12 @@ static inline int64_t tokens_held(const struct ema_engine *e, struct ema_request
 	return r->cap_tok;
 }
 
-/* Makes sure request r holds pages for `tokens` tokens. */
-static int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r,
-			int64_t tokens)
+/* grow_request where the request needs pages. */
+static int grow_request_pages(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r,
+			      int64_t tokens)
 {
 	int32_t need;
 
-	if (tokens <= tokens_held(e, r))
-		return ALLOC_OK;
 	need = pages_to_hold(e, r->n_pages, tokens);
 	{
 		int32_t add = need - r->n_pages;
@@ -823,6 +821,17 @@ static int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 		}
 	}
 	return ALLOC_OK;
+}
+
+/* Makes sure request r holds pages for `tokens` tokens: in line, the
+ * check that it does (most steps of most requests), which every
+ * scheduling pass makes for every running request. */
+static inline int grow_request(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r,
+			       int64_t tokens)
+{
+	if (tokens <= tokens_held(e, r))
+		return ALLOC_OK;
+	return grow_request_pages(e, t, r, tokens);
 }
 
 static void launch(struct ema_engine *e, struct ema_tenant *t)
