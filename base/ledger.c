@@ -172,13 +172,16 @@ int ema_ledger_alloc_home_kv(struct ema_ledger *l, int gpu, int32_t n, struct em
 	const int32_t *stack = gp->free_stack;
 	int32_t nf = gp->n_free;
 	const struct ema_page kv = { EMA_PAGE_KV, (int8_t)gp->home_tenant };
+	uint16_t kv_bits;
 
 	if (n < 0 || nf < n || gp->home_tenant < 0)
 		return EMA_ERR_NOSPACE;
+	/* a page's state and holder in one store */
+	memcpy(&kv_bits, &kv, sizeof kv_bits);
 	for (int32_t i = 0; i < n; i++) {
 		int32_t p = stack[--nf];
 
-		pages[p] = kv;
+		memcpy(&pages[p], &kv_bits, sizeof kv_bits);
 		out[i].gpu = (int16_t)gpu;
 		out[i].page = p;
 	}
@@ -199,14 +202,16 @@ void ema_ledger_free_home_kv(struct ema_ledger *l, int gpu, const struct ema_kv_
 	int32_t *stack = gp->free_stack;
 	int32_t nf = gp->n_free;
 	const struct ema_page free_page = { EMA_PAGE_FREE, EMA_NO_TENANT };
+	uint16_t free_bits;
 
+	memcpy(&free_bits, &free_page, sizeof free_bits);
 	for (int32_t i = 0; i < n; i++) {
 		int32_t page = in[i].page;
 
 		if (ledger_debug && (in[i].gpu != gpu || pg0[page].state != EMA_PAGE_KV ||
 				     pg0[page].holder != gp->home_tenant))
 			abort();
-		pg0[page] = free_page;
+		memcpy(&pg0[page], &free_bits, sizeof free_bits);
 		stack[nf++] = page;
 	}
 	gp->n_free = nf;

@@ -29,6 +29,8 @@ struct ema_page {
 	int8_t state;
 	int8_t holder;      /* tenant index, or EMA_NO_TENANT when free */
 };
+/* (the home-KV fast paths write a page's two bytes as one store) */
+_Static_assert(sizeof(struct ema_page) == 2, "struct ema_page: two bytes");
 
 struct ema_ledger_gpu {
 	int32_t capacity;   /* pages */
