@@ -11,7 +11,7 @@
  * the totals add the overhead, a zero's sign then lost). */
 static inline double cost_max(double a, double b)
 {
-	return a > b || isnan(b) ? a : b;
+	return ema_cost_max(a, b);
 }
 
 static inline double cost_min(double a, double b)
@@ -147,15 +147,10 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 double ema_step_cost_local_ns(const struct ema_hw_profile *hw, uint64_t weight_bytes,
 			      uint64_t kv_local_bytes, uint64_t act_bytes, double flops)
 {
-	double flops_per_ns = hw->peak_tflops * 1e3 * hw->flops_efficiency;
-	double local = ema_cost_local_ns_of(hw, weight_bytes, kv_local_bytes, act_bytes);
-	double compute;
+	struct ema_local_cost k;
 
-	if (ema_cost_surely_memory_bound(hw, flops, local))
-		return hw->iter_overhead_us * 1e3 + local; /* cost_max's answer */
-	/* ema_cost_local_parts' compute time, the same double */
-	compute = flops_per_ns > 0 ? flops / flops_per_ns : 0.0;
-	return hw->iter_overhead_us * 1e3 + cost_max(compute, local);
+	ema_local_cost_init(&k, hw);
+	return ema_local_cost_ns(&k, weight_bytes, kv_local_bytes, act_bytes, flops);
 }
 
 double ema_step_cost_inplace_ns(const struct ema_hw_profile *hw, const struct ema_iteration *it)

@@ -7,6 +7,7 @@
 #ifndef EMA_STEP_COST_H
 #define EMA_STEP_COST_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -113,6 +114,42 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
  * callers that cost every iteration and need only the in-place total
  * (ema's TPOT budget and choice of path). */
 double ema_step_cost_inplace_ns(const struct ema_hw_profile *hw, const struct ema_iteration *it);
+/* The larger of two times, a NaN never chosen over a number (the cost
+ * model's max everywhere). */
+static inline double ema_cost_max(double a, double b)
+{
+	return a > b || isnan(b) ? a : b;
+}
+
+/* The figures of ema_step_cost_local_ns, read from the profile once: for
+ * callers that cost many steps in a row (a leap's). */
+struct ema_local_cost {
+	double overhead_ns;    /* iter_overhead_us x 1e3 */
+	double hbm_rate;       /* hbm_read_gbps x hbm_efficiency */
+	double flops_per_ns;   /* peak_tflops x 1e3 x flops_efficiency */
+};
+static inline void ema_local_cost_init(struct ema_local_cost *k, const struct ema_hw_profile *hw)
+{
+	k->overhead_ns = hw->iter_overhead_us * 1e3;
+	k->hbm_rate = hw->hbm_read_gbps * hw->hbm_efficiency;
+	k->flops_per_ns = hw->peak_tflops * 1e3 * hw->flops_efficiency;
+}
+/* ema_step_cost_local_ns with those figures, the same double: local HBM
+ * time as ema_cost_local_ns_of, memory's time where the FLOPs surely do
+ * not reach it (ema_cost_surely_memory_bound), else the larger. */
+static inline double ema_local_cost_ns(const struct ema_local_cost *k, uint64_t weight_bytes,
+				       uint64_t kv_local_bytes, uint64_t act_bytes, double flops)
+{
+	double local = k->hbm_rate > 0 ? ((double)weight_bytes + (double)kv_local_bytes +
+					  (double)act_bytes) / k->hbm_rate : 0.0;
+	double compute;
+
+	if (k->flops_per_ns > 0 && flops >= 0 && flops <= local * k->flops_per_ns * (1.0 - 0x1p-40))
+		return k->overhead_ns + local;
+	compute = k->flops_per_ns > 0 ? flops / k->flops_per_ns : 0.0;
+	return k->overhead_ns + ema_cost_max(compute, local);
+}
+
 /* ema_step_cost_inplace_ns of a step with nothing remote, from its
  * figures (the same double): for a policy that costs a leap's steps. */
 double ema_step_cost_local_ns(const struct ema_hw_profile *hw, uint64_t weight_bytes,

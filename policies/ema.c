@@ -165,16 +165,23 @@ struct ema_state {
 
 /* exp(-d / EMA_TPOT_WINDOW_NS), the decay over d ns of run time, from
  * the state's memo (direct-mapped by a multiplicative hash of d). */
-static double decay_of(struct ema_state *st, int64_t d)
+static __attribute__((noinline)) double decay_miss(struct ema_decay_memo *m, int64_t d)
+{
+	m->valid = true;
+	m->d = d;
+	m->v = exp(-(double)d / EMA_TPOT_WINDOW_NS);
+	return m->v;
+}
+
+/* (in line: a call clobbers every floating-point register, and its
+ * callers keep their sums in them) */
+static inline double decay_of(struct ema_state *st, int64_t d)
 {
 	struct ema_decay_memo *m =
 		&st->decay_memo[((uint64_t)d * 0x9E3779B97F4A7C15ull) >> (64 - EMA_DECAY_MEMO_BITS)];
 
-	if (!m->valid || m->d != d) {
-		m->valid = true;
-		m->d = d;
-		m->v = exp(-(double)d / EMA_TPOT_WINDOW_NS);
-	}
+	if (__builtin_expect(!m->valid || m->d != d, 0))
+		return decay_miss(m, d);
 	return m->v;
 }
 
@@ -508,16 +515,55 @@ static void ema_plan_leap(const struct ema_policy_ctx *c, void *state,
 {
 	struct ema_state *st = state;
 	int t = it->tenant;
+	const bool tpot = own(c)->tpot_slack > 0, guard = own(c)->lender_slowdown > 0;
+	struct ema_local_cost k;
 
-	if ((own(c)->tpot_slack <= 0 && own(c)->lender_slowdown <= 0) || t < 0 || t >= c->n_tenants)
+	if ((!tpot && !guard) || t < 0 || t >= c->n_tenants || n <= 0)
 		return;
-	for (int i = 0; i < n; i++) {
-		double total = 0;
+	if (guard && st->read_mask[t] != 0) {
+		/* bytes read before the leap still decay: note_step's loop */
+		for (int i = 0; i < n; i++)
+			note_step(c, st, t, start_ns[i],
+				  tpot ? ema_step_cost_local_ns(c->hw, it->weight_bytes,
+								steps[i].kv_local_bytes,
+								steps[i].act_bytes, steps[i].flops) : 0,
+				  0, NULL, 0);
+		return;
+	}
+	/* note_step's sums in registers (through memory each step waited
+	 * for the last one's stores), the same operations in the same order */
+	ema_local_cost_init(&k, c->hw);
+	{
+		double busy = st->busy_ns[t], prefill = st->prefill_ns[t], read = st->read_ns[t];
+		int64_t noted_ns = st->noted_ns[t];
+		bool noted = st->noted[t];
 
-		if (own(c)->tpot_slack > 0)
-			total = ema_step_cost_local_ns(c->hw, it->weight_bytes, steps[i].kv_local_bytes,
-						       steps[i].act_bytes, steps[i].flops);
-		note_step(c, st, t, start_ns[i], total, 0, NULL, 0);
+		for (int i = 0; i < n; i++) {
+			int64_t now = start_ns[i];
+			double decay = 0, dt = 0;
+
+			if (noted) {
+				dt = (double)(now - noted_ns);
+				decay = decay_of(st, now - noted_ns);
+			}
+			if (tpot) {
+				double total = ema_local_cost_ns(&k, it->weight_bytes, steps[i].kv_local_bytes,
+								 steps[i].act_bytes, steps[i].flops);
+
+				busy = busy * decay + total;
+				prefill = prefill * decay + 0.0;
+			}
+			if (guard)
+				read = read * decay + dt;
+			noted_ns = now;
+			noted = true;
+		}
+		st->busy_ns[t] = busy;
+		st->prefill_ns[t] = prefill;
+		st->read_ns[t] = read;
+		st->noted_ns[t] = noted_ns;
+		st->noted[t] = true;
+		st->notes += (uint64_t)n;
 	}
 }
 
