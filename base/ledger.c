@@ -178,6 +178,8 @@ int ema_ledger_alloc_home_kv(struct ema_ledger *l, int gpu, int32_t n, struct em
 		return EMA_ERR_NOSPACE;
 	/* a page's state and holder in one store */
 	memcpy(&kv_bits, &kv, sizeof kv_bits);
+	/* (a request's prompt takes hundreds of pages at once) */
+#pragma GCC unroll 4
 	for (int32_t i = 0; i < n; i++) {
 		int32_t p = stack[--nf];
 
@@ -205,6 +207,7 @@ void ema_ledger_free_home_kv(struct ema_ledger *l, int gpu, const struct ema_kv_
 	uint16_t free_bits;
 
 	memcpy(&free_bits, &free_page, sizeof free_bits);
+#pragma GCC unroll 4
 	for (int32_t i = 0; i < n; i++) {
 		int32_t page = in[i].page;
 
