@@ -25,35 +25,53 @@ static const char digit_pairs[201] =
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 	"8081828384858687888990919293949596979899";
 
-/* u in decimal, ending just before `end`; returns where it starts. */
-static char *dec_before(char *end, uint64_t u)
+/* u in decimal, ending just before `end`; returns where it starts. Four
+ * digits per 64-bit division (by a constant: a multiplication), two per
+ * 32-bit one after. */
+static inline char *dec_before(char *end, uint64_t u)
 {
-	while (u >= 100) {
-		unsigned d = (unsigned)(u % 100);
+	while (u >= 10000) {
+		uint32_t r = (uint32_t)(u % 10000);
 
-		u /= 100;
-		end -= 2;
-		memcpy(end, digit_pairs + 2 * d, 2);
+		u /= 10000;
+		end -= 4;
+		memcpy(end, digit_pairs + 2 * (r / 100), 2);
+		memcpy(end + 2, digit_pairs + 2 * (r % 100), 2);
 	}
-	if (u >= 10) {
-		end -= 2;
-		memcpy(end, digit_pairs + 2 * u, 2);
-	} else {
-		*--end = (char)('0' + (int)u);
+	{
+		uint32_t v = (uint32_t)u;
+
+		if (v >= 100) {
+			end -= 2;
+			memcpy(end, digit_pairs + 2 * (v % 100), 2);
+			v /= 100;
+		}
+		if (v >= 10) {
+			end -= 2;
+			memcpy(end, digit_pairs + 2 * v, 2);
+		} else {
+			*--end = (char)('0' + (int)v);
+		}
 	}
 	return end;
 }
 
-/* Decimal digits of u. */
+static const uint64_t pow10_all[20] = {
+	1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+	100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL,
+	10000000000000ULL, 100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL,
+	100000000000000000ULL, 1000000000000000000ULL, 10000000000000000000ULL,
+};
+
+/* Decimal digits of u: from its bit length (log10(2) ~ 1233 / 4096, an
+ * estimate one short at most), and one comparison. */
 static inline int n_digits(uint64_t u)
 {
-	int n = 1;
+	int bits = 64 - __builtin_clzll(u | 1);
+	int d = (bits * 1233) >> 12;
 
-	while (u >= 10000) {
-		u /= 10000;
-		n += 4;
-	}
-	return n + (u >= 10) + (u >= 100) + (u >= 1000);
+	/* (u | 1 for 0, which has one digit; 10^d is even for d >= 1) */
+	return d + 1 - ((u | 1) < pow10_all[d]);
 }
 
 /* round(|v| x 10^p), p = 0..9, half to even; false where it would not
@@ -160,11 +178,17 @@ static int put_fixed_u64(char *buf, bool neg, uint64_t q, int p)
 	dec_before(buf + len, ip);
 	if (p > 0) {
 		buf[len++] = '.';
+		uint32_t f = (uint32_t)frac;  /* < 10^9 */
+		int k = p;
+
 		d = buf + len + p;
-		for (int i = 0; i < p; i++) {
-			*--d = (char)('0' + (int)(frac % 10));
-			frac /= 10;
+		for (; k >= 2; k -= 2) {
+			d -= 2;
+			memcpy(d, digit_pairs + 2 * (f % 100), 2);
+			f /= 100;
 		}
+		if (k == 1)
+			*--d = (char)('0' + (int)f);
 		len += p;
 	}
 	buf[len] = '\0';
