@@ -606,6 +606,18 @@ static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it
 	return rc;
 }
 
+/* llround(x), in line for what times are (non-negative, below 2^63):
+ * the fraction x - trunc(x) of a double is exact. */
+static inline int64_t round_ns(double x)
+{
+	if (x >= 0 && x < 9.2e18) {
+		int64_t r = (int64_t)x;
+
+		return r + (x - (double)r >= 0.5);
+	}
+	return (int64_t)llround(x);
+}
+
 static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 			       ema_iteration_fn fn, void *arg)
 {
@@ -644,8 +656,8 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 	}
 	total = iteration_total(p, it, remote, &c, &in_others);
 	iter_log_line(p, it, &c, total, remote);
-	total_ns = (int64_t)llround(total);
-	over_ns = (int64_t)llround(c.overhead_ns);
+	total_ns = round_ns(total);
+	over_ns = round_ns(c.overhead_ns);
 	if (over_ns > total_ns)
 		over_ns = total_ns;
 
@@ -696,7 +708,7 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 					   EMA_FLOWNET_KERNEL_LAUNCH_NS;
 				first = fmax(first, t);
 			}
-			stall = (int64_t)llround(fmax(0, first - (double)over_ns));
+			stall = round_ns(fmax(0, first - (double)over_ns));
 		}
 		rc = start_spread_flows(p, it, total_ns - over_ns + stall, false);
 		if (rc != EMA_OK)
@@ -927,17 +939,6 @@ static inline double max_time(double a, double b)
 	return a > b ? a : b;
 }
 
-/* llround(x), in line for what times are (non-negative, below 2^63):
- * the fraction x - trunc(x) of a double is exact. */
-static inline int64_t round_ns(double x)
-{
-	if (x >= 0 && x < 9.2e18) {
-		int64_t r = (int64_t)x;
-
-		return r + (x - (double)r >= 0.5);
-	}
-	return (int64_t)llround(x);
-}
 
 static int sim_iteration_time(struct ema_platform *pl, const struct ema_iteration *it,
 			      int64_t *ns, struct ema_error *err)
