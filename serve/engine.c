@@ -1123,6 +1123,7 @@ static void iteration_end(struct ema_engine *e, struct ema_tenant *t, int64_t st
 		struct ema_request *r = &t->reqs[t->iter_batch[i]];
 		int32_t chunk = t->iter_chunk[i] > 0 ? t->iter_chunk[i] : 1;
 
+		r->in_iter = 0; /* batch_clear's, in this walk */
 		if (r->state != EMA_REQ_RUNNING)
 			continue;
 		r->computed += chunk;
@@ -1144,6 +1145,7 @@ static void iteration_end(struct ema_engine *e, struct ema_tenant *t, int64_t st
 			e->done_requests++;
 		}
 	}
+	t->iter_n = 0;
 	batch_clear(t);
 	if (!real) {
 		tenant_kick(e, t);
