@@ -93,9 +93,10 @@ struct ema_tenant {
 	void *leap_scratch; int32_t cap_scratch;     /* planning a leap */
 	struct leap_buckets *leap_buckets;          /* ... its steps' events */
 	void *leap_ev[2]; int32_t leap_n_ev[2], cap_leap_ev[2]; /* what its steps do */
-	/* the policy's leap_ok asked for plan_iteration at each step
-	 * (leap_plan: leap_work holds each step's figures) */
+	/* the policy's leap_ok asked for plan_iteration at each step */
 	bool leap_plan;
+	/* each planned step's figures (struct ema_leap_step), for the
+	 * platform's leap_times and the policy's plans */
 	void *leap_work;
 	/* the steps of the leap played back so far (leap_settle: every step
 	 * that ended before another tenant's event), and where their
