@@ -336,7 +336,7 @@ static int days_in_month(int y, int m)
 	return m == 2 && leap ? 29 : dm[m - 1];
 }
 
-static bool take_digits(const char *s, size_t n, size_t *i, int count, int *v)
+static inline bool take_digits(const char *s, size_t n, size_t *i, int count, int *v)
 {
 	*v = 0;
 	if (*i + (size_t)count > n)
@@ -350,12 +350,17 @@ static bool take_digits(const char *s, size_t n, size_t *i, int count, int *v)
 }
 
 /* One separator out of `any` (e.g. "T " for the date-time separator). */
-static bool take_char(const char *s, size_t n, size_t *i, const char *any)
+static inline bool take_char(const char *s, size_t n, size_t *i, const char *any)
 {
-	if (*i >= n || strchr(any, s[*i]) == NULL || s[*i] == '\0')
+	if (*i >= n || s[*i] == '\0')
 		return false;
-	(*i)++;
-	return true;
+	/* (a set of one or two: no strchr call, five times a line) */
+	for (; *any != '\0'; any++)
+		if (*any == s[*i]) {
+			(*i)++;
+			return true;
+		}
+	return false;
 }
 
 /* "YYYY-MM-DD HH:MM:SS[.f{1,9}][Z|+HH:MM|-HH:MM]" to ns since the Unix
