@@ -110,6 +110,15 @@ struct ema_leap_step {
 	double flops, attention_flops;
 };
 
+/* How the platform times a leap's steps again when the transfers
+ * through its GPU change (ema_platform_ops.leap). */
+struct ema_leap_retime {
+	const struct ema_iteration *it;      /* the first step's iteration */
+	const struct ema_leap_step *steps;   /* steps[j]: step j's figures, j = 2 .. k */
+	int64_t stop_ns;                     /* a step ending at or after it is the last */
+	int64_t limit_ns;                    /* no step ends after it */
+};
+
 /* *it emptied: every field 0 or NULL but remote[], of which only the
  * first n_remote (now 0) count. Cheaper than clearing the whole struct
  * (remote[] is most of it), which the engine would do at every step. */
@@ -192,13 +201,23 @@ struct ema_platform_ops {
 	 * offers it; its results must be those of k calls of iteration(),
 	 * each made when the previous one ended.
 	 * iteration_time: how long `it` would take if started now on its
-	 * GPU, or EMA_ERR_UNSUPPORTED where the platform cannot tell without
-	 * running it (remote KV, transfers through the GPU) or without the
-	 * exact FLOPs (it->flops_bound); the caller promises that nothing
-	 * else will touch that GPU meanwhile.
+	 * GPU, at the rates of the transfers through that GPU now, or
+	 * EMA_ERR_UNSUPPORTED where the platform cannot tell without running
+	 * it (remote KV) or without the exact FLOPs (it->flops_bound).
 	 * leap: runs k >= 2 iterations on gpu back to back, the j-th ending
 	 * at end[j] (end[0] = now; from iteration_time); fn is called once,
-	 * at the end of the last, with its result (start end[k-1]).
+	 * at the end of the last, with its result (start end[k-1]). Where
+	 * the transfers through the GPU change mid-leap, the iterations that
+	 * start after the change take the new rates, as they would have
+	 * stepping: the platform times them again from rt (step j is rt->it
+	 * with rt->steps[j]'s figures, j >= 2) and writes their ends into
+	 * end[], which stays shared with the caller until fn is called (it
+	 * holds k + 2 entries). end[j] is final once the platform's clock
+	 * has passed end[j - 1]; the entry after the last one timed is
+	 * INT64_MAX. A step timed again that ends at or after rt->stop_ns
+	 * becomes the last, and one that would end after rt->limit_ns, that
+	 * takes no time, or whose time needs exact FLOPs ends the leap
+	 * before it; so a leap may end before its k-th iteration.
 	 * leap_times: iteration_time of n steps that would follow one
 	 * another on it->gpu, step i being `it` with steps[i]'s figures (a
 	 * batch of steps[i].n_seqs decodes): ns[i] its time. Returns how
@@ -213,8 +232,9 @@ struct ema_platform_ops {
 			      int64_t *ns, struct ema_error *err);
 	int (*leap_times)(struct ema_platform *p, const struct ema_iteration *it, int n,
 			  const struct ema_leap_step *steps, int64_t *ns);
-	int (*leap)(struct ema_platform *p, int gpu, int k, const int64_t *end,
-		    ema_iteration_fn fn, void *arg, struct ema_error *err);
+	int (*leap)(struct ema_platform *p, int gpu, int k, int64_t *end,
+		    const struct ema_leap_retime *rt, ema_iteration_fn fn, void *arg,
+		    struct ema_error *err);
 	int (*leap_cut)(struct ema_platform *p, int gpu);
 };
 

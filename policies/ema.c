@@ -1239,27 +1239,36 @@ static void ema_after_iteration(const struct ema_policy_ctx *c, void *state, int
  *   own start, with its own figures (plan_each), as it plays the steps
  *   back, so the decayed sums come out as stepping leaves them before any
  *   other tenant's hook (the lender guard) reads them;
- * - other tenants may borrow from t's GPU mid-leap: their reads would
- *   cross it from t's next step on, so the leap ends at the step in
- *   progress once t's GPU lends (leap_holds);
+ * - other tenants may borrow from t's GPU mid-leap: their reads cross it
+ *   from then on, which the simulator's times of t's later steps follow
+ *   (it times them again at the new rates), and their pages come out of
+ *   t's free pages, which the engine checks the rest of the plan against
+ *   (leap_holds' range);
  * - after_iteration of t does nothing while t holds no staging area and
  *   asked for no reserve (t's own; nothing changes them in a leap) and no
- *   lender with a tenant is under its headroom. Lenders with a tenant do
- *   not leap (above), so their free pages change only at events, after
- *   each of which the engine asks leap_holds: the leap ends at the step
- *   in progress once one is under its headroom, and that step's end
- *   reclaims as stepping's would;
+ *   lender with a tenant is under its headroom. Other lenders' free pages
+ *   change at events (a leaping lender's are played back before them),
+ *   after each of which the engine asks leap_holds: the leap ends at the
+ *   step in progress once one is under its headroom, and that step's end
+ *   reclaims as stepping's would. A leaping lender's own steps stay at or
+ *   above its headroom (range free_min), so none of them would reclaim;
  * - ema_plan sets the same fields at every step of a batch without
  *   remote KV.
  * On the bench's 8 whole H200s ema leaps as static does; under pressure
- * the GPUs that neither lend nor borrow leap. */
-static bool ema_leap_holds(const struct ema_policy_ctx *c, void *state, int tenant)
+ * every GPU that does not borrow leaps. */
+static bool ema_leap_holds(const struct ema_policy_ctx *c, void *state, int tenant,
+			   struct ema_leap_range *range)
 {
 	struct ema_state *st = state;
+	int g = c->tenant_gpu[tenant];
 
-	if ((ema_ledger_lending_home(c->ledger) >> c->tenant_gpu[tenant]) & 1u)
+	if (lender_short(c, st))
 		return false;
-	return !lender_short(c, st);
+	/* a lender's own steps must not take it under its headroom either:
+	 * that step's end would reclaim */
+	if ((ema_ledger_lending_home(c->ledger) >> g) & 1u)
+		range->free_min = st->headroom[g];
+	return true;
 }
 
 static bool ema_leap_ok(const struct ema_policy_ctx *c, void *state, int tenant,
@@ -1268,7 +1277,7 @@ static bool ema_leap_ok(const struct ema_policy_ctx *c, void *state, int tenant,
 	const struct ema_state *st = state;
 
 	if (st->reserve_set[tenant] || ema_policy_staging_held(c, tenant) > 0 ||
-	    !ema_leap_holds(c, state, tenant))
+	    !ema_leap_holds(c, state, tenant, range))
 		return false;
 	range->plan_each = own(c)->tpot_slack > 0 || own(c)->lender_slowdown > 0;
 	return true;

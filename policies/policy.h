@@ -270,11 +270,14 @@ struct ema_policy_ops {
 	 * ema_policy_borrowers_on never lists them). The engine asks this
 	 * before each leap; true promises that nothing the policy decides
 	 * during the leap would differ had the engine stepped:
-	 *  - no transfer to or from the tenant's GPU starts meanwhile (its
-	 *    steps' times assume none): its hooks lend no pages of that GPU
-	 *    while its free pages stay in [r->free_min, r->free_max] (r
-	 *    comes as [0, INT32_MAX]; the engine ends the leap before they
-	 *    would leave it), or leap_holds ends the leap once they do;
+	 *  - nothing it decides for the tenant would differ while the
+	 *    free pages of the tenant's GPU stay in [r->free_min,
+	 *    r->free_max] (r comes as [0, INT32_MAX]): the engine ends the
+	 *    leap before the tenant's own steps, or the pages other tenants
+	 *    take from that GPU or give back, would leave the range (which
+	 *    leap_holds may change as the server does). Transfers through
+	 *    the GPU (others' reads of pages it lends) may start and end:
+	 *    the platform times the steps at their rates, as stepping;
 	 *  - for the tenant's steps after the first, plan_iteration would
 	 *    set what it set for the first and change no state (or, with
 	 *    r->plan_each, is called for each as above), and after_iteration
@@ -286,17 +289,22 @@ struct ema_policy_ops {
 	bool (*leap_ok)(const struct ema_policy_ctx *c, void *state, int tenant,
 			struct ema_leap_range *r);
 
-	/* bool leap_holds(const struct ema_policy_ctx *c, void *state, int tenant)
+	/* bool leap_holds(const struct ema_policy_ctx *c, void *state, int tenant,
+	 *                 struct ema_leap_range *r)
 	 * Asked after every event while `tenant` leaps, the ledger then as
 	 * stepping would show it: false ends the leap at the step in
 	 * progress, whose end is then a real iteration end (after_iteration
 	 * called, the next step planned as stepping would). For leap_ok's
 	 * promises that hold only while the rest of the server stays as it is
-	 * (ema: while the tenant's GPU lends nothing and no lender is under
-	 * its headroom, where after_iteration would reclaim). It must be
+	 * (ema: while no lender is under its headroom, where after_iteration
+	 * would reclaim). True comes with the range of free pages of the
+	 * tenant's GPU it allows from now on (r comes as [0, INT32_MAX]): the
+	 * engine ends the leap at the step in progress where its plan, moved
+	 * by the pages others took or gave back, would leave it. It must be
 	 * true when leap_ok is, and read nothing that changes in a leap but
-	 * the ledger. NULL: the leap holds. */
-	bool (*leap_holds)(const struct ema_policy_ctx *c, void *state, int tenant);
+	 * the ledger. NULL: the leap holds, in leap_ok's range. */
+	bool (*leap_holds)(const struct ema_policy_ctx *c, void *state, int tenant,
+			   struct ema_leap_range *r);
 };
 
 /* The registry: every policy, in `ema list policies` order. */

@@ -1580,6 +1580,8 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	struct leap_buckets *bk;
 	struct ema_leap_range range = { 0, INT32_MAX, false };
 	struct ema_iteration *it = it1;
+	int32_t *pf;
+	uint8_t grows[LEAP_MAX + 1];  /* grows[j]: a request grows at step j's end */
 	/* the first step's figures, which launch needs back unless it leaps */
 	const struct {
 		int n_seqs;
@@ -1624,13 +1626,22 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	if (ops->iteration_time(e->platform, it1, &d, NULL) != EMA_OK || d <= 0 ||
 	    now + d > limit || now + d >= next_arrival)
 		return false;
-	if (t->cap_leap < LEAP_MAX + 1) {
-		int64_t *ne = realloc(t->leap_end, (LEAP_MAX + 1) * sizeof *ne);
+	if (t->cap_leap < LEAP_MAX + 2) {
+		/* (end[k + 1] is the platform's, ema_platform_ops.leap) */
+		int64_t *ne = realloc(t->leap_end, (LEAP_MAX + 2) * sizeof *ne);
 
 		if (ne == NULL)
 			return false;
 		t->leap_end = ne;
-		t->cap_leap = LEAP_MAX + 1;
+		t->cap_leap = LEAP_MAX + 2;
+	}
+	if (t->leap_pf == NULL) {
+		t->leap_pf = malloc(4 * (LEAP_MAX + 1) * sizeof *t->leap_pf);
+		if (t->leap_pf == NULL)
+			return false;
+		t->leap_pf_min = t->leap_pf + (LEAP_MAX + 1);
+		t->leap_pf_grow_min = t->leap_pf_min + (LEAP_MAX + 1);
+		t->leap_pf_max = t->leap_pf_grow_min + (LEAP_MAX + 1);
 	}
 	if (t->leap_buckets == NULL) {
 		t->leap_buckets = calloc(1, sizeof(struct leap_buckets));
@@ -1658,6 +1669,8 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	t->leap_n_ev[0] = t->leap_n_ev[1] = 0;
 	end[0] = now;
 	end[1] = now + d;
+	pf = t->leap_pf;
+	pf[0] = free_pages;
 	stop = limit < next_arrival ? limit : next_arrival;
 	for (int32_t i = 0; i < n; i++) {
 		struct ema_request *r = &t->reqs[t->iter_batch[i]];
@@ -1701,6 +1714,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 
 		for (int32_t j = ja + 1; j <= cap; j++) {
 			bool room = true;
+			uint8_t grew = 0;
 
 			/* step j - 1 ended: the pages of those it finished come back */
 			for (int32_t i = fin; i >= 0; i = q[i].next) {
@@ -1726,6 +1740,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 						break;
 					}
 					free_pages -= need - q[i].pages;
+					grew = 1;
 					q[i].pages = need;
 					q[i].grow_at = leap_grow_at(tokens_for_pages(e, need), q[i].computed);
 				}
@@ -1757,6 +1772,8 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 			w[j].flops = flops_bound;
 			w[j].attention_flops = 0.0;
 			w[j].flops_bound = true;
+			pf[j - 1] = free_pages;
+			grows[j - 1] = grew;
 			ja = j;
 		}
 		/* the times of steps k + 1 .. ja */
@@ -1827,9 +1844,36 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	it->kv_local_bytes = first.kv_local_bytes;
 	if (k < 2)
 		return false;
-	if (ops->leap(e->platform, t->gpu, k, end, iteration_done, t, &e->op_err) != EMA_OK) {
-		engine_fail_op(e, EMA_ERR_DEVICE, "engine: leap failed to start");
-		return true;
+	/* what steps 1 .. k - 1's ends may see of others' pages (check_leaps) */
+	{
+		int32_t lo = INT32_MAX, glo = INT32_MAX, hi = INT32_MIN;
+
+		t->leap_pf_min[k] = lo;
+		t->leap_pf_grow_min[k] = glo;
+		t->leap_pf_max[k] = hi;
+		for (int32_t j = k - 1; j >= 1; j--) {
+			if (pf[j] < lo)
+				lo = pf[j];
+			if (grows[j] && pf[j] < glo)
+				glo = pf[j];
+			if (pf[j] > hi)
+				hi = pf[j];
+			t->leap_pf_min[j] = lo;
+			t->leap_pf_grow_min[j] = glo;
+			t->leap_pf_max[j] = hi;
+		}
+	}
+	t->leap_range = range;
+	{
+		const struct ema_leap_retime rt = {
+			.it = it, .steps = w, .stop_ns = next_arrival, .limit_ns = limit,
+		};
+
+		if (ops->leap(e->platform, t->gpu, k, end, &rt, iteration_done, t, &e->op_err) !=
+		    EMA_OK) {
+			engine_fail_op(e, EMA_ERR_DEVICE, "engine: leap failed to start");
+			return true;
+		}
 	}
 	t->leaping = true;
 	t->leap_k = k;
@@ -2104,6 +2148,28 @@ static void leap_replay(struct ema_engine *e, struct ema_tenant *t, int64_t end)
 	t->iter_n = 0;
 }
 
+/* Whether the ends of t's steps still to be played back find the free
+ * pages its plan needs, now that others may have taken pages of its GPU
+ * or given some back since it began (borrowers of a lender's pages): the
+ * plan's counts moved by the difference stay within the policy's range
+ * r, and where a request grows, at or above the staging reserve. */
+static bool leap_pages_hold(const struct ema_engine *e, const struct ema_tenant *t,
+			    const struct ema_leap_range *r)
+{
+	int32_t j = t->leap_played + 1;
+	int64_t delta;
+
+	if (j >= t->leap_k)
+		return true; /* no step end left to play back */
+	delta = (int64_t)ema_ledger_free_pages(&e->ledger, t->gpu) - t->leap_pf[t->leap_played];
+	if (delta == 0 && r->free_min == t->leap_range.free_min &&
+	    r->free_max == t->leap_range.free_max)
+		return true; /* as planned */
+	return t->leap_pf_min[j] + delta >= r->free_min && t->leap_pf_max[j] + delta <= r->free_max &&
+	       (t->leap_pf_grow_min[j] == INT32_MAX ||
+		t->leap_pf_grow_min[j] + delta >= t->local_reserve);
+}
+
 /* After every callback: a tenant that a kick would now act on ends every
  * leap at its next step, whose end kicks it as stepping does. */
 static void check_leaps(struct ema_engine *e)
@@ -2112,11 +2178,23 @@ static void check_leaps(struct ema_engine *e)
 		return;
 	/* a leap its policy allowed only while the rest of the server stays
 	 * as it is (leap_holds) ends at the step in progress once it does not */
-	if (e->policy->leap_holds != NULL)
-		for (int j = 0; j < e->n_tenants; j++)
-			if (e->tenants[j].leaping &&
-			    !e->policy->leap_holds(&e->ctx, e->policy_state, j))
-				e->platform->ops->leap_cut(e->platform, e->tenants[j].gpu);
+	for (int j = 0; j < e->n_tenants; j++) {
+		struct ema_tenant *t = &e->tenants[j];
+		struct ema_leap_range r = t->leap_range;
+
+		if (!t->leaping)
+			continue;
+		if (e->policy->leap_holds != NULL) {
+			r.free_min = 0;
+			r.free_max = INT32_MAX;
+			if (!e->policy->leap_holds(&e->ctx, e->policy_state, j, &r)) {
+				e->platform->ops->leap_cut(e->platform, t->gpu);
+				continue;
+			}
+		}
+		if (!leap_pages_hold(e, t, &r))
+			e->platform->ops->leap_cut(e->platform, t->gpu);
+	}
 	for (int i = 0; i < e->n_tenants; i++)
 		if (kick_sensitive(&e->tenants[i])) {
 			for (int j = 0; j < e->n_tenants; j++)
@@ -2536,6 +2614,7 @@ void ema_engine_destroy(struct ema_engine *e)
 		free(t->local_buf);
 		free(t->staging);
 		free(t->leap_end);
+		free(t->leap_pf);
 		free(t->leap_scratch);
 		free(t->leap_buckets);
 		free(t->leap_work);

@@ -89,7 +89,13 @@ struct ema_tenant {
 	 * the j-th (leap_end[0] its start). */
 	bool leaping;
 	int32_t leap_k;
-	int64_t *leap_end; int32_t cap_leap;
+	int64_t *leap_end; int32_t cap_leap;  /* (shared with the platform while it leaps) */
+	/* the free pages of its GPU the plan counted on after each step's
+	 * end (leap_pf[0]: at the start), and over steps j .. k - 1 their
+	 * least, their least where one grows, and their most: what pages
+	 * others take or give back mid-leap may leave (check_leaps) */
+	int32_t *leap_pf, *leap_pf_min, *leap_pf_grow_min, *leap_pf_max;
+	struct ema_leap_range leap_range;       /* the policy's, at the start */
 	void *leap_scratch; int32_t cap_scratch;     /* planning a leap */
 	struct leap_buckets *leap_buckets;          /* ... its steps' events */
 	void *leap_ev[2]; int32_t leap_n_ev[2], cap_leap_ev[2]; /* what its steps do */

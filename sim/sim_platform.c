@@ -49,7 +49,12 @@
  * its push time. An iteration of a leap that would end at the very time
  * another event is dispatched becomes the leap's end (the leap is cut
  * there), so that anything that happens at that time happens to a real
- * callback, in its place. */
+ * callback, in its place. A leap's iterations are timed at the rates of
+ * the transfers through its GPU when it was made; an event that changes
+ * those rates (a borrower's reads from a lender start or end) leaves the
+ * iterations already begun as they are and has the later ones timed
+ * again, lazily: before each dispatch, only as far as the heap's next
+ * event, since no rate changes before it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,8 +138,14 @@ struct leap {
 	int m;                /* iterations until its end: k, or fewer once cut */
 	int cur;              /* first iteration that ends at or after the last dispatch */
 	uint64_t seq0;        /* where its first iteration's event stood among pushes */
-	int64_t *end;         /* end[0]: start of the first; end[j]: end of the j-th */
-	int cap;
+	int64_t *end;         /* end[0]: start of the first; end[j]: end of the j-th (the caller's) */
+	int valid;            /* end[0 .. valid] timed at the rates they start at; valid <= m */
+	/* timing its steps again (ema_leap_retime): step j is tmpl (its
+	 * fields before remote[]) with steps[j]'s figures */
+	const struct ema_leap_step *steps;
+	struct ema_iteration tmpl;
+	int64_t stop_ns, limit_ns;
+	double out_gbps, in_gbps; /* the GPU's transfer rates its steps after the first were timed at */
 	ema_iteration_fn fn;
 	void *arg;
 };
@@ -535,10 +546,10 @@ static bool prefetch_hidden(const struct sim *p, const struct ema_iteration *it,
  * transfers through its GPU as they are now (see the top of the file).
  * *in_others: GB/s entering its HBM for other flows. */
 static double iteration_total(struct sim *p, const struct ema_iteration *it, uint64_t remote,
-			      struct ema_timing *c, double *in_others)
+			      struct ema_timing *c, double *in_others, bool *compute_wins)
 {
 	const struct ema_hw_profile *hw = p->hw;
-	double out, in, f_mem, f_comp, busy;
+	double out, in, f_mem, f_comp, busy, mem;
 
 	ema_timing_iteration(hw, p->params.model, it, c);
 	out = ema_flownet_hbm_out_gbps(p->net, it->gpu);
@@ -560,11 +571,17 @@ static double iteration_total(struct sim *p, const struct ema_iteration *it, uin
 	f_mem = 1 + (hw->interference_lender * out + hw->interference_borrower * in) /
 		hw->hbm_read_gbps;
 	f_comp = 1 + hw->interference_compute * (in + out) / hw->link_gbps;
-	if (f_mem == 1 && f_comp == 1)
+	if (f_mem == 1 && f_comp == 1) {
+		if (compute_wins != NULL)
+			*compute_wins = c->compute_ns > ema_timing_memory_ns(hw, c, 1.0);
 		return c->total_ns; /* exactly the cost model's time */
+	}
 	/* in place, only the local reads slow down: the remote ones ride the
 	 * links beside them */
-	busy = fmax(c->compute_ns * f_comp, ema_timing_memory_ns(hw, c, f_mem));
+	mem = ema_timing_memory_ns(hw, c, f_mem);
+	if (compute_wins != NULL)
+		*compute_wins = c->compute_ns * f_comp > mem;
+	busy = fmax(c->compute_ns * f_comp, mem);
 	return c->overhead_ns + busy;
 }
 
@@ -654,7 +671,7 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 							g, it->gpu));
 		remote += it->remote[i].bytes;
 	}
-	total = iteration_total(p, it, remote, &c, &in_others);
+	total = iteration_total(p, it, remote, &c, &in_others, NULL);
 	iter_log_line(p, it, &c, total, remote);
 	total_ns = round_ns(total);
 	over_ns = round_ns(c.overhead_ns);
@@ -940,23 +957,15 @@ static inline double max_time(double a, double b)
 }
 
 
-static int sim_iteration_time(struct ema_platform *pl, const struct ema_iteration *it,
-			      int64_t *ns, struct ema_error *err)
+/* The time of `it`, a step with nothing remote on a GPU not busy,
+ * started now: iteration_total's, at the rates of the transfers through
+ * its GPU now. EMA_ERR_UNSUPPORTED where its FLOPs are an upper bound
+ * (it->flops_bound) under which compute could decide the time. */
+static int local_step_ns(struct sim *p, const struct ema_iteration *it, int64_t *ns)
 {
-	struct sim *p = to_sim(pl);
-	struct ema_timing c;
-	double in_others, total;
+	double total;
 
-	/* Without remote KV and with no transfer through its HBM, an
-	 * iteration's time is the cost model's alone: it is the same when it
-	 * starts later, as long as no transfer comes (the caller's promise). */
-	if (it == NULL || it->gpu < 0 || it->gpu >= p->hw->n_gpus || it->n_remote != 0 ||
-	    p->iters[it->gpu].busy || ema_flownet_flows_at(p->net, it->gpu) != 0) {
-		if (err != NULL)
-			ema_error_set(err, EMA_ERR_UNSUPPORTED, "sim: no iteration time ahead here");
-		return EMA_ERR_UNSUPPORTED;
-	}
-	if (p->plain_without_flows) {
+	if (p->plain_without_flows && ema_flownet_flows_at(p->net, it->gpu) == 0) {
 		double compute, local;
 
 		/* No flow through the GPU: iteration_total's factors are 1, and
@@ -973,20 +982,59 @@ static int sim_iteration_time(struct ema_platform *pl, const struct ema_iteratio
 		} else {
 			ema_cost_local_parts(p->hw, it, &compute, &local);
 			if (it->flops_bound && compute > local)
-				goto need_flops;
+				return EMA_ERR_UNSUPPORTED;
 			total = p->hw->iter_overhead_us * 1e3 + max_time(compute, local);
 		}
 	} else {
-		if (it->flops_bound)
-			goto need_flops;
-		total = iteration_total(p, it, 0, &c, &in_others);
+		struct ema_timing c;
+		double in_others;
+		bool compute_wins;
+
+		/* With FLOPs from above, memory's time is the answer wherever
+		 * the bound's compute time (which only grows with FLOPs) does
+		 * not exceed it. */
+		total = iteration_total(p, it, 0, &c, &in_others, &compute_wins);
+		if (it->flops_bound && compute_wins)
+			return EMA_ERR_UNSUPPORTED;
 	}
 	*ns = round_ns(total);
 	return EMA_OK;
-need_flops:
-	if (err != NULL)
-		ema_error_set(err, EMA_ERR_UNSUPPORTED, "sim: this step's time needs its exact FLOPs");
-	return EMA_ERR_UNSUPPORTED;
+}
+
+static int sim_iteration_time(struct ema_platform *pl, const struct ema_iteration *it,
+			      int64_t *ns, struct ema_error *err)
+{
+	struct sim *p = to_sim(pl);
+
+	/* Without remote KV, an iteration's time is the cost model's, slowed
+	 * by the transfers through its GPU now (iteration_total): a leap
+	 * times its steps again where those change. */
+	if (it == NULL || it->gpu < 0 || it->gpu >= p->hw->n_gpus || it->n_remote != 0 ||
+	    p->iters[it->gpu].busy) {
+		if (err != NULL)
+			ema_error_set(err, EMA_ERR_UNSUPPORTED, "sim: no iteration time ahead here");
+		return EMA_ERR_UNSUPPORTED;
+	}
+	if (local_step_ns(p, it, ns) != EMA_OK) {
+		if (err != NULL)
+			ema_error_set(err, EMA_ERR_UNSUPPORTED,
+				      "sim: this step's time needs its exact FLOPs");
+		return EMA_ERR_UNSUPPORTED;
+	}
+	return EMA_OK;
+}
+
+/* step j's figures into the template of a leap's steps */
+static inline void leap_step_fill(struct ema_iteration *one, const struct ema_leap_step *s)
+{
+	one->n_seqs = s->n_seqs;
+	one->prefill_tokens = 0;
+	one->decode_tokens = s->n_seqs;
+	one->act_bytes = s->act_bytes;
+	one->kv_local_bytes = s->kv_local_bytes;
+	one->flops = s->flops;
+	one->attention_flops = s->attention_flops;
+	one->flops_bound = s->flops_bound;
 }
 
 /* sim_iteration_time of each step, the same doubles: the checks once,
@@ -1000,9 +1048,9 @@ static int sim_leap_times(struct ema_platform *pl, const struct ema_iteration *i
 	int i;
 
 	if (n <= 0 || it == NULL || it->gpu < 0 || it->gpu >= p->hw->n_gpus || it->n_remote != 0 ||
-	    p->iters[it->gpu].busy || ema_flownet_flows_at(p->net, it->gpu) != 0)
+	    p->iters[it->gpu].busy)
 		return 0;
-	if (p->plain_without_flows) {
+	if (p->plain_without_flows && ema_flownet_flows_at(p->net, it->gpu) == 0) {
 		const struct ema_hw_profile *hw = p->hw;
 		const double overhead = hw->iter_overhead_us * 1e3;
 		/* ema_cost_local_ns_of's and ema_cost_surely_memory_bound's
@@ -1037,27 +1085,22 @@ static int sim_leap_times(struct ema_platform *pl, const struct ema_iteration *i
 	}
 	one = *it;
 	for (i = 0; i < n; i++) {
-		one.n_seqs = steps[i].n_seqs;
-		one.prefill_tokens = 0;
-		one.decode_tokens = steps[i].n_seqs;
-		one.act_bytes = steps[i].act_bytes;
-		one.kv_local_bytes = steps[i].kv_local_bytes;
-		one.flops = steps[i].flops;
-		one.attention_flops = steps[i].attention_flops;
-		one.flops_bound = steps[i].flops_bound;
-		if (sim_iteration_time(pl, &one, &ns[i], NULL) != EMA_OK)
+		leap_step_fill(&one, &steps[i]);
+		if (local_step_ns(p, &one, &ns[i]) != EMA_OK)
 			break;
 	}
 	return i;
 }
 
-static int sim_leap(struct ema_platform *pl, int gpu, int k, const int64_t *end,
-		    ema_iteration_fn fn, void *arg, struct ema_error *err)
+static int sim_leap(struct ema_platform *pl, int gpu, int k, int64_t *end,
+		    const struct ema_leap_retime *rt, ema_iteration_fn fn, void *arg,
+		    struct ema_error *err)
 {
 	struct sim *p = to_sim(pl);
 	struct leap *l;
 
-	if (gpu < 0 || gpu >= p->hw->n_gpus || k < 2 || fn == NULL || end[0] != p->now ||
+	if (gpu < 0 || gpu >= p->hw->n_gpus || k < 2 || fn == NULL || rt == NULL || rt->it == NULL ||
+	    rt->it->gpu != gpu || rt->it->n_remote != 0 || end[0] != p->now ||
 	    p->iters[gpu].busy || p->leaps[gpu].active) {
 		ema_error_set(&p->err, EMA_ERR_INTERNAL, "sim: leap of %d iterations on GPU %d refused",
 			      k, gpu);
@@ -1076,22 +1119,17 @@ static int sim_leap(struct ema_platform *pl, int gpu, int k, const int64_t *end,
 			return EMA_ERR_INTERNAL;
 		}
 	l = &p->leaps[gpu];
-	if (k + 1 > l->cap) {
-		int64_t *n = realloc(l->end, (size_t)(k + 1) * 2 * sizeof *n);
-
-		if (n == NULL) {
-			ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory");
-			op_fail(p, EMA_ERR_NOMEM);
-			if (err != NULL)
-				*err = p->last;
-			return EMA_ERR_NOMEM;
-		}
-		l->end = n;
-		l->cap = (k + 1) * 2;
-	}
-	memcpy(l->end, end, (size_t)(k + 1) * sizeof *end);
+	l->end = end;
+	end[k + 1] = INT64_MAX;
 	l->m = k;
+	l->valid = k;
 	l->cur = 1;
+	l->steps = rt->steps;
+	memcpy(&l->tmpl, rt->it, offsetof(struct ema_iteration, remote));
+	l->stop_ns = rt->stop_ns;
+	l->limit_ns = rt->limit_ns;
+	l->out_gbps = ema_flownet_hbm_out_gbps(p->net, gpu);
+	l->in_gbps = ema_flownet_hbm_in_gbps(p->net, gpu);
 	/* its first iteration's event would have been pushed now */
 	l->seq0 = ema_eventq_take_seq(&p->q);
 	l->fn = fn;
@@ -1101,6 +1139,59 @@ static int sim_leap(struct ema_platform *pl, int gpu, int k, const int64_t *end,
 	p->leap_gpus |= 1u << gpu;
 	p->iters[gpu].busy = true;
 	return EMA_OK;
+}
+
+/* After an event: a leap whose GPU's transfer rates it changed keeps the
+ * times of its iterations begun by now (each was timed when it began, as
+ * stepping times them) and times the later ones again, once the clock
+ * gets there (leap_extend), at the rates they will start at. */
+static void leaps_check_rates(struct sim *p)
+{
+	for (uint32_t m = p->leap_gpus; m != 0; m &= m - 1) {
+		int g = __builtin_ctz(m);
+		struct leap *l = &p->leaps[g];
+		double out = ema_flownet_hbm_out_gbps(p->net, g), in = ema_flownet_hbm_in_gbps(p->net, g);
+		int j;
+
+		if (out == l->out_gbps && in == l->in_gbps)
+			continue;
+		l->out_gbps = out;
+		l->in_gbps = in;
+		/* the iteration in progress (none begins now: one ending now
+		 * was made the leap's end before this dispatch) */
+		j = l->cur;
+		while (j < l->valid && l->end[j] < p->now)
+			j++;
+		if (j < l->valid) {
+			l->valid = j;
+			l->end[j + 1] = INT64_MAX;
+		}
+	}
+}
+
+/* The iterations of l that begin before `until` timed, at the rates now
+ * (no event comes before `until` to change them): each as
+ * sim_iteration_time would time it when it begins, and the leap ends
+ * where the engine's plan would have ended it (ema_leap_retime). */
+static void leap_extend(struct sim *p, struct leap *l, int64_t until)
+{
+	while (l->valid < l->m && l->end[l->valid] < until) {
+		int j = l->valid + 1;
+		int64_t ns;
+
+		leap_step_fill(&l->tmpl, &l->steps[j]);
+		if (local_step_ns(p, &l->tmpl, &ns) != EMA_OK || ns <= 0 ||
+		    l->end[j - 1] + ns > l->limit_ns) {
+			l->m = j - 1; /* end[j] stays INT64_MAX */
+			return;
+		}
+		l->end[j] = l->end[j - 1] + ns;
+		l->valid = j;
+		if (l->end[j] >= l->stop_ns)
+			l->m = j;
+		else if (j < l->m)
+			l->end[j + 1] = INT64_MAX;
+	}
 }
 
 /* The first iteration of l that ends at or after t. */
@@ -1238,6 +1329,13 @@ static int64_t next_with_leaps(struct sim *p, int *gpu, bool *bad)
 			struct leap *l = &p->leaps[g];
 			int64_t te;
 
+			/* timed up to the heap's next event: a leap not timed to
+			 * its end ends after it */
+			if (l->valid < l->m) {
+				leap_extend(p, l, t);
+				if (l->valid < l->m)
+					continue;
+			}
 			te = l->end[l->m];
 			if (te < t || (te == t && (best >= 0 ?
 				leap_before_leap(l, l->m, &p->leaps[best], p->leaps[best].m, bad) :
@@ -1304,15 +1402,17 @@ static int sim_run(struct ema_platform *pl, int64_t horizon_ns, struct ema_error
 		}
 		if (gpu >= 0) {
 			leap_dispatch(p, gpu);
-			continue;
+		} else {
+			ema_eventq_pop(&p->q, &ev);
+			p->now = ev.time_ns;
+			p->q.now_ns = p->now;
+			p->stale = false;
+			ev.fn(ev.arg, ev.time_ns);
+			if (!p->stale)
+				p->n_events++;
 		}
-		ema_eventq_pop(&p->q, &ev);
-		p->now = ev.time_ns;
-		p->q.now_ns = p->now;
-		p->stale = false;
-		ev.fn(ev.arg, ev.time_ns);
-		if (!p->stale)
-			p->n_events++;
+		if (p->n_leaps > 0)
+			leaps_check_rates(p);
 	}
 	if (p->fail != 0) {
 		int rc = p->fail;
@@ -1357,7 +1457,6 @@ static void sim_destroy(struct ema_platform *pl)
 	for (int g = 0; g < EMA_MAX_GPUS; g++) {
 		free(p->iters[g].pending);
 		free(p->iters[g].spec_inflight);
-		free(p->leaps[g].end);
 	}
 	free(p->xfers);
 	free(p);

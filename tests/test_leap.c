@@ -358,9 +358,10 @@ static void test_remote_direct_range(void)
  * anywhere (the engine brings a leap up to date before another tenant's
  * event, so that what tenant 0 is told is what stepping would tell it);
  * with its guards on (the defaults) ema asks for each leapt step's plan.
- * It leaps, and a leap holds, while tenant 1's GPU lends nothing and no
- * lender with a tenant is under its headroom (its after_iteration would
- * reclaim there); a tenant that read remote KV leaps once it holds none,
+ * It leaps, and a leap holds, while no lender with a tenant is under its
+ * headroom (its after_iteration would reclaim there); while tenant 1's
+ * GPU lends, its own free pages must stay at or above its headroom too
+ * (the range). A tenant that read remote KV leaps once it holds none,
  * but not while it keeps pages for staging. */
 static void test_ema_range(void)
 {
@@ -390,27 +391,35 @@ static void test_ema_range(void)
 	CU_ASSERT_EQUAL(range.free_min, 0);
 	CU_ASSERT_EQUAL(range.free_max, INT32_MAX);
 	CU_ASSERT_TRUE(range.plan_each);
-	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 1));
-	/* tenant 0 borrows a page of GPU 1: tenant 1 leaps no more */
+	range = (struct ema_leap_range){ 0, INT32_MAX, false };
+	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 1, &range));
+	CU_ASSERT_EQUAL(range.free_min, 0);
+	/* tenant 0 borrows a page of GPU 1: tenant 1 leaps above its headroom */
 	lent_by_1 = ema_ledger_alloc(&e.ledger, 1, 0, EMA_PAGE_KV);
-	CU_ASSERT_FALSE(ema->leap_holds(&e.ctx, e.policy_state, 1));
-	CU_ASSERT_FALSE(ema->leap_ok(&e.ctx, e.policy_state, 1, &range));
+	range = (struct ema_leap_range){ 0, INT32_MAX, false };
+	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 1, &range));
+	CU_ASSERT_EQUAL(range.free_min, 5);
+	CU_ASSERT_EQUAL(range.free_max, INT32_MAX);
+	range = (struct ema_leap_range){ 0, INT32_MAX, false };
+	CU_ASSERT_TRUE(ema->leap_ok(&e.ctx, e.policy_state, 1, &range));
+	CU_ASSERT_EQUAL(range.free_min, 5);
 	ema_ledger_free(&e.ledger, 1, lent_by_1);
+	range = (struct ema_leap_range){ 0, INT32_MAX, false };
 	/* GPU 2 lends a page with 39 free, above its headroom: both hold */
 	lent_by_1 = ema_ledger_alloc(&e.ledger, 2, 0, EMA_PAGE_KV);
-	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 1));
+	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 1, &range));
 	CU_ASSERT_TRUE(ema->leap_ok(&e.ctx, e.policy_state, 1, &range));
 	/* ... and with 5 free, at its headroom; at 4, under it, neither */
 	while (ema_ledger_free_pages(&e.ledger, 2) > 5)
 		CU_ASSERT(ema_ledger_alloc(&e.ledger, 2, 2, EMA_PAGE_KV) >= 0);
-	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 1));
+	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 1, &range));
 	CU_ASSERT(ema_ledger_alloc(&e.ledger, 2, 2, EMA_PAGE_KV) >= 0);
-	CU_ASSERT_FALSE(ema->leap_holds(&e.ctx, e.policy_state, 1));
+	CU_ASSERT_FALSE(ema->leap_holds(&e.ctx, e.policy_state, 1, &range));
 	CU_ASSERT_FALSE(ema->leap_ok(&e.ctx, e.policy_state, 1, &range));
 	/* GPU 2 under its headroom but lending nothing: no reclaim, both hold */
 	ema_ledger_free(&e.ledger, 2, lent_by_1);
 	CU_ASSERT(ema_ledger_alloc(&e.ledger, 2, 2, EMA_PAGE_KV) >= 0);
-	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 1));
+	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 1, &range));
 	CU_ASSERT_TRUE(ema->leap_ok(&e.ctx, e.policy_state, 1, &range));
 	/* tenant 1 reads a page of GPU 2 in one step, then borrows nothing */
 	memset(&it, 0, sizeof it);
@@ -434,6 +443,46 @@ static void test_ema_range(void)
 	e.platform = NULL;
 	mock_destroy(&m->base);
 	ema_engine_destroy(&e);
+}
+
+/* Lenders leap while a borrower reads the pages they lend: tenant 0 of
+ * four on a100x4_40gb, capped to 30 GiB, borrows from the other three,
+ * whose decode steps leap with its reads crossing their GPUs (its steps
+ * start and end those reads, so the lenders' steps are timed again at
+ * every one); read in place and staged. Then on 20 GiB GPUs with no
+ * lender reserve and 20% headroom, so that the borrower takes a leaping
+ * lender's pages down to where the lender's own next pages would take it
+ * under its headroom (the engine must end that leap before). The same
+ * files both ways. */
+static void test_lenders_leap(void)
+{
+	static const char *const cases[3][3] = {
+		{ "gpu_mem_cap_gib=30", "policy.remote_path=inplace", "policy.headroom=0.05" },
+		{ "gpu_mem_cap_gib=30", "policy.remote_path=staged", "policy.headroom=0.05" },
+		{ "gpu_mem_cap_gib=20", "policy.lender_reserve=0", "policy.headroom=0.2" },
+	};
+
+	for (int c = 0; c < 3; c++) {
+		char sets[10][400];
+		const char *argv[10];
+		int n = 0;
+
+		snprintf(sets[n++], sizeof sets[0], "hardware=a100x4_40gb");
+		snprintf(sets[n++], sizeof sets[0], "model=llama-3-8b");
+		snprintf(sets[n++], sizeof sets[0], "policies=ema");
+		for (int k = 0; k < 3; k++)
+			snprintf(sets[n++], sizeof sets[0], "%s", cases[c][k]);
+		for (int i = 0; i < 4; i++)
+			snprintf(sets[n++], sizeof sets[0],
+				 "tenants.%d={\"name\": \"t%d\", \"gpu\": %d, \"workload\": {\"source\": "
+				 "\"synthetic\", \"duration_s\": %d, \"arrival\": \"poisson\", "
+				 "\"rate_rps\": %d, \"seed\": %d}}", i, i, i, c == 2 ? 30 : 20,
+				 i == 0 ? 12 : 3, i + 1);
+		for (int k = 0; k < n; k++)
+			argv[k] = sets[k];
+		CU_ASSERT(same_both_ways(NULL, argv, n) > 0);
+		CU_ASSERT(leaps_of("ema") > 0);
+	}
 }
 
 /* Random scenarios, stepping against leaping: 3 or 4 tenants on h200x8,
@@ -628,6 +677,7 @@ int main(void)
 		{ "remote_direct's leap range by hand", test_remote_direct_range },
 		{ "ema's leap range by hand", test_ema_range },
 		{ "hooks see leaping GPUs as stepping does", test_hooks_see_leaps_settled },
+		{ "lenders leap while a borrower reads their pages", test_lenders_leap },
 		{ "random scenarios, stepping against leaping", test_random_scenarios },
 		{ NULL, NULL }
 	};

@@ -236,6 +236,28 @@ static void cut_timer(void *arg, int64_t now)
 	g_log.p->ops->leap_cut(g_log.p, 0);
 }
 
+/* ops->leap of k <= 6 iterations ending at ends[], from an array of its
+ * own per GPU (the platform writes into it until the leap ends), timed
+ * again (on transfers through the GPU) as decode_iter's steps. */
+static int leap_of(struct ema_platform *p, int gpu, int k, const int64_t *ends,
+		   ema_iteration_fn fn, void *arg, struct ema_error *err)
+{
+	static int64_t end[2][8];
+	static struct ema_iteration it[2];
+	static struct ema_leap_step steps[8];
+	struct ema_leap_retime rt;
+
+	memcpy(end[gpu], ends, (size_t)(k + 1) * sizeof *ends);
+	decode_iter(&it[gpu], gpu);
+	for (int j = 0; j < 8; j++)
+		steps[j] = (struct ema_leap_step){ 64, false, 10000000, 4000000000ULL, 1e12, 0 };
+	rt.it = &it[gpu];
+	rt.steps = steps;
+	rt.stop_ns = INT64_MAX;
+	rt.limit_ns = INT64_MAX;
+	return p->ops->leap(p, gpu, k, end[gpu], &rt, fn, arg, err);
+}
+
 /* A leap stands for the events of its iterations: each would have been
  * pushed when the previous one ended (the first when the leap was made),
  * so among events of the same time it goes where that push puts it, and
@@ -253,7 +275,7 @@ static void test_leap_order(void)
 	 * ends there (its 2nd iteration), started at 100 */
 	p = make(&cfg);
 	CU_ASSERT_EQUAL(p->ops->timer(p, 200, log_timer, (void *)1, NULL), EMA_OK);
-	CU_ASSERT_EQUAL(p->ops->leap(p, 0, 3, end, log_iter, (void *)9, &err), EMA_OK);
+	CU_ASSERT_EQUAL(leap_of(p, 0, 3, end, log_iter, (void *)9, &err), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(g_log.n, 2);
 	CU_ASSERT_EQUAL(g_log.who[0], 1);
@@ -266,7 +288,7 @@ static void test_leap_order(void)
 	/* pushed after the leap was made, for 100: the leap's first event
 	 * came first; the leap ends at 100 */
 	p = make(&cfg);
-	CU_ASSERT_EQUAL(p->ops->leap(p, 0, 3, end, log_iter, (void *)9, &err), EMA_OK);
+	CU_ASSERT_EQUAL(leap_of(p, 0, 3, end, log_iter, (void *)9, &err), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->timer(p, 100, log_timer, (void *)1, NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(g_log.n, 2);
@@ -280,7 +302,7 @@ static void test_leap_order(void)
 	/* at 150 a timer pushes one for 300: pushed before the leap's 3rd
 	 * event (at 200), so first; at 250 one for 300: after it */
 	p = make(&cfg);
-	CU_ASSERT_EQUAL(p->ops->leap(p, 0, 3, end, log_iter, (void *)9, &err), EMA_OK);
+	CU_ASSERT_EQUAL(leap_of(p, 0, 3, end, log_iter, (void *)9, &err), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->timer(p, 150, push_timer, (void *)(300 * 100 + 2), NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->timer(p, 250, push_timer, (void *)(300 * 100 + 3), NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
@@ -297,7 +319,7 @@ static void test_leap_order(void)
 
 	/* a cut at 150: the leap ends with the iteration ending at 200 */
 	p = make(&cfg);
-	CU_ASSERT_EQUAL(p->ops->leap(p, 0, 3, end, log_iter, (void *)9, &err), EMA_OK);
+	CU_ASSERT_EQUAL(leap_of(p, 0, 3, end, log_iter, (void *)9, &err), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->timer(p, 150, cut_timer, (void *)4, NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(g_log.n, 2);
@@ -310,10 +332,10 @@ static void test_leap_order(void)
 	/* two leaps with the same ends go in the order they were made */
 	for (int first = 0; first < 2; first++) {
 		p = make(&cfg);
-		CU_ASSERT_EQUAL(p->ops->leap(p, first, 3, end, log_iter, (void *)(intptr_t)(10 + first),
-					     &err), EMA_OK);
-		CU_ASSERT_EQUAL(p->ops->leap(p, 1 - first, 3, end, log_iter,
-					     (void *)(intptr_t)(11 - first), &err), EMA_OK);
+		CU_ASSERT_EQUAL(leap_of(p, first, 3, end, log_iter, (void *)(intptr_t)(10 + first),
+					&err), EMA_OK);
+		CU_ASSERT_EQUAL(leap_of(p, 1 - first, 3, end, log_iter,
+					(void *)(intptr_t)(11 - first), &err), EMA_OK);
 		CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 		CU_ASSERT_EQUAL_FATAL(g_log.n, 2);
 		CU_ASSERT_EQUAL(g_log.who[0], 10 + first);
@@ -323,7 +345,7 @@ static void test_leap_order(void)
 	}
 	/* a GPU in a leap takes no iteration; times that do not rise, no leap */
 	p = make(&cfg);
-	CU_ASSERT_EQUAL(p->ops->leap(p, 0, 3, end, log_iter, (void *)9, &err), EMA_OK);
+	CU_ASSERT_EQUAL(leap_of(p, 0, 3, end, log_iter, (void *)9, &err), EMA_OK);
 	{
 		struct ema_iteration it;
 		int64_t ns;
@@ -332,14 +354,29 @@ static void test_leap_order(void)
 		decode_iter(&it, 0);
 		CU_ASSERT_EQUAL(start(p, &it, log_iter, NULL, &err), EMA_ERR_INTERNAL);
 		CU_ASSERT_EQUAL(p->ops->iteration_time(p, &it, &ns, NULL), EMA_ERR_UNSUPPORTED);
-		CU_ASSERT_EQUAL(p->ops->leap(p, 1, 2, flat, log_iter, NULL, &err), EMA_ERR_INTERNAL);
+		CU_ASSERT_EQUAL(leap_of(p, 1, 2, flat, log_iter, NULL, &err), EMA_ERR_INTERNAL);
 		CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "does not end after it starts"));
 	}
 	p->ops->destroy(p);
 }
 
-/* iteration_time is the time iteration() gives, and none where
- * transfers cross the GPU. */
+/* A timer that times g_it.it and starts it. */
+static struct {
+	struct ema_platform *p;
+	struct ema_iteration it;
+	int64_t ns;
+} g_it;
+
+static void time_and_start(void *arg, int64_t now)
+{
+	(void)arg;
+	(void)now;
+	CU_ASSERT_EQUAL(g_it.p->ops->iteration_time(g_it.p, &g_it.it, &g_it.ns, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(start(g_it.p, &g_it.it, log_iter, NULL, NULL), EMA_OK);
+}
+
+/* iteration_time is the time iteration() gives, also while a transfer
+ * crosses the GPU (at its rates, slower than without). */
 static void test_iteration_time(void)
 {
 	struct ema_config cfg;
@@ -367,10 +404,21 @@ static void test_iteration_time(void)
 	tr.dst_pages = pages;
 	tr.bytes = 1 << 30;
 	tr.purpose = EMA_XFER_RECLAIM;
-	CU_ASSERT_EQUAL(p->ops->transfer(p, &tr, xfer_done_note, NULL, NULL), EMA_OK);
-	CU_ASSERT_EQUAL(p->ops->iteration_time(p, &it, &ns, NULL), EMA_ERR_UNSUPPORTED);
-	it.gpu = 0;
-	CU_ASSERT_EQUAL(p->ops->iteration_time(p, &it, &ns, NULL), EMA_ERR_UNSUPPORTED);
+	/* both ends of a transfer slow down once its data moves (after its
+	 * latency): timed and started 100 us after the transfer started */
+	for (int g = 1; g >= 0; g--) {
+		g_it.p = p;
+		g_it.it = it;
+		g_it.it.gpu = g;
+		g_log.n_res = 0;
+		CU_ASSERT_EQUAL(p->ops->transfer(p, &tr, xfer_done_note, NULL, NULL), EMA_OK);
+		CU_ASSERT_EQUAL(p->ops->timer(p, p->ops->now(p) + 100000, time_and_start, NULL, NULL),
+				EMA_OK);
+		CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+		CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
+		CU_ASSERT(g_it.ns > ns);
+		CU_ASSERT_EQUAL(g_log.res[0].end_ns - g_log.res[0].start_ns, g_it.ns);
+	}
 	p->ops->destroy(p);
 }
 
@@ -455,7 +503,8 @@ static void test_iteration_time_random(void)
 /* leap_times is iteration_time step by step: random runs of steps (some
  * with FLOPs known only from above), each timed as iteration_time times
  * `it` with that step's figures, the same ns; it stops at the first step
- * iteration_time refuses, and times none on a GPU a transfer crosses. On
+ * iteration_time refuses, and on a GPU a transfer crosses times them at
+ * its rates. On
  * h200x2 (not plain: interference factors) and on the plain profile,
  * whose steps leap_times costs in line. */
 static void leap_times_random(struct ema_config *cfg)
@@ -518,23 +567,28 @@ static void test_leap_times(void)
 {
 	struct ema_config cfg;
 	struct ema_platform *p;
-	struct ema_iteration it;
+	struct ema_iteration it, one;
 	struct ema_leap_step st = { 1, false, 0, 0, 1e12, 0 };
 	int32_t pages[1] = { 0 };
 	struct ema_transfer tr;
-	int64_t ns[1] = { -1 };
+	int64_t ns[1] = { -1 }, quiet = -1, busy = -1;
 
 	h200x2_cfg(&cfg);
 	leap_times_random(&cfg);
 	plain_cfg(&cfg, 2);
 	leap_times_random(&cfg);
-	/* a transfer through GPU 0: no times there */
+	/* a transfer through GPU 0: its times at the transfer's rates */
+	h200x2_cfg(&cfg);
 	p = make(&cfg);
 	memset(&it, 0, sizeof it);
 	it.gpu = 0;
 	it.weight_bytes = 36000000;
+	one = it;
+	one.n_seqs = one.decode_tokens = st.n_seqs;
+	one.flops = st.flops;
+	CU_ASSERT_EQUAL(p->ops->iteration_time(p, &one, &quiet, NULL), EMA_OK);
 	CU_ASSERT_EQUAL(p->ops->leap_times(p, &it, 1, &st, ns), 1);
-	CU_ASSERT_EQUAL(ns[0], 56000);
+	CU_ASSERT_EQUAL(ns[0], quiet);
 	memset(&tr, 0, sizeof tr);
 	tr.src_gpu = 1;
 	tr.dst_gpu = 0;
@@ -544,9 +598,162 @@ static void test_leap_times(void)
 	tr.bytes = 1 << 30;
 	tr.purpose = EMA_XFER_RECLAIM;
 	CU_ASSERT_EQUAL_FATAL(p->ops->transfer(p, &tr, xfer_done_note, NULL, NULL), EMA_OK);
-	CU_ASSERT_EQUAL(p->ops->leap_times(p, &it, 1, &st, ns), 0);
+	CU_ASSERT_EQUAL(p->ops->iteration_time(p, &one, &busy, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->leap_times(p, &it, 1, &st, ns), 1);
+	CU_ASSERT_EQUAL(ns[0], busy);
 	CU_ASSERT_EQUAL(p->ops->leap_times(p, &it, 0, &st, ns), 0);
 	p->ops->destroy(p);
+}
+
+/* A leap timed again: GPU 0 runs k decode steps as a leap while, from a
+ * random time on, a transfer out of GPU 0 crosses it (and may end before
+ * the leap does). The steps that start while it runs are slower, and
+ * every step's end is that of the same steps run one by one with the same
+ * transfer; with a stop time the step ending at or after it is the last,
+ * and with a limit no step ends after it, as the engine's plan would
+ * have had it. */
+static struct {
+	struct ema_platform *p;
+	struct ema_leap_step steps[20];
+	struct ema_iteration it;
+	int k, j;
+	int64_t ends[20];
+	uint64_t xfer_bytes;
+} g_rt;
+
+static void retime_xfer(void *arg, int64_t now)
+{
+	static int32_t pages[1] = { 0 };
+	struct ema_transfer tr;
+
+	(void)arg;
+	(void)now;
+	memset(&tr, 0, sizeof tr);
+	tr.src_gpu = 0;
+	tr.dst_gpu = 1;
+	tr.n_pages = 1;
+	tr.src_pages = pages;
+	tr.dst_pages = pages;
+	tr.bytes = g_rt.xfer_bytes;
+	tr.purpose = EMA_XFER_RECLAIM;
+	CU_ASSERT_EQUAL(g_rt.p->ops->transfer(g_rt.p, &tr, xfer_done_note, NULL, NULL), EMA_OK);
+}
+
+static void retime_fill(struct ema_iteration *it, const struct ema_leap_step *s)
+{
+	it->n_seqs = s->n_seqs;
+	it->decode_tokens = s->n_seqs;
+	it->act_bytes = s->act_bytes;
+	it->kv_local_bytes = s->kv_local_bytes;
+	it->flops = s->flops;
+	it->flops_bound = s->flops_bound;
+}
+
+/* stepping: step j ended; the next one starts */
+static void retime_step(void *arg, const struct ema_iteration_result *r)
+{
+	struct ema_iteration it = g_rt.it;
+
+	(void)arg;
+	g_rt.ends[g_rt.j] = r->end_ns;
+	if (g_rt.j == g_rt.k)
+		return;
+	g_rt.j++;
+	retime_fill(&it, &g_rt.steps[g_rt.j]);
+	CU_ASSERT_EQUAL(start(g_rt.p, &it, retime_step, NULL, NULL), EMA_OK);
+}
+
+static void test_leap_retime(void)
+{
+	struct ema_config cfg;
+	uint64_t x = 0x243f6a8885a308d3ULL;
+	int bad = 0, slower = 0, rounds = 60;
+
+	h200x2_cfg(&cfg);
+	for (int round = 0; round < rounds; round++) {
+		struct ema_error err = { 0 };
+		struct ema_leap_retime rt;
+		int64_t end[22], xfer_at, stop, limit, ns;
+		int k, m;
+
+		memset(&g_rt, 0, sizeof g_rt);
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		g_rt.k = k = 3 + (int)(x % 16);
+		decode_iter(&g_rt.it, 0);
+		for (int j = 1; j <= k; j++) {
+			x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+			g_rt.steps[j] = (struct ema_leap_step){
+				64 - j, (x >> 5) & 1, 10000000, 1000000000ULL + (x >> 16) % 8000000000ULL,
+				(double)(64 - j) * 2 * 8.03e9, 0,
+			};
+		}
+		g_rt.xfer_bytes = (1ULL << 20) << ((x >> 50) % 12);
+		/* stepping, the reference */
+		g_rt.p = make(&cfg);
+		retime_fill(&g_rt.it, &g_rt.steps[1]);
+		g_rt.it.flops_bound = false;
+		CU_ASSERT_EQUAL_FATAL(g_rt.p->ops->iteration_time(g_rt.p, &g_rt.it, &ns, NULL), EMA_OK);
+		xfer_at = (int64_t)((x >> 8) % (uint64_t)(ns * k)) + 1;
+		CU_ASSERT_EQUAL(g_rt.p->ops->timer(g_rt.p, xfer_at, retime_xfer, NULL, NULL), EMA_OK);
+		g_rt.j = 1;
+		CU_ASSERT_EQUAL(start(g_rt.p, &g_rt.it, retime_step, NULL, NULL), EMA_OK);
+		CU_ASSERT_EQUAL(g_rt.p->ops->run(g_rt.p, 0, &err), EMA_OK);
+		CU_ASSERT_EQUAL_FATAL(g_rt.j, k);
+		g_rt.p->ops->destroy(g_rt.p);
+		/* a stop or a limit within the stepped run, or neither */
+		stop = limit = INT64_MAX;
+		if (round % 3 == 1)
+			stop = g_rt.ends[1 + (int)((x >> 20) % (uint64_t)k)] - (int64_t)((x >> 40) % 3);
+		if (round % 3 == 2)
+			limit = g_rt.ends[1 + (int)((x >> 20) % (uint64_t)k)] + (int64_t)((x >> 40) % 3) - 1;
+		/* the leap: times planned before the transfer, as the engine
+		 * plans them (ending at the stop, within the limit) */
+		g_rt.p = make(&cfg);
+		g_log.p = g_rt.p;
+		CU_ASSERT_EQUAL(g_rt.p->ops->timer(g_rt.p, xfer_at, retime_xfer, NULL, NULL), EMA_OK);
+		end[0] = 0;
+		end[1] = ns;
+		CU_ASSERT_EQUAL_FATAL(g_rt.p->ops->leap_times(g_rt.p, &g_rt.it, k - 1, &g_rt.steps[2],
+							      &end[2]), k - 1);
+		for (int j = 2; j <= k; j++)
+			end[j] += end[j - 1];
+		m = k;
+		for (int j = 1; j <= k; j++)
+			if (end[j] > limit || end[j] >= stop) {
+				m = end[j] > limit ? j - 1 : j;
+				break;
+			}
+		if (m < 2) {
+			g_rt.p->ops->destroy(g_rt.p);
+			continue;
+		}
+		rt.it = &g_rt.it;
+		rt.steps = g_rt.steps;
+		rt.stop_ns = stop;
+		rt.limit_ns = limit;
+		CU_ASSERT_EQUAL_FATAL(g_rt.p->ops->leap(g_rt.p, 0, m, end, &rt, log_iter, (void *)7,
+							&err), EMA_OK);
+		CU_ASSERT_EQUAL(g_rt.p->ops->run(g_rt.p, 0, &err), EMA_OK);
+		CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
+		/* the leap ended where stepping's steps say it should */
+		{
+			int want = m;
+
+			for (int j = 1; j <= m; j++)
+				if (g_rt.ends[j] > limit || g_rt.ends[j] >= stop) {
+					want = g_rt.ends[j] > limit ? j - 1 : j;
+					break;
+				}
+			CU_ASSERT_EQUAL(g_log.res[0].end_ns, g_rt.ends[want]);
+			CU_ASSERT_EQUAL(g_log.res[0].start_ns, g_rt.ends[want - 1]);
+			for (int j = 1; j <= want; j++)
+				bad += end[j] != g_rt.ends[j];
+			slower += g_rt.ends[want] > end[0] + ns * want && xfer_at < g_rt.ends[want - 1];
+		}
+		g_rt.p->ops->destroy(g_rt.p);
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(slower > 0); /* the transfer did slow some leaps down */
 }
 
 /* The cost model's shortcut for steps without remote KV (timing.c and
@@ -1186,10 +1393,11 @@ int main(void)
 		{ "same ops, same events and times", test_determinism },
 		{ "failed ops say why", test_errors },
 		{ "a leap goes where its iterations' events would", test_leap_order },
-		{ "iteration_time: iteration()'s time, none with transfers", test_iteration_time },
+		{ "iteration_time: iteration()'s time, with transfers too", test_iteration_time },
 		{ "iteration_time with an upper bound of the FLOPs", test_iteration_time_bound },
 		{ "iteration_time of random steps is iteration()'s", test_iteration_time_random },
 		{ "leap_times is iteration_time step by step", test_leap_times },
+		{ "a leap's steps take the rates of transfers begun mid-leap", test_leap_retime },
 		{ "cost model: steps without remote KV, shortcut and general path", test_timing_local_shortcut },
 		{ NULL, NULL }
 	};
