@@ -117,6 +117,7 @@ int32_t ema_ledger_alloc(struct ema_ledger *l, int gpu, int holder,
 	gp->count[state]++;
 	if (holder != gp->home_tenant) {
 		gp->lent++;
+		l->lend_ops++;
 		l->borrowed[holder][gpu]++;
 		l->borrowed_total[holder]++;
 		if (gp->home_tenant >= 0)
@@ -154,6 +155,7 @@ int ema_ledger_alloc_n(struct ema_ledger *l, int gpu, int holder, enum ema_page_
 	gp->count[state] += n;
 	if (holder != gp->home_tenant) {
 		gp->lent += n;
+		l->lend_ops += (uint64_t)n;
 		l->borrowed[holder][gpu] += n;
 		l->borrowed_total[holder] += n;
 		if (gp->home_tenant >= 0 && n > 0)
@@ -248,6 +250,7 @@ void ema_ledger_free_n(struct ema_ledger *l, int gpu, const int32_t *pages, int3
 		}
 		if (holder != home) {
 			gp->lent--;
+			l->lend_ops++;
 			l->borrowed[holder][gpu]--;
 			l->borrowed_total[holder]--;
 		}
@@ -281,6 +284,7 @@ void ema_ledger_free(struct ema_ledger *l, int gpu, int32_t page)
 	}
 	if (pg->holder != gp->home_tenant) {
 		gp->lent--;
+		l->lend_ops++;
 		l->borrowed[pg->holder][gpu]--;
 		l->borrowed_total[pg->holder]--;
 		if (gp->lent == 0)

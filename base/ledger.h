@@ -52,6 +52,7 @@ struct ema_ledger {
 	int32_t borrowed_total[EMA_MAX_TENANTS]; /* sum over GPUs, kept in step */
 	int tenant_gpu[EMA_MAX_TENANTS];
 	uint64_t ops;       /* alloc + free calls, for debug checks */
+	uint64_t lend_ops;  /* those of pages held by a tenant other than the GPU's */
 	/* bit g: GPU g has a tenant and pages lent (what a policy that
 	 * reclaims on every lender asks at every event) */
 	uint32_t lending_home;

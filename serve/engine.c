@@ -1581,7 +1581,6 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	struct ema_leap_range range = { 0, INT32_MAX, false };
 	struct ema_iteration *it = it1;
 	int32_t *pf;
-	uint8_t grows[LEAP_MAX + 1];  /* grows[j]: a request grows at step j's end */
 	/* the first step's figures, which launch needs back unless it leaps */
 	const struct {
 		int n_seqs;
@@ -1636,12 +1635,9 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 		t->cap_leap = LEAP_MAX + 2;
 	}
 	if (t->leap_pf == NULL) {
-		t->leap_pf = malloc(4 * (LEAP_MAX + 1) * sizeof *t->leap_pf);
+		t->leap_pf = malloc((LEAP_MAX + 1) * sizeof *t->leap_pf);
 		if (t->leap_pf == NULL)
 			return false;
-		t->leap_pf_min = t->leap_pf + (LEAP_MAX + 1);
-		t->leap_pf_grow_min = t->leap_pf_min + (LEAP_MAX + 1);
-		t->leap_pf_max = t->leap_pf_grow_min + (LEAP_MAX + 1);
 	}
 	if (t->leap_buckets == NULL) {
 		t->leap_buckets = calloc(1, sizeof(struct leap_buckets));
@@ -1714,7 +1710,6 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 
 		for (int32_t j = ja + 1; j <= cap; j++) {
 			bool room = true;
-			uint8_t grew = 0;
 
 			/* step j - 1 ended: the pages of those it finished come back */
 			for (int32_t i = fin; i >= 0; i = q[i].next) {
@@ -1740,7 +1735,6 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 						break;
 					}
 					free_pages -= need - q[i].pages;
-					grew = 1;
 					q[i].pages = need;
 					q[i].grow_at = leap_grow_at(tokens_for_pages(e, need), q[i].computed);
 				}
@@ -1773,7 +1767,6 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 			w[j].attention_flops = 0.0;
 			w[j].flops_bound = true;
 			pf[j - 1] = free_pages;
-			grows[j - 1] = grew;
 			ja = j;
 		}
 		/* the times of steps k + 1 .. ja */
@@ -1844,25 +1837,6 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	it->kv_local_bytes = first.kv_local_bytes;
 	if (k < 2)
 		return false;
-	/* what steps 1 .. k - 1's ends may see of others' pages (check_leaps) */
-	{
-		int32_t lo = INT32_MAX, glo = INT32_MAX, hi = INT32_MIN;
-
-		t->leap_pf_min[k] = lo;
-		t->leap_pf_grow_min[k] = glo;
-		t->leap_pf_max[k] = hi;
-		for (int32_t j = k - 1; j >= 1; j--) {
-			if (pf[j] < lo)
-				lo = pf[j];
-			if (grows[j] && pf[j] < glo)
-				glo = pf[j];
-			if (pf[j] > hi)
-				hi = pf[j];
-			t->leap_pf_min[j] = lo;
-			t->leap_pf_grow_min[j] = glo;
-			t->leap_pf_max[j] = hi;
-		}
-	}
 	t->leap_range = range;
 	{
 		const struct ema_leap_retime rt = {
@@ -2149,25 +2123,31 @@ static void leap_replay(struct ema_engine *e, struct ema_tenant *t, int64_t end)
 }
 
 /* Whether the ends of t's steps still to be played back find the free
- * pages its plan needs, now that others may have taken pages of its GPU
- * or given some back since it began (borrowers of a lender's pages): the
- * plan's counts moved by the difference stay within the policy's range
- * r, and where a request grows, at or above the staging reserve. */
+ * pages its plan needs, now that others took pages of its GPU or gave
+ * some back since it began (borrowers of a lender's pages): the plan's
+ * counts moved by the difference stay within the policy's range r, and
+ * at or above the staging reserve wherever the plan was (where a request
+ * grows it was: a step without growth that falls under it is a cut too
+ * many, never one too few). Asked only after pages were lent or given
+ * back, and seldom with a difference: the plan is walked then rather
+ * than summed for every leap. */
 static bool leap_pages_hold(const struct ema_engine *e, const struct ema_tenant *t,
 			    const struct ema_leap_range *r)
 {
-	int32_t j = t->leap_played + 1;
-	int64_t delta;
+	int64_t delta = (int64_t)ema_ledger_free_pages(&e->ledger, t->gpu) -
+			t->leap_pf[t->leap_played];
 
-	if (j >= t->leap_k)
-		return true; /* no step end left to play back */
-	delta = (int64_t)ema_ledger_free_pages(&e->ledger, t->gpu) - t->leap_pf[t->leap_played];
 	if (delta == 0 && r->free_min == t->leap_range.free_min &&
 	    r->free_max == t->leap_range.free_max)
 		return true; /* as planned */
-	return t->leap_pf_min[j] + delta >= r->free_min && t->leap_pf_max[j] + delta <= r->free_max &&
-	       (t->leap_pf_grow_min[j] == INT32_MAX ||
-		t->leap_pf_grow_min[j] + delta >= t->local_reserve);
+	for (int32_t j = t->leap_played + 1; j < t->leap_k; j++) {
+		int64_t f = t->leap_pf[j] + delta;
+
+		if (f < r->free_min || f > r->free_max ||
+		    (f < t->local_reserve && t->leap_pf[j] >= t->local_reserve))
+			return false;
+	}
+	return true;
 }
 
 /* After every callback: a tenant that a kick would now act on ends every
@@ -2178,7 +2158,12 @@ static void check_leaps(struct ema_engine *e)
 		return;
 	/* a leap its policy allowed only while the rest of the server stays
 	 * as it is (leap_holds) ends at the step in progress once it does not */
-	for (int j = 0; j < e->n_tenants; j++) {
+	/* pages of a GPU change under its tenant's leap only where others
+	 * hold pages of it: counted by the ledger's lend_ops */
+	bool lent = e->ledger.lend_ops != e->leap_lend_ops;
+
+	e->leap_lend_ops = e->ledger.lend_ops;
+	for (int j = 0; j < e->n_tenants && (lent || e->policy->leap_holds != NULL); j++) {
 		struct ema_tenant *t = &e->tenants[j];
 		struct ema_leap_range r = t->leap_range;
 
@@ -2192,7 +2177,7 @@ static void check_leaps(struct ema_engine *e)
 				continue;
 			}
 		}
-		if (!leap_pages_hold(e, t, &r))
+		if (lent && !leap_pages_hold(e, t, &r))
 			e->platform->ops->leap_cut(e->platform, t->gpu);
 	}
 	for (int i = 0; i < e->n_tenants; i++)

@@ -91,10 +91,9 @@ struct ema_tenant {
 	int32_t leap_k;
 	int64_t *leap_end; int32_t cap_leap;  /* (shared with the platform while it leaps) */
 	/* the free pages of its GPU the plan counted on after each step's
-	 * end (leap_pf[0]: at the start), and over steps j .. k - 1 their
-	 * least, their least where one grows, and their most: what pages
-	 * others take or give back mid-leap may leave (check_leaps) */
-	int32_t *leap_pf, *leap_pf_min, *leap_pf_grow_min, *leap_pf_max;
+	 * end (leap_pf[0]: at the start): what pages others take or give
+	 * back mid-leap must leave room for (check_leaps) */
+	int32_t *leap_pf;
 	struct ema_leap_range leap_range;       /* the policy's, at the start */
 	void *leap_scratch; int32_t cap_scratch;     /* planning a leap */
 	struct leap_buckets *leap_buckets;          /* ... its steps' events */
@@ -163,6 +162,7 @@ struct ema_engine {
 	bool plan_leap_on;
 	int32_t *page_scratch; int32_t cap_page_scratch; /* pages taken or given at once */
 	int n_leaping;                /* tenants in a leap */
+	uint64_t leap_lend_ops;       /* the ledger's lend_ops at the last check_leaps */
 	uint64_t leaps, leap_steps;   /* made so far, and the steps they ran */
 	bool replay;                  /* a leap's iterations are being played back: */
 	int64_t vnow;                 /* ... the time it is for them */

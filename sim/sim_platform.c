@@ -167,6 +167,7 @@ struct sim {
 	struct xfer *xfers;
 	int n_xfers, cap_xfers, free_xfer;
 	uint64_t flow_gen;
+	uint64_t rates_gen;   /* the flownet's generation leaps_check_rates last saw */
 	int64_t flow_ev_time;
 	struct flow_tok *free_toks;
 	struct tok_chunk *chunks;
@@ -1147,6 +1148,12 @@ static int sim_leap(struct ema_platform *pl, int gpu, int k, int64_t *end,
  * gets there (leap_extend), at the rates they will start at. */
 static void leaps_check_rates(struct sim *p)
 {
+	uint64_t gen = ema_flownet_generation(p->net);
+
+	/* (the flownet counts every change of its rates) */
+	if (gen == p->rates_gen)
+		return;
+	p->rates_gen = gen;
 	for (uint32_t m = p->leap_gpus; m != 0; m &= m - 1) {
 		int g = __builtin_ctz(m);
 		struct leap *l = &p->leaps[g];
