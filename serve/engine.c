@@ -184,6 +184,22 @@ static void swapped_remove(struct ema_tenant *t, int32_t r)
 
 /* ---- accounting ------------------------------------------------------ */
 
+/* Requests that just finished or were dropped may extend the prefix of
+ * t's requests whose records are final: published for other threads
+ * (a release store after the requests' last writes). */
+static void note_final(struct ema_tenant *t)
+{
+	int32_t n = t->final_n;
+
+	while (n < t->n_reqs &&
+	       (t->reqs[n].state == EMA_REQ_DONE || t->reqs[n].state == EMA_REQ_DROPPED))
+		n++;
+	if (n != t->final_n) {
+		t->final_n = n;
+		__atomic_store_n(&t->final_pub, n, __ATOMIC_RELEASE);
+	}
+}
+
 static void account(struct ema_engine *e, struct ema_tenant *t, int64_t now)
 {
 	int64_t dt = now - t->last_account_ns;
@@ -1145,6 +1161,7 @@ static void iteration_end(struct ema_engine *e, struct ema_tenant *t, int64_t st
 			e->done_requests++;
 		}
 	}
+	note_final(t);
 	t->iter_n = 0;
 	batch_clear(t);
 	if (!real) {
@@ -1219,6 +1236,7 @@ static void arrival(void *arg, int64_t now)
 				t->stats.dropped_max_pages = need;
 			t->n_done++;
 			e->done_requests++;
+			note_final(t);
 			continue;
 		}
 		r->state = EMA_REQ_WAITING;
@@ -1920,6 +1938,7 @@ static inline void leap_finishes(struct ema_engine *e, struct ema_tenant *t, int
 		t->n_done++;
 		e->done_requests++;
 	}
+	note_final(t);
 }
 
 /* The growths for step j + 1 at step j's end (grow from *xg on). */
@@ -2677,6 +2696,11 @@ int ema_engine_tenant_gpu(const struct ema_engine *e, int tenant)
 int32_t ema_engine_n_requests(const struct ema_engine *e, int tenant)
 {
 	return e->tenants[tenant].n_reqs;
+}
+
+int32_t ema_engine_requests_final(const struct ema_engine *e, int tenant)
+{
+	return __atomic_load_n(&e->tenants[tenant].final_pub, __ATOMIC_ACQUIRE);
 }
 
 void ema_engine_request(const struct ema_engine *e, int tenant, int32_t k,

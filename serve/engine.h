@@ -118,6 +118,11 @@ int ema_engine_tenant_gpu(const struct ema_engine *e, int tenant);
 int32_t ema_engine_n_requests(const struct ema_engine *e, int tenant);
 void ema_engine_request(const struct ema_engine *e, int tenant, int32_t k,
 			struct ema_request_record *out);
+/* How many of the tenant's first requests are done or dropped: their
+ * records are final. The one call (with ema_engine_request of those
+ * requests, ema_engine_n_requests) that another thread may make while
+ * the engine runs: rows of them can be written as the run goes. */
+int32_t ema_engine_requests_final(const struct ema_engine *e, int tenant);
 const struct ema_tenant_stats *ema_engine_tenant_stats(const struct ema_engine *e, int tenant);
 /* The KV pages of the tenant's own GPU, and the most one request could hold. */
 int32_t ema_engine_kv_capacity(const struct ema_engine *e, int tenant);

@@ -59,6 +59,10 @@ struct ema_tenant {
 	int32_t n_reqs;
 	int32_t next_arrival;
 	int32_t n_done;
+	/* requests 0 .. final_n - 1 are done or dropped: nothing of them
+	 * that a record reports changes any more (final_pub: the same, an
+	 * atomic for other threads, ema_engine_requests_final) */
+	int32_t final_n, final_pub;
 	/* queues hold request indices */
 	int32_t *waiting; int32_t waiting_head, waiting_n, waiting_cap; /* ring */
 	int32_t *running; int32_t running_n;

@@ -488,7 +488,18 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 				run->policy, p->ops->name, cfg->hw.name, cfg->n_tenants,
 				(long long)ema_engine_total_requests(run->engine));
 		}
+		if (!x->rows_after) {
+			/* requests.csv's rows are formatted as the requests finish,
+			 * by a thread of their own (or after the run, where there is
+			 * none): the file's bytes are the same either way */
+			const char *names[EMA_MAX_TENANTS];
+
+			for (int ti = 0; ti < cfg->n_tenants; ti++)
+				names[ti] = cfg->tenants[ti].name;
+			ema_rows_start(&run->rows, run->engine, run->policy, names, cfg->n_tenants);
+		}
 		rc = ema_engine_run(run->engine, err);
+		ema_rows_finish(&run->rows);
 		if (rc == EMA_OK) {
 			run->events = p->ops->events(p);
 			run->leaps = ema_engine_leaps(run->engine, &run->leapt_steps);
@@ -525,6 +536,7 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 void ema_experiment_free(struct ema_experiment *x)
 {
 	for (int i = 0; i < x->n_runs; i++) {
+		ema_rows_free(&x->runs[i].rows); /* (its thread reads the engine) */
 		ema_engine_free(x->runs[i].engine);
 		x->runs[i].engine = NULL;
 	}
@@ -613,23 +625,33 @@ int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f)
 }
 
 /* requests.csv and timeline.csv are the large files (a row per request
- * and policy): written through csvout, whose numbers are printf's text. */
-static void put_ms(struct ema_csvout *o, int64_t ns)
-{
-	if (ns >= 0)
-		ema_csvout_ms(o, ns);
-}
-
+ * and policy): written through csvout, whose numbers are printf's text.
+ * requests.csv's rows are ready in memory when every run formatted them
+ * as it went (rows.c); else they are formatted here, the same bytes. */
 static int write_requests_csv(const struct ema_experiment *x, FILE *f)
 {
-	struct ema_csvout *o = malloc(sizeof *o);
+	static const char header[] = "policy,tenant,request,arrival_ms,first_token_ms,finish_ms,"
+				     "prompt_tokens,output_tokens,preemptions,ttft_ms,tpot_ms,e2e_ms,"
+				     "dropped\n";
+	struct ema_csvout *o;
+	bool ready = true;
 	int rc;
 
+	for (int i = 0; i < x->n_runs; i++)
+		ready = ready && ema_rows_ready(&x->runs[i].rows);
+	if (ready) {
+		if (fputs(header, f) == EOF)
+			return EMA_ERR_IO;
+		for (int i = 0; i < x->n_runs; i++)
+			if (ema_rows_write(&x->runs[i].rows, f) != EMA_OK)
+				return EMA_ERR_IO;
+		return ferror(f) ? EMA_ERR_IO : EMA_OK;
+	}
+	o = malloc(sizeof *o);
 	if (o == NULL)
 		return EMA_ERR_NOMEM;
 	ema_csvout_init(o, f);
-	ema_csvout_str(o, "policy,tenant,request,arrival_ms,first_token_ms,finish_ms,prompt_tokens,"
-		       "output_tokens,preemptions,ttft_ms,tpot_ms,e2e_ms,dropped\n");
+	ema_csvout_str(o, header);
 	for (int i = 0; i < x->n_runs; i++) {
 		const struct ema_engine *e = x->runs[i].engine;
 
@@ -637,40 +659,10 @@ static int write_requests_csv(const struct ema_experiment *x, FILE *f)
 			int32_t n = ema_engine_n_requests(e, ti);
 
 			for (int32_t k = 0; k < n; k++) {
-				struct ema_request_record rr;
-				const struct ema_request_record *r = &rr;
-				bool done;
+				struct ema_request_record r;
 
-				ema_engine_request(e, ti, k, &rr);
-				done = r->finish_ns >= 0;
-				ema_csvout_str(o, x->runs[i].policy);
-				ema_csvout_char(o, ',');
-				ema_csvout_str(o, x->cfg.tenants[ti].name);
-				ema_csvout_char(o, ',');
-				ema_csvout_int(o, r->id);
-				ema_csvout_char(o, ',');
-				put_ms(o, r->arrival_ns);
-				ema_csvout_char(o, ',');
-				put_ms(o, r->first_token_ns);
-				ema_csvout_char(o, ',');
-				put_ms(o, r->finish_ns);
-				ema_csvout_char(o, ',');
-				ema_csvout_int(o, r->prompt_tokens);
-				ema_csvout_char(o, ',');
-				ema_csvout_int(o, r->output_tokens);
-				ema_csvout_char(o, ',');
-				ema_csvout_int(o, r->preemptions);
-				ema_csvout_char(o, ',');
-				if (r->first_token_ns >= 0)
-					put_ms(o, r->first_token_ns - r->arrival_ns);
-				ema_csvout_char(o, ',');
-				if (done && r->output_tokens > 1)
-					ema_csvout_fixed(o, (double)(r->finish_ns - r->first_token_ns) * 1e-6 /
-							 (r->output_tokens - 1), 6);
-				ema_csvout_char(o, ',');
-				if (done)
-					put_ms(o, r->finish_ns - r->arrival_ns);
-				ema_csvout_str(o, r->dropped ? ",1\n" : ",0\n");
+				ema_engine_request(e, ti, k, &r);
+				ema_rows_format(o, x->runs[i].policy, x->cfg.tenants[ti].name, &r);
 			}
 		}
 	}

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "engine.h"
+#include "rows.h"
 #include "outdir.h"
 #include "workload.h"
 
@@ -90,6 +91,7 @@ struct ema_policy_run {
 	double wall_s;
 	struct ema_tenant_result results[EMA_MAX_TENANTS];
 	int32_t lent_peak[EMA_MAX_GPUS];
+	struct ema_rows rows;          /* requests.csv's rows, formatted as the run went */
 };
 
 /* Where the progress lines of the policy being run stand. */
@@ -105,6 +107,9 @@ struct ema_experiment {
 	enum ema_backend backend;
 	bool verify;
 	bool quiet;
+	/* format requests.csv's rows after the runs, not beside them (the
+	 * tests compare the two) */
+	bool rows_after;
 	int n_runs;
 	struct ema_policy_run runs[EMA_MAX_POLICIES];
 	struct ema_workload workloads[EMA_MAX_TENANTS];

@@ -2,7 +2,7 @@
 libema_src_a_CPPFLAGS = $(SRC_CPPFLAGS)
 libema_src_a_SOURCES = src/experiment.c src/experiment.h src/bench.c \
 	src/validate.c src/sweep.c src/sweep.h src/sweep_merge.c src/sweep_slurm.c src/capacity.c src/figures.c src/cmd_figures.c src/sha256.c src/sha256.h \
-	src/outdir.c src/outdir.h \
+	src/outdir.c src/outdir.h src/rows.c src/rows.h \
 	src/cli.c src/cli.h src/cmd_run.c src/cmd_config.c src/cmd_list.c src/cmd_calibrate.c \
 	src/backends.c src/backends.h
 

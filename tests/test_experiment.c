@@ -645,6 +645,60 @@ static void test_write_folder(void)
 	drop(x);
 }
 
+/* requests.csv's rows formatted as the requests finished (by a thread
+ * beside the run, rows.c) are those formatted after the run: two
+ * policies, two tenants, and a horizon that leaves requests unfinished
+ * (their rows come at the end, with what they had). */
+static void test_rows_as_they_finish(void)
+{
+	static const char *const sets[] = {SHORT_T0, SHORT_T1, "policies=static,ema",
+					   "horizon_s=6"};
+	char *text[2] = { NULL, NULL };
+	char top[4096];
+	const char *t = getenv("TMPDIR");
+
+	snprintf(top, sizeof top, "%s/ema-rows.XXXXXX", t ? t : "/tmp");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(top));
+	for (int after = 0; after < 2; after++) {
+		struct ema_experiment *x = calloc(1, sizeof *x);
+		struct ema_error err = {0};
+		struct ema_outdir od;
+		char path[4200];
+		FILE *f;
+		long n;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+		CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 4, &err), EMA_OK);
+		x->quiet = true;
+		x->rows_after = after;
+		CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
+		/* the thread formatted every row, or none was started */
+		for (int i = 0; i < x->n_runs; i++)
+			CU_ASSERT_EQUAL(ema_rows_ready(&x->runs[i].rows), !after);
+		snprintf(path, sizeof path, "%s/run%d", top, after);
+		CU_ASSERT_EQUAL_FATAL(ema_outdir_reserve(&od, "--out", path, NULL, &err), EMA_OK);
+		CU_ASSERT_EQUAL_FATAL(ema_experiment_write(x, &od, false, &err), EMA_OK);
+		snprintf(path, sizeof path, "%s/run%d/requests.csv", top, after);
+		f = fopen(path, "rb");
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		fseek(f, 0, SEEK_END);
+		n = ftell(f);
+		rewind(f);
+		text[after] = calloc(1, (size_t)n + 1);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(text[after]);
+		CU_ASSERT_EQUAL(fread(text[after], 1, (size_t)n, f), (size_t)n);
+		fclose(f);
+		drop(x);
+	}
+	CU_ASSERT_STRING_EQUAL(text[0], text[1]);
+	/* some requests were cut off by the horizon: rows without a finish */
+	CU_ASSERT_PTR_NOT_NULL(strstr(text[0], ",,,0\n"));
+	CU_ASSERT(strlen(text[0]) > 1000);
+	free(text[0]);
+	free(text[1]);
+	ema_remove_tree(top);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -659,6 +713,7 @@ int main(void)
 		{"one request by hand", test_one_request},
 		{"a full disk: the file and the reason", test_write_full_disk},
 		{"the run folder as written", test_write_folder},
+		{"requests.csv's rows as they finish are those after the run", test_rows_as_they_finish},
 		{NULL, NULL},
 	};
 
