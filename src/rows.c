@@ -56,6 +56,11 @@ void ema_rows_format(struct ema_csvout *o, const char *policy, const char *tenan
 	ema_csvout_str(o, r->dropped ? ",1\n" : ",0\n");
 }
 
+/* Rows kept in memory at most, per run (about 100 bytes each): a longer
+ * run formats its rows after the run instead, as without a thread, so
+ * that its memory stays what the run itself needs. */
+#define EMA_ROWS_MAX 1000000
+
 /* The thread: each tenant's rows up to what the engine says is final,
  * again and again; once the run is over (stop, an acquire load that makes
  * every write of the run visible), every row left. */
@@ -67,6 +72,13 @@ static void *rows_run(void *arg)
 	int32_t done[EMA_MAX_TENANTS] = { 0 };
 	bool ok = true;
 
+	{
+		int64_t rows = 0;
+
+		for (int ti = 0; ti < rs->n_tenants; ti++)
+			rows += ema_engine_n_requests(rs->engine, ti);
+		ok = rows <= EMA_ROWS_MAX;
+	}
 	for (int ti = 0; ti < rs->n_tenants && ok; ti++) {
 		mem[ti] = open_memstream(&rs->text[ti], &rs->len[ti]);
 		o[ti] = malloc(sizeof *o[ti]);

@@ -36,7 +36,9 @@ void ema_rows_format(struct ema_csvout *o, const char *policy, const char *tenan
 /* Starts formatting the rows of e's requests as they finish (e runs in
  * the calling thread meanwhile); tenant names are read, not copied.
  * False where no thread can be made: the rows are then formatted at
- * write time (ema_rows_ready stays false). */
+ * write time (ema_rows_ready stays false), as they are for a run of
+ * more than a million requests (whose rows would not be kept in
+ * memory). */
 bool ema_rows_start(struct ema_rows *rs, const struct ema_engine *e, const char *policy,
 		    const char *const *tenant, int n_tenants);
 /* After the engine's run (or its failure): the thread formats what is
