@@ -1873,7 +1873,6 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	t->leap_plan = range.plan_each;
 	e->n_leaping++;
 	e->leaps++;
-	e->leap_steps += (uint64_t)k;
 	return true;
 }
 
@@ -2104,6 +2103,9 @@ static void leap_replay(struct ema_engine *e, struct ema_tenant *t, int64_t end)
 		engine_fail(e, EMA_ERR_INTERNAL, "engine: a leap ended at a time it did not plan");
 		return;
 	}
+	/* the steps it ran: fewer than planned where it was cut or timed
+	 * again */
+	e->leap_steps += (uint64_t)m;
 	leap_play(e, t, m);
 	if (m > 1) {
 		t->stats.busy_ns += t->leap_end[m - 1] - t->leap_end[0];
