@@ -188,17 +188,19 @@ static void swapped_remove(struct ema_tenant *t, int32_t r)
 /* Requests that just finished or were dropped may extend the prefix of
  * t's requests whose records are final: published for other threads
  * (a release store after the requests' last writes). */
-static void note_final(struct ema_tenant *t)
+_Static_assert(EMA_REQ_DROPPED == EMA_REQ_DONE + 1, "the final states come last");
+
+static inline void note_final(struct ema_tenant *t)
 {
 	int32_t n = t->final_n;
 
-	while (n < t->n_reqs &&
-	       (t->reqs[n].state == EMA_REQ_DONE || t->reqs[n].state == EMA_REQ_DROPPED))
+	/* (most finishes leave an older request running before them) */
+	if (n >= t->n_reqs || t->reqs[n].state < EMA_REQ_DONE)
+		return;
+	while (n < t->n_reqs && t->reqs[n].state >= EMA_REQ_DONE)
 		n++;
-	if (n != t->final_n) {
-		t->final_n = n;
-		__atomic_store_n(&t->final_pub, n, __ATOMIC_RELEASE);
-	}
+	t->final_n = n;
+	__atomic_store_n(&t->final_pub, n, __ATOMIC_RELEASE);
 }
 
 static void account(struct ema_engine *e, struct ema_tenant *t, int64_t now)
