@@ -7,6 +7,7 @@
  * of formatting every row after the run: ema_rows_format does both. */
 #define _GNU_SOURCE /* open_memstream */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,18 @@ bool ema_rows_start(struct ema_rows *rs, const struct ema_engine *e, const char 
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	rs->started = pthread_create(&rs->thread, NULL, rows_run, rs) == 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+#ifdef SCHED_IDLE
+	if (rs->started) {
+		/* only on a core nothing else wants: on a shared machine the
+		 * thread must not take the engine's core (or another
+		 * program's); where it never gets one, the rows left are
+		 * formatted while the engine's thread waits for it, as they
+		 * would be after the run without it */
+		struct sched_param sp = { 0 };
+
+		(void)pthread_setschedparam(rs->thread, SCHED_IDLE, &sp);
+	}
+#endif
 	return rs->started;
 }
 
