@@ -546,7 +546,8 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 
 			for (int ti = 0; ti < cfg->n_tenants; ti++)
 				names[ti] = cfg->tenants[ti].name;
-			ema_rows_start(&run->rows, run->engine, run->policy, names, cfg->n_tenants);
+			ema_rows_start(&run->rows, run->engine, run->policy, names, cfg->n_tenants,
+				       x->rows_max);
 		}
 		rc = ema_engine_run(run->engine, err);
 		ema_rows_finish(&run->rows);

@@ -108,8 +108,10 @@ struct ema_experiment {
 	bool verify;
 	bool quiet;
 	/* format requests.csv's rows after the runs, not beside them (the
-	 * tests compare the two) */
+	 * tests compare the two); rows_max: beside them only for runs of at
+	 * most this many requests (0: EMA_ROWS_MAX) */
 	bool rows_after;
+	int64_t rows_max;
 	int n_runs;
 	struct ema_policy_run runs[EMA_MAX_POLICIES];
 	struct ema_workload workloads[EMA_MAX_TENANTS];

@@ -57,11 +57,6 @@ void ema_rows_format(struct ema_csvout *o, const char *policy, const char *tenan
 	ema_csvout_str(o, r->dropped ? ",1\n" : ",0\n");
 }
 
-/* Rows kept in memory at most, per run (about 100 bytes each): a longer
- * run formats its rows after the run instead, as without a thread, so
- * that its memory stays what the run itself needs. */
-#define EMA_ROWS_MAX 1000000
-
 /* The thread: each tenant's rows up to what the engine says is final,
  * again and again; once the run is over (stop, an acquire load that makes
  * every write of the run visible), every row left. */
@@ -78,7 +73,7 @@ static void *rows_run(void *arg)
 
 		for (int ti = 0; ti < rs->n_tenants; ti++)
 			rows += ema_engine_n_requests(rs->engine, ti);
-		ok = rows <= EMA_ROWS_MAX;
+		ok = rows <= rs->max_rows;
 	}
 	for (int ti = 0; ti < rs->n_tenants && ok; ti++) {
 		mem[ti] = open_memstream(&rs->text[ti], &rs->len[ti]);
@@ -124,12 +119,13 @@ static void *rows_run(void *arg)
 }
 
 bool ema_rows_start(struct ema_rows *rs, const struct ema_engine *e, const char *policy,
-		    const char *const *tenant, int n_tenants)
+		    const char *const *tenant, int n_tenants, int64_t max_rows)
 {
 	sigset_t all, old;
 
 	memset(rs, 0, sizeof *rs);
 	rs->engine = e;
+	rs->max_rows = max_rows > 0 ? max_rows : EMA_ROWS_MAX;
 	rs->policy = policy;
 	rs->n_tenants = n_tenants;
 	for (int ti = 0; ti < n_tenants; ti++)

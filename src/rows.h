@@ -15,8 +15,14 @@
 #include "ema_limits.h"
 #include "engine.h"
 
+/* Rows kept in memory at most, per run, by default (about 100 bytes
+ * each): a longer run formats its rows after the run instead, as without
+ * a thread, so that its memory stays what the run itself needs. */
+#define EMA_ROWS_MAX 1000000
+
 struct ema_rows {
 	const struct ema_engine *engine;
+	int64_t max_rows;
 	const char *policy;
 	const char *tenant[EMA_MAX_TENANTS];
 	int n_tenants;
@@ -37,10 +43,10 @@ void ema_rows_format(struct ema_csvout *o, const char *policy, const char *tenan
  * the calling thread meanwhile); tenant names are read, not copied.
  * False where no thread can be made: the rows are then formatted at
  * write time (ema_rows_ready stays false), as they are for a run of
- * more than a million requests (whose rows would not be kept in
- * memory). */
+ * more than max_rows requests (0: EMA_ROWS_MAX), whose rows would not
+ * be kept in memory. */
 bool ema_rows_start(struct ema_rows *rs, const struct ema_engine *e, const char *policy,
-		    const char *const *tenant, int n_tenants);
+		    const char *const *tenant, int n_tenants, int64_t max_rows);
 /* After the engine's run (or its failure): the thread formats what is
  * left and ends. */
 void ema_rows_finish(struct ema_rows *rs);

@@ -646,20 +646,23 @@ static void test_write_folder(void)
 }
 
 /* requests.csv's rows formatted as the requests finished (by a thread
- * beside the run, rows.c) are those formatted after the run: two
- * policies, two tenants, and a horizon that leaves requests unfinished
- * (their rows come at the end, with what they had). */
+ * beside the run, rows.c) are those formatted after the run, and those
+ * of a run over the cap of rows kept in memory (formatted after it):
+ * two policies, two tenants, and a horizon that leaves requests
+ * unfinished (their rows come at the end, with what they had). */
 static void test_rows_as_they_finish(void)
 {
 	static const char *const sets[] = {SHORT_T0, SHORT_T1, "policies=static,ema",
 					   "horizon_s=6"};
-	char *text[2] = { NULL, NULL };
+	char *text[3] = { NULL, NULL, NULL };
 	char top[4096];
 	const char *t = getenv("TMPDIR");
 
 	snprintf(top, sizeof top, "%s/ema-rows.XXXXXX", t ? t : "/tmp");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(top));
-	for (int after = 0; after < 2; after++) {
+	/* 0: beside the run; 1: after it; 2: beside it, but over the cap of
+	 * rows kept in memory, so after it */
+	for (int after = 0; after < 3; after++) {
 		struct ema_experiment *x = calloc(1, sizeof *x);
 		struct ema_error err = {0};
 		struct ema_outdir od;
@@ -670,11 +673,12 @@ static void test_rows_as_they_finish(void)
 		CU_ASSERT_PTR_NOT_NULL_FATAL(x);
 		CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 4, &err), EMA_OK);
 		x->quiet = true;
-		x->rows_after = after;
+		x->rows_after = after == 1;
+		x->rows_max = after == 2 ? 10 : 0;
 		CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
-		/* the thread formatted every row, or none was started */
+		/* the thread formatted every row, or none */
 		for (int i = 0; i < x->n_runs; i++)
-			CU_ASSERT_EQUAL(ema_rows_ready(&x->runs[i].rows), !after);
+			CU_ASSERT_EQUAL(ema_rows_ready(&x->runs[i].rows), after == 0);
 		snprintf(path, sizeof path, "%s/run%d", top, after);
 		CU_ASSERT_EQUAL_FATAL(ema_outdir_reserve(&od, "--out", path, NULL, &err), EMA_OK);
 		CU_ASSERT_EQUAL_FATAL(ema_experiment_write(x, &od, false, &err), EMA_OK);
@@ -691,11 +695,13 @@ static void test_rows_as_they_finish(void)
 		drop(x);
 	}
 	CU_ASSERT_STRING_EQUAL(text[0], text[1]);
+	CU_ASSERT_STRING_EQUAL(text[0], text[2]);
 	/* some requests were cut off by the horizon: rows without a finish */
 	CU_ASSERT_PTR_NOT_NULL(strstr(text[0], ",,,0\n"));
 	CU_ASSERT(strlen(text[0]) > 1000);
 	free(text[0]);
 	free(text[1]);
+	free(text[2]);
 	ema_remove_tree(top);
 }
 
