@@ -458,6 +458,29 @@ static void test_iteration_time_bound(void)
 	CU_ASSERT_EQUAL(p->ops->iteration_time(p, &it, &ns, &err), EMA_OK);
 	CU_ASSERT_EQUAL(ns, 57000);
 	p->ops->destroy(p);
+
+	/* the same on a profile with interference (iteration_total's path):
+	 * a bound within memory's time gives the time of any FLOPs below it,
+	 * one beyond it no answer */
+	h200x2_cfg(&cfg);
+	p = make(&cfg);
+	decode_iter(&it, 0);
+	{
+		int64_t exact = -1, bound = -1;
+		double flops_mem = (double)(it.weight_bytes + it.kv_local_bytes + it.act_bytes) /
+				   (cfg.hw.hbm_read_gbps * cfg.hw.hbm_efficiency) *
+				   cfg.hw.peak_tflops * 1e3 * cfg.hw.flops_efficiency;
+
+		it.flops = flops_mem * 0.1;
+		CU_ASSERT_EQUAL(p->ops->iteration_time(p, &it, &exact, &err), EMA_OK);
+		it.flops = flops_mem * 0.9;
+		it.flops_bound = true;
+		CU_ASSERT_EQUAL(p->ops->iteration_time(p, &it, &bound, &err), EMA_OK);
+		CU_ASSERT_EQUAL(bound, exact);
+		it.flops = flops_mem * 1.1;
+		CU_ASSERT_EQUAL(p->ops->iteration_time(p, &it, &bound, &err), EMA_ERR_UNSUPPORTED);
+	}
+	p->ops->destroy(p);
 }
 
 /* iteration_time computes a step's time in line: on random steps without
