@@ -538,7 +538,8 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 				run->policy, p->ops->name, cfg->hw.name, cfg->n_tenants,
 				(long long)ema_engine_total_requests(run->engine));
 		}
-		if (!x->rows_after) {
+		if (!x->rows_after &&
+		    (x->rows_beside || sysconf(_SC_NPROCESSORS_ONLN) >= EMA_ROWS_MIN_CPUS)) {
 			/* requests.csv's rows are formatted as the requests finish,
 			 * by a thread of their own (or after the run, where there is
 			 * none): the file's bytes are the same either way */

@@ -107,10 +107,12 @@ struct ema_experiment {
 	enum ema_backend backend;
 	bool verify;
 	bool quiet;
-	/* format requests.csv's rows after the runs, not beside them (the
+	/* requests.csv's rows are formatted beside each run (rows.h) where
+	 * the machine has cores to spare (EMA_ROWS_MIN_CPUS online), else
+	 * after the runs; rows_after and rows_beside force one way (the
 	 * tests compare the two); rows_max: beside them only for runs of at
 	 * most this many requests (0: EMA_ROWS_MAX) */
-	bool rows_after;
+	bool rows_after, rows_beside;
 	int64_t rows_max;
 	int n_runs;
 	struct ema_policy_run runs[EMA_MAX_POLICIES];

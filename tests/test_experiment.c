@@ -674,6 +674,7 @@ static void test_rows_as_they_finish(void)
 		CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 4, &err), EMA_OK);
 		x->quiet = true;
 		x->rows_after = after == 1;
+		x->rows_beside = after != 1;
 		x->rows_max = after == 2 ? 10 : 0;
 		CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
 		/* the thread formatted every row, or none */
