@@ -997,6 +997,42 @@ static int32_t ema_borrowable(const struct ema_policy_ctx *c, void *state, int t
 	return avail < left ? (int32_t)(avail > 0 ? avail : 0) : left;
 }
 
+/* ema_borrowable < want, shown from an upper bound of it: what each peer
+ * may lend without the lender guard, the link budgets or the TPOT budget
+ * (each of which only lowers it), at most what is left of the tenant's
+ * borrowing cap. A queue that waits for memory asks at every step, and
+ * its peers are often at their band (a few instructions a GPU here,
+ * against ~1,900 in all for ema_borrowable; with the link budgets added
+ * the bound cost more than it saved). */
+static bool ema_borrowable_below(const struct ema_policy_ctx *c, void *state, int tenant,
+				 int32_t want)
+{
+	struct ema_state *st = state;
+	const struct ema_ledger *l = c->ledger;
+	int32_t left = st->max_borrow[tenant] - ema_ledger_borrowed_pages(l, tenant);
+	int64_t bound = 0;
+	int home = c->tenant_gpu[tenant];
+
+	if (st->never[tenant] || left <= 0)
+		return want > 0;
+	for (int g = 0; g < c->n_gpus && bound < want; g++) {
+		int h = l->gpu[g].home_tenant;
+		int32_t n = st->lent_limit[g] - ema_ledger_lent_pages(l, g);
+		int32_t band = ema_ledger_free_pages(l, g) - st->band_keep[g];
+
+		/* lendable() without its guard: at least lendable() */
+		if (g == home || (h >= 0 && ema_ledger_borrowed_pages(l, h) > 0))
+			continue;
+		if (band < n)
+			n = band;
+		if (n > 0)
+			bound += n;
+	}
+	if (bound > left)
+		bound = left;
+	return bound < want;
+}
+
 /* Its own KV capacity plus what it may borrow from idle peers, within
  * the link budgets (or the share cap) and each lender's slowdown cap. */
 static int32_t ema_max_request_pages(const struct ema_policy_ctx *c, void *state, int tenant)
@@ -1292,6 +1328,7 @@ const struct ema_policy_ops ema_policy_ema = {
 	.knob_defaults = &ema_knob_defaults,
 	.init = ema_init,
 	.borrowable = ema_borrowable,
+	.borrowable_below = ema_borrowable_below,
 	.max_request_pages = ema_max_request_pages,
 	.choose_lender = ema_choose_lender,
 	.reclaim = ema_reclaim,

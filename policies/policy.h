@@ -203,6 +203,20 @@ struct ema_policy_ops {
 	 * decide whether a waiting request can be admitted. NULL: 0. */
 	int32_t (*borrowable)(const struct ema_policy_ctx *c, void *state, int tenant);
 
+	/* bool borrowable_below(const struct ema_policy_ctx *c, void *state, int tenant,
+	 *                       int32_t want)
+	 * Optional, a shortcut: true only if borrowable() would now return
+	 * fewer than `want` pages (false where unsure). Where the engine only
+	 * compares borrowable() with a threshold (an admission, a swap-in) it
+	 * then asks borrowable() only if the tenant's own pages fall short,
+	 * and this first, so that a tenant whose queue waits for memory at
+	 * every step does not cost a whole borrowable() each time. Having it
+	 * promises that neither it nor borrowable() changes any state (a
+	 * memo aside) and that borrowable() is never negative. NULL:
+	 * borrowable() is asked at every such decision. */
+	bool (*borrowable_below)(const struct ema_policy_ctx *c, void *state, int tenant,
+				 int32_t want);
+
 	/* int32_t max_request_pages(const struct ema_policy_ctx *c, void *state, int tenant)
 	 * The most KV pages one request of `tenant` can ever hold under this
 	 * policy: its GPU's KV capacity plus what it could borrow were every

@@ -409,6 +409,27 @@ static int32_t obtainable_pages(struct ema_engine *e, struct ema_tenant *t)
 	return n;
 }
 
+/* Whether t could obtain at least `need` pages now (obtainable_pages(e,
+ * t) >= need). With a policy that has borrowable_below (whose
+ * borrowable changes no state, policy.h), borrowable is asked only where
+ * the tenant's own pages do not settle it, and the quick test first. */
+static bool can_obtain(struct ema_engine *e, struct ema_tenant *t, int64_t need)
+{
+	if (e->policy->borrowable != NULL && e->policy->borrowable_below != NULL) {
+		int64_t own = ema_ledger_free_pages(&e->ledger, t->gpu);
+
+		if (e->policy->reclaim != NULL)
+			own += ema_ledger_lent_pages(&e->ledger, t->gpu);
+		if (own >= need)
+			return true; /* (borrowable is never negative) */
+		if (need - own <= INT32_MAX &&
+		    e->policy->borrowable_below(&e->ctx, e->policy_state, t->index,
+						(int32_t)(need - own)))
+			return false;
+	}
+	return obtainable_pages(e, t) >= need;
+}
+
 /* ---- preemption -------------------------------------------------------- */
 
 void ema_engine_preempt_recompute(struct ema_engine *e, struct ema_request *r)
@@ -1012,7 +1033,7 @@ static int64_t admit(struct ema_engine *e, struct ema_tenant *t, int64_t budget,
 		 * a tenant with nothing running needs none, and a request
 		 * larger than capacity - watermark would otherwise never start
 		 * (requests that can never fit were dropped at arrival). */
-		if (obtainable_pages(e, t) - need_pages < (tenant_idle(t) ? 0 : watermark))
+		if (!can_obtain(e, t, (int64_t)need_pages + (tenant_idle(t) ? 0 : watermark)))
 			break;
 		rc = grow_request(e, t, r, r->computed + chunk);
 		if (rc == ALLOC_WAIT) {
@@ -1101,7 +1122,7 @@ static void tenant_try_start(struct ema_engine *e, struct ema_tenant *t)
 		while (t->swapped_n > 0) {
 			struct ema_request *r = &t->reqs[t->swapped[0]];
 
-			if (obtainable_pages(e, t) - r->n_pages < (tenant_idle(t) ? 0 : watermark))
+			if (!can_obtain(e, t, (int64_t)r->n_pages + (tenant_idle(t) ? 0 : watermark)))
 				break;
 			if (swap_in(e, t, r) != ALLOC_OK)
 				break;

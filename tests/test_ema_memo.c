@@ -2,8 +2,9 @@
  * run time, whether a lender is under its headroom by ledger operation
  * count, the lender guard by instant and note count, link and step costs)
  * answers as a fresh computation does, the lender guard's bound bounds
- * it and decides as it does, and the lender guard's visit of
- * the GPUs read from alone as a visit of every one, under random
+ * it and decides as it does, the lender guard's visit of the GPUs read
+ * from alone as a visit of every one, and borrowable_below says "fewer"
+ * only where borrowable gives fewer, under random
  * sequences of page operations, iterations and clock moves on 4 GPUs. policies/ema.c is
  * included for its static functions; its ema_policy_ema stands in for the
  * library's (the linker then takes no ema.o from libema_policies.a). */
@@ -152,6 +153,7 @@ static void test_memos_random(void)
 	struct ema_state *fresh = malloc(sizeof *fresh);
 	int checks = 0, bad_short = 0, bad_lend = 0, bad_slow = 0, bad_decay = 0, bad_borrow = 0;
 	int shorts = 0, guarded = 0, readers = 0, bad_bound = 0, undecided = 0;
+	int bad_below = 0, shortcuts = 0;
 
 	CU_ASSERT_FATAL(fresh != NULL);
 	for (int round = 0; round < 4; round++) {
@@ -244,6 +246,18 @@ static void test_memos_random(void)
 				bad_decay += decay_of(st, d) != exp(-(double)d / EMA_TPOT_WINDOW_NS);
 				bad_borrow += ema_borrowable(c, st, t) != ema_borrowable(c, fresh, t);
 				bad_borrow += ema_choose_lender(c, st, t) != pick_by_rules(c, fresh, t);
+				/* the shortcut says "fewer than want" only where it is
+				 * so, and says it at least somewhere */
+				{
+					int32_t have = ema_borrowable(c, fresh, t);
+
+					for (int32_t want = have - 2; want <= have + 400; want += 7) {
+						bool below = ema_borrowable_below(c, st, t, want);
+
+						bad_below += below && have >= want;
+						shortcuts += below;
+					}
+				}
 			}
 		}
 		while (n_held > 0) {
@@ -261,6 +275,8 @@ static void test_memos_random(void)
 	CU_ASSERT_EQUAL(bad_decay, 0);
 	CU_ASSERT_EQUAL(bad_bound, 0);
 	CU_ASSERT_EQUAL(bad_borrow, 0);
+	CU_ASSERT_EQUAL(bad_below, 0);
+	CU_ASSERT(shortcuts > 0);
 	/* the sequences reach the cases the memos decide: some lender under
 	 * its headroom, some not; the guard refusing a lender */
 	CU_ASSERT(shorts > 0 && shorts < checks);
