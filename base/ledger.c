@@ -1,6 +1,5 @@
 /* ledger.c: page bookkeeping with O(1) alloc and free (a stack of free
  * page numbers per GPU) and a full recount for the invariant check. */
-#include "bigmem.h"
 #include "ledger.h"
 
 #include <stdlib.h>
@@ -30,36 +29,20 @@ int ema_ledger_init(struct ema_ledger *l, int n_gpus, const int32_t *capacity,
 	l->n_gpus = n_gpus;
 	l->n_tenants = n_tenants;
 	l->page_bytes = page_bytes;
-	{
-		/* every GPU's free stack, then every GPU's page records, in one
-		 * block (huge pages: bigmem.h) */
-		size_t n_all = 0;
-		char *at;
-
-		for (int g = 0; g < n_gpus; g++) {
-			if (capacity[g] < 0)
-				return ema_error_set(err, EMA_ERR_INPUT, "ledger: GPU %d has %d pages",
-						     g, capacity[g]);
-			n_all += (size_t)capacity[g] + 1;
-		}
-		l->block = ema_big_calloc(n_all, sizeof(int32_t) + sizeof(struct ema_page));
-		if (l->block == NULL)
-			return ema_error_set(err, EMA_ERR_NOMEM, "ledger: out of memory");
-		at = l->block;
-		for (int g = 0; g < n_gpus; g++) {
-			l->gpu[g].free_stack = (int32_t *)(void *)at;
-			at += ((size_t)capacity[g] + 1) * sizeof(int32_t);
-		}
-		for (int g = 0; g < n_gpus; g++) {
-			l->gpu[g].pages = (struct ema_page *)(void *)at;
-			at += ((size_t)capacity[g] + 1) * sizeof(struct ema_page);
-		}
-	}
 	for (int g = 0; g < n_gpus; g++) {
 		struct ema_ledger_gpu *gp = &l->gpu[g];
 
+		if (capacity[g] < 0)
+			return ema_error_set(err, EMA_ERR_INPUT, "ledger: GPU %d has %d pages",
+					     g, capacity[g]);
 		gp->capacity = capacity[g];
 		gp->home_tenant = EMA_NO_TENANT;
+		gp->pages = calloc((size_t)capacity[g] + 1, sizeof *gp->pages);
+		gp->free_stack = malloc(((size_t)capacity[g] + 1) * sizeof *gp->free_stack);
+		if (gp->pages == NULL || gp->free_stack == NULL) {
+			ema_ledger_destroy(l);
+			return ema_error_set(err, EMA_ERR_NOMEM, "ledger: out of memory");
+		}
 		/* Stack top is page 0, so pages are handed out lowest first:
 		 * deterministic, and contiguous runs for the hw backend. */
 		for (int32_t i = 0; i < capacity[g]; i++) {
@@ -86,9 +69,9 @@ int ema_ledger_init(struct ema_ledger *l, int n_gpus, const int32_t *capacity,
 
 void ema_ledger_destroy(struct ema_ledger *l)
 {
-	ema_big_free(l->block);
-	l->block = NULL;
 	for (int g = 0; g < EMA_MAX_GPUS; g++) {
+		free(l->gpu[g].pages);
+		free(l->gpu[g].free_stack);
 		l->gpu[g].pages = NULL;
 		l->gpu[g].free_stack = NULL;
 	}

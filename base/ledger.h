@@ -56,7 +56,6 @@ struct ema_ledger {
 	/* bit g: GPU g has a tenant and pages lent (what a policy that
 	 * reclaims on every lender asks at every event) */
 	uint32_t lending_home;
-	void *block;        /* every GPU's free stack and page records */
 };
 
 /* capacity[g] pages per GPU; tenant_gpu[t] = home GPU of tenant t. */

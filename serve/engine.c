@@ -3,7 +3,6 @@
  * policies decide on. Everything here reacts to platform callbacks
  * (arrival timers, iteration and transfer completions), so the same code
  * runs in simulated and in real time. */
-#include "bigmem.h"
 #include "engine_priv.h"
 #include "ema_build.h"
 
@@ -2483,7 +2482,7 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 			goto fail;
 		t->kv_capacity_pages = capacity[t->gpu] - e->weight_pages;
 		t->n_reqs = (int32_t)w->n;
-		t->reqs = ema_big_calloc(w->n ? w->n : 1, sizeof *t->reqs);
+		t->reqs = calloc(w->n ? w->n : 1, sizeof *t->reqs);
 		t->running = malloc((size_t)(w->n + 1) * sizeof *t->running);
 		t->swapped = malloc((size_t)(w->n + 1) * sizeof *t->swapped);
 		t->iter_batch = malloc((size_t)(w->n + maxb) * sizeof *t->iter_batch);
@@ -2635,7 +2634,7 @@ void ema_engine_destroy(struct ema_engine *e)
 		if (t->reqs != NULL)
 			for (int32_t k = 0; k < t->n_reqs; k++)
 				free(t->reqs[k].pages);
-		ema_big_free(t->reqs);
+		free(t->reqs);
 		free(t->waiting);
 		free(t->running);
 		free(t->swapped);

@@ -1,11 +1,9 @@
 /* test_ledger.c: the page ledger: hand-computed counts, the invariant
  * under long random sequences of alloc/free/borrow across GPUs, and every
  * error path. */
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bigmem.h"
 #include "ledger.h"
 #include "test_main.h"
 
@@ -274,32 +272,6 @@ static void test_errors(void)
 	ema_ledger_destroy(&l);
 }
 
-/* The ledger's block (and a run's requests) come from ema_big_calloc:
- * zeroed and 64-byte aligned whether small (calloc) or large (its own
- * mapping, huge pages advised), writable to the last byte, NULL where
- * the size overflows. */
-static void test_big_calloc(void)
-{
-	static const size_t sizes[] = { 1, 4096, (1u << 20) - 64, 1u << 20, (5u << 20) + 3 };
-
-	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-		unsigned char *p = ema_big_calloc(sizes[i], 1);
-		size_t nonzero = 0;
-
-		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-		CU_ASSERT_EQUAL((uintptr_t)p % 64, 0);
-		for (size_t k = 0; k < sizes[i]; k++)
-			nonzero += p[k] != 0;
-		CU_ASSERT_EQUAL(nonzero, 0);
-		memset(p, 0xab, sizes[i]);
-		CU_ASSERT_EQUAL(p[sizes[i] - 1], 0xab);
-		ema_big_free(p);
-	}
-	CU_ASSERT_PTR_NULL(ema_big_calloc(SIZE_MAX / 2, 4));
-	CU_ASSERT_PTR_NULL(ema_big_calloc(SIZE_MAX, SIZE_MAX));
-	ema_big_free(NULL);
-}
-
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -308,7 +280,6 @@ int main(void)
 		{"alloc_n and free_n are n single calls", test_batches},
 		{"alloc_home_kv and free_home_kv are alloc_n and free_n", test_home_kv},
 		{"errors", test_errors},
-		{"ema_big_calloc: zeroed, aligned, small and large", test_big_calloc},
 		{NULL, NULL},
 	};
 	return ema_test_run("ledger", cases);
