@@ -111,6 +111,8 @@ int32_t ema_ledger_alloc(struct ema_ledger *l, int gpu, int holder,
 	if (gp->n_free == 0)
 		return EMA_ERR_NOSPACE;
 	p = gp->free_stack[--gp->n_free];
+	if (gp->n_counted > 0) /* the counted numbers move down one */
+		gp->free_stack[gp->n_free] = gp->free_stack[gp->n_free + gp->n_counted];
 	gp->pages[p].state = (int8_t)state;
 	gp->pages[p].holder = (int8_t)holder;
 	gp->count[EMA_PAGE_FREE]--;
@@ -129,6 +131,17 @@ int32_t ema_ledger_alloc(struct ema_ledger *l, int gpu, int holder,
 	return p;
 }
 
+/* n pages were just taken off the top of a free stack of nf: the
+ * counted numbers above them move into the gap, the last ones first,
+ * which leaves them where n single allocations would. */
+static inline void counted_move_down(int32_t *stack, int32_t nf, int32_t n, int32_t nc)
+{
+	int32_t m = n < nc ? n : nc;
+
+	if (m > 0)
+		memcpy(stack + nf - n, stack + nf + nc - m, (size_t)m * sizeof *stack);
+}
+
 int ema_ledger_alloc_n(struct ema_ledger *l, int gpu, int holder, enum ema_page_state state,
 		       int32_t n, int32_t *out)
 {
@@ -139,7 +152,7 @@ int ema_ledger_alloc_n(struct ema_ledger *l, int gpu, int holder, enum ema_page_
 	{
 		/* locals: the stores to pages[] could otherwise alias gp */
 		struct ema_page *pages = gp->pages;
-		const int32_t *stack = gp->free_stack;
+		int32_t *stack = gp->free_stack;
 		int32_t nf = gp->n_free;
 
 		for (int32_t i = 0; i < n; i++) {
@@ -149,6 +162,7 @@ int ema_ledger_alloc_n(struct ema_ledger *l, int gpu, int holder, enum ema_page_
 			pages[p].holder = (int8_t)holder;
 			out[i] = p;
 		}
+		counted_move_down(stack, gp->n_free, n, gp->n_counted);
 		gp->n_free = nf;
 	}
 	gp->count[EMA_PAGE_FREE] -= n;
@@ -171,7 +185,7 @@ int ema_ledger_alloc_home_kv(struct ema_ledger *l, int gpu, int32_t n, struct em
 {
 	struct ema_ledger_gpu *gp = &l->gpu[gpu];
 	struct ema_page *pages = gp->pages;
-	const int32_t *stack = gp->free_stack;
+	int32_t *stack = gp->free_stack;
 	int32_t nf = gp->n_free;
 	const struct ema_page kv = { EMA_PAGE_KV, (int8_t)gp->home_tenant };
 	uint16_t kv_bits;
@@ -189,6 +203,7 @@ int ema_ledger_alloc_home_kv(struct ema_ledger *l, int gpu, int32_t n, struct em
 		out[i].gpu = (int16_t)gpu;
 		out[i].page = p;
 	}
+	counted_move_down(stack, gp->n_free, n, gp->n_counted);
 	gp->n_free = nf;
 	gp->count[EMA_PAGE_FREE] -= n;
 	gp->count[EMA_PAGE_KV] += n;
@@ -204,11 +219,20 @@ void ema_ledger_free_home_kv(struct ema_ledger *l, int gpu, const struct ema_kv_
 	struct ema_ledger_gpu *gp = &l->gpu[gpu];
 	struct ema_page *pg0 = gp->pages;
 	int32_t *stack = gp->free_stack;
-	int32_t nf = gp->n_free;
+	int32_t nf = gp->n_free, nc = gp->n_counted;
 	const struct ema_page free_page = { EMA_PAGE_FREE, EMA_NO_TENANT };
 	uint16_t free_bits;
 
 	memcpy(&free_bits, &free_page, sizeof free_bits);
+	if (nc > 0) {
+		/* one by one as ema_ledger_free: each moves a counted number up */
+		for (int32_t i = 0; i < n; i++) {
+			memcpy(&pg0[in[i].page], &free_bits, sizeof free_bits);
+			stack[nf + nc] = stack[nf];
+			stack[nf++] = in[i].page;
+		}
+		goto counts;
+	}
 #pragma GCC unroll 4
 	for (int32_t i = 0; i < n; i++) {
 		int32_t page = in[i].page;
@@ -219,6 +243,7 @@ void ema_ledger_free_home_kv(struct ema_ledger *l, int gpu, const struct ema_kv_
 		memcpy(&pg0[page], &free_bits, sizeof free_bits);
 		stack[nf++] = page;
 	}
+counts:
 	gp->n_free = nf;
 	gp->count[EMA_PAGE_KV] -= n;
 	gp->count[EMA_PAGE_FREE] += n;
@@ -232,7 +257,7 @@ void ema_ledger_free_n(struct ema_ledger *l, int gpu, const int32_t *pages, int3
 	struct ema_ledger_gpu *gp = &l->gpu[gpu];
 	struct ema_page *pg0 = gp->pages;
 	int32_t *stack = gp->free_stack;
-	int32_t nf = gp->n_free, home = gp->home_tenant;
+	int32_t nf = gp->n_free, home = gp->home_tenant, nc = gp->n_counted;
 	/* counts in locals, not an array: the stores to pages[] (bytes)
 	 * may alias anything in memory, which made every page wait for
 	 * the previous one's count (a fifth of a 1-tenant replay) */
@@ -259,6 +284,8 @@ void ema_ledger_free_n(struct ema_ledger *l, int gpu, const int32_t *pages, int3
 		n_freed++;
 		pg->state = EMA_PAGE_FREE;
 		pg->holder = EMA_NO_TENANT;
+		if (nc > 0) /* the counted numbers move up one */
+			stack[nf + nc] = stack[nf];
 		stack[nf++] = page;
 	}
 	gp->n_free = nf;
@@ -294,10 +321,67 @@ void ema_ledger_free(struct ema_ledger *l, int gpu, int32_t page)
 	gp->count[EMA_PAGE_FREE]++;
 	pg->state = EMA_PAGE_FREE;
 	pg->holder = EMA_NO_TENANT;
+	if (gp->n_counted > 0) /* the counted numbers move up one */
+		gp->free_stack[gp->n_free + gp->n_counted] = gp->free_stack[gp->n_free];
 	gp->free_stack[gp->n_free++] = page;
 	l->ops++;
 	if (ledger_debug && ema_ledger_check(l, NULL) != EMA_OK)
 		abort();
+}
+
+int ema_ledger_alloc_counted(struct ema_ledger *l, int gpu, int32_t n)
+{
+	struct ema_ledger_gpu *gp = &l->gpu[gpu];
+
+	if (n < 0 || gp->n_free < n || gp->home_tenant < 0)
+		return EMA_ERR_NOSPACE;
+	gp->n_free -= n;
+	gp->n_counted += n;
+	gp->count[EMA_PAGE_FREE] -= n;
+	gp->count[EMA_PAGE_KV] += n;
+	l->ops += (uint64_t)n;
+	if (ledger_debug && ema_ledger_check(l, NULL) != EMA_OK)
+		abort();
+	return EMA_OK;
+}
+
+int ema_ledger_free_counted(struct ema_ledger *l, int gpu, int32_t n)
+{
+	struct ema_ledger_gpu *gp = &l->gpu[gpu];
+
+	if (n < 0 || gp->n_counted < n)
+		return EMA_ERR_NOSPACE;
+	gp->n_free += n;
+	gp->n_counted -= n;
+	gp->count[EMA_PAGE_KV] -= n;
+	gp->count[EMA_PAGE_FREE] += n;
+	l->ops += (uint64_t)n;
+	if (ledger_debug && ema_ledger_check(l, NULL) != EMA_OK)
+		abort();
+	return EMA_OK;
+}
+
+int ema_ledger_number_counted(struct ema_ledger *l, int gpu, int32_t n, struct ema_kv_page *out)
+{
+	struct ema_ledger_gpu *gp = &l->gpu[gpu];
+	const int32_t *stack = gp->free_stack;
+	int32_t top = gp->n_free + gp->n_counted;
+
+	if (n < 0 || gp->n_counted < n)
+		return EMA_ERR_NOSPACE;
+	/* the last counted numbers first: nothing else moves */
+	for (int32_t i = 0; i < n; i++) {
+		int32_t p = stack[--top];
+
+		gp->pages[p].state = EMA_PAGE_KV;
+		gp->pages[p].holder = (int8_t)gp->home_tenant;
+		out[i].gpu = (int16_t)gpu;
+		out[i].page = p;
+	}
+	gp->n_counted -= n;
+	if (ledger_debug && ema_ledger_check(l, NULL) != EMA_OK)
+		abort();
+	return EMA_OK;
 }
 
 int ema_ledger_check(const struct ema_ledger *l, struct ema_error *err)
@@ -336,6 +420,16 @@ int ema_ledger_check(const struct ema_ledger *l, struct ema_error *err)
 				borrowed[pg->holder][g]++;
 			}
 		}
+		/* pages held by count read as free (their numbers follow the
+		 * free ones on the stack, checked below) */
+		if (gp->n_counted < 0 || gp->n_counted > count[EMA_PAGE_FREE] ||
+		    (gp->home_tenant < 0 && gp->n_counted > 0))
+			return ema_error_set(err, EMA_ERR_INTERNAL,
+					     "ledger: GPU %d counts %d pages held by count, of %d that read free",
+					     g, gp->n_counted, count[EMA_PAGE_FREE]);
+		count[EMA_PAGE_FREE] -= gp->n_counted;
+		count[EMA_PAGE_KV] += gp->n_counted;
+		used += gp->n_counted;
 		for (int s = 0; s < EMA_PAGE_STATES; s++)
 			if (count[s] != gp->count[s])
 				return ema_error_set(err, EMA_ERR_INTERNAL,
@@ -358,13 +452,14 @@ int ema_ledger_check(const struct ema_ledger *l, struct ema_error *err)
 					     "ledger: GPU %d: weights %d + used %d + free %d + lent %d != capacity %d",
 					     g, count[EMA_PAGE_WEIGHTS], used, count[EMA_PAGE_FREE], lent,
 					     gp->capacity);
-		/* every free page is on the stack exactly once */
+		/* every free page and every one held by count is on the stack
+		 * exactly once */
 		{
 			char *seen = calloc((size_t)gp->capacity + 1, 1);
 
 			if (seen == NULL)
 				return ema_error_set(err, EMA_ERR_NOMEM, "ledger: out of memory");
-			for (int32_t i = 0; i < gp->n_free; i++) {
+			for (int32_t i = 0; i < gp->n_free + gp->n_counted; i++) {
 				int32_t p = gp->free_stack[i];
 
 				if (p < 0 || p >= gp->capacity || seen[p] ||

@@ -35,7 +35,11 @@ _Static_assert(sizeof(struct ema_page) == 2, "struct ema_page: two bytes");
 struct ema_ledger_gpu {
 	int32_t capacity;   /* pages */
 	int32_t n_free;
-	int32_t *free_stack;/* free page numbers; top = next to hand out */
+	/* free_stack[0, n_free): free page numbers, top = next to hand out;
+	 * then [n_free, n_free + n_counted): the numbers of the pages held
+	 * by count (ema_ledger_alloc_counted below) */
+	int32_t *free_stack;
+	int32_t n_counted;
 	struct ema_page *pages;
 	int home_tenant;    /* tenant whose weights live here, or EMA_NO_TENANT */
 	int32_t count[EMA_PAGE_STATES]; /* pages by state, any holder */
@@ -98,6 +102,27 @@ int ema_ledger_alloc_home_kv(struct ema_ledger *l, int gpu, int32_t n, struct em
 void ema_ledger_free_home_kv(struct ema_ledger *l, int gpu, const struct ema_kv_page *pages,
 			     int32_t n);
 
+/* KV pages of the GPU's home tenant held by count alone, without page
+ * numbers: what a simulated tenant's pages on its own GPU need, where
+ * no page's identity is ever asked for (the engine's counted requests,
+ * engine.c), at the cost of two additions where ema_ledger_alloc_home_kv
+ * writes every page. They count as KV pages of the home tenant
+ * everywhere; their numbers are the ones just above the free ones on the
+ * free stack (ema_ledger_page reads them as free), so that giving a
+ * page a number when its identity is needed after all (number_counted:
+ * n pages that become ordinary KV pages of the home tenant, written to
+ * out as alloc_home_kv does) is O(1) per page, and every other
+ * operation keeps its cost. EMA_ERR_NOSPACE (nothing done) when the
+ * GPU has fewer than n free pages, fewer than n counted ones, or no
+ * tenant. */
+int ema_ledger_alloc_counted(struct ema_ledger *l, int gpu, int32_t n);
+int ema_ledger_free_counted(struct ema_ledger *l, int gpu, int32_t n);
+int ema_ledger_number_counted(struct ema_ledger *l, int gpu, int32_t n, struct ema_kv_page *out);
+static inline int32_t ema_ledger_counted_pages(const struct ema_ledger *l, int gpu)
+{
+	return l->gpu[gpu].n_counted;
+}
+
 static inline int32_t ema_ledger_free_pages(const struct ema_ledger *l, int gpu)
 {
 	return l->gpu[gpu].n_free;
@@ -121,6 +146,7 @@ static inline int32_t ema_ledger_borrowed_pages(const struct ema_ledger *l, int 
 {
 	return l->borrowed_total[tenant];
 }
+/* (a page held by count reads as free: see ema_ledger_alloc_counted) */
 static inline const struct ema_page *ema_ledger_page(const struct ema_ledger *l, int gpu,
 						     int32_t page)
 {

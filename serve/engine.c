@@ -266,6 +266,25 @@ static int req_add_page(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 	return EMA_OK;
 }
 
+/* Numbers for the pages of a counted request (the ledger's last counted
+ * ones), for whatever needs its page list: from then on its records are
+ * kept as every other request's. */
+static int req_number(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r)
+{
+	if (!r->counted)
+		return EMA_OK;
+	if (req_reserve(e, r, r->n_pages) != EMA_OK) {
+		engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+		return EMA_ERR_NOMEM;
+	}
+	if (ema_ledger_number_counted(&e->ledger, t->gpu, r->n_pages, r->pages) != EMA_OK) {
+		engine_fail(e, EMA_ERR_INTERNAL, "engine: a request held more pages than counted");
+		return EMA_ERR_INTERNAL;
+	}
+	r->counted = 0;
+	return EMA_OK;
+}
+
 static int page_scratch(struct ema_engine *e, int32_t n)
 {
 	if (n > e->cap_page_scratch) {
@@ -283,9 +302,20 @@ static int page_scratch(struct ema_engine *e, int32_t n)
 static void req_free_pages(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r)
 {
 	int32_t n_local = 0;
-	bool bulk = page_scratch(e, r->n_pages) == EMA_OK;
+	bool bulk;
 
 	account(e, t, ema_engine_now(e));
+	if (r->counted) {
+		if (ema_ledger_free_counted(&e->ledger, t->gpu, r->n_pages) != EMA_OK)
+			engine_fail(e, EMA_ERR_INTERNAL, "engine: a request held more pages than counted");
+		t->kv_pages -= r->n_pages;
+		r->n_pages = 0;
+		r->counted = 0;
+		r->pages_on[t->gpu] = 0;
+		r->on_mask = 0;
+		return;
+	}
+	bulk = page_scratch(e, r->n_pages) == EMA_OK;
 	if (r->pages_on[t->gpu] == r->n_pages && e->ledger.gpu[t->gpu].home_tenant == t->index) {
 		/* all KV on its own GPU (the usual case), read in place */
 		int32_t n = r->n_pages;
@@ -336,7 +366,8 @@ int32_t ema_request_pages_on(const struct ema_request *r, int gpu)
 
 	if (gpu >= 0 && gpu < EMA_MAX_GPUS)
 		return r->pages_on[gpu];
-
+	if (r->counted)
+		return 0;
 	for (int32_t i = 0; i < r->n_pages; i++)
 		n += r->pages[i].gpu == gpu;
 	return n;
@@ -540,6 +571,8 @@ static bool swap_out(struct ema_engine *e, struct ema_request *r,
 
 	if (r->pinned || r->n_pages == 0 || e->host_free[t->gpu] < r->n_pages)
 		return false;
+	if (req_number(e, t, r) != EMA_OK)
+		return true;
 	for (int32_t i = 0; i < r->n_pages; i++)
 		per_src[r->pages[i].gpu]++;
 	if (e->platform->ops->tag_pages != NULL && per_src[t->gpu] > 0) {
@@ -824,6 +857,16 @@ static int grow_request_pages(struct ema_engine *e, struct ema_tenant *t, struct
 		 * what alloc_page's first choice would give one by one, at once. */
 		if (add >= 1 && ema_ledger_free_pages(&e->ledger, t->gpu) - add >= t->local_reserve &&
 		    e->ledger.gpu[t->gpu].home_tenant == t->index) {
+			if (e->counted_pages && (r->counted || r->n_pages == 0) &&
+			    ema_ledger_alloc_counted(&e->ledger, t->gpu, add) == EMA_OK) {
+				r->counted = 1;
+				r->n_pages = need;
+				r->pages_on[t->gpu] += add;
+				r->on_mask |= 1u << t->gpu;
+				t->kv_pages += add;
+				note_peak(e, t);
+				return ALLOC_OK;
+			}
 			if (req_reserve(e, r, need) != EMA_OK) {
 				engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
 				return ALLOC_NOSPACE;
@@ -839,6 +882,8 @@ static int grow_request_pages(struct ema_engine *e, struct ema_tenant *t, struct
 			}
 		}
 	}
+	if (r->n_pages < need && req_number(e, t, r) != EMA_OK)
+		return ALLOC_NOSPACE;
 	while (r->n_pages < need) {
 		int gpu;
 		int32_t page;
@@ -1976,11 +2021,12 @@ static inline void leap_growths(struct ema_engine *e, struct ema_tenant *t, int3
 		/* grow_request's first choice, with the pages the plan found
 		 * it needs: all from its own GPU's free pages beyond the
 		 * staging reserve, into the room reserved at admission */
-		if (add >= 1 && need <= r->cap_pages &&
-		    ema_ledger_free_pages(&e->ledger, t->gpu) - add >= t->local_reserve &&
+		if (add >= 1 && ema_ledger_free_pages(&e->ledger, t->gpu) - add >= t->local_reserve &&
 		    e->ledger.gpu[t->gpu].home_tenant == t->index &&
-		    ema_ledger_alloc_home_kv(&e->ledger, t->gpu, add, &r->pages[r->n_pages]) ==
-		    EMA_OK) {
+		    (r->counted ? ema_ledger_alloc_counted(&e->ledger, t->gpu, add) :
+		     need <= r->cap_pages ?
+		     ema_ledger_alloc_home_kv(&e->ledger, t->gpu, add, &r->pages[r->n_pages]) :
+		     EMA_ERR_NOSPACE) == EMA_OK) {
 			r->n_pages = need;
 			r->pages_on[t->gpu] += add;
 			r->on_mask |= 1u << t->gpu;
@@ -2426,6 +2472,7 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 	e->cfg = cfg;
 	e->platform = platform;
 	e->policy = policy;
+	e->counted_pages = true; /* until page lists are asked for */
 	if (ema_engine_platform_params(&params, cfg, policy) != EMA_OK)
 		return ema_error_set(err, EMA_ERR_INPUT, "engine: page_mib %g gives no page", cfg->page_mib);
 	/* the platform was built for the same memory (one function decides) */
@@ -2700,6 +2747,8 @@ void ema_engine_free(struct ema_engine *e)
 void ema_engine_set_page_lists(struct ema_engine *e, bool on)
 {
 	e->page_lists = on;
+	/* (page numbers in every iteration: none held by count) */
+	e->counted_pages = !on;
 }
 
 void ema_engine_on_progress(struct ema_engine *e, ema_progress_fn fn, void *arg)

@@ -44,6 +44,10 @@ struct ema_request {
 	int32_t pending_xfers;/* transfers in flight for this request */
 	int8_t free_on_unpin; /* finished while its pages moved: free after */
 	int8_t in_iter;       /* in the batch its tenant is building or running */
+	/* Its n_pages pages are all KV pages of its tenant's GPU held by
+	 * count (ema_ledger_alloc_counted), with no records in pages[]
+	 * until something needs their numbers (req_number). */
+	int8_t counted;
 	/* Tokens its pages hold (whole blocks), computed for cap_tok_pages
 	 * pages: growing is a comparison until the next page is due. */
 	int32_t cap_tok_pages;
@@ -139,6 +143,7 @@ struct ema_engine {
 	int32_t *host_stack[EMA_MAX_GPUS];/* free host slots per tenant GPU */
 	int32_t host_capacity;
 	bool page_lists;              /* fill page numbers in iterations (hw needs them) */
+	bool counted_pages;           /* requests hold home pages by count (not with page_lists) */
 	/* results */
 	struct ema_reclaim_record *reclaims; int32_t n_reclaims, cap_reclaims;
 	/* Memory over time, on a grid of timeline_period_s, recorded only

@@ -15,20 +15,30 @@
 
 #include "mock_platform.h"
 
-static int run_engine(struct ema_engine *e, const struct ema_config *cfg, const char *policy,
-		      struct ema_workload *w)
+/* page_lists: every page with its number in every iteration, as the
+ * hardware backend asks (and so none held by count). */
+static int run_engine_lists(struct ema_engine *e, const struct ema_config *cfg,
+			    const char *policy, struct ema_workload *w, bool page_lists)
 {
 	struct ema_error err = {0};
 	struct mock *m = mock_new(cfg);
 	int rc = ema_engine_create(e, cfg, ema_policy_find(policy), &m->base, w, &err);
 
-	if (rc == EMA_OK)
+	if (rc == EMA_OK) {
+		ema_engine_set_page_lists(e, page_lists);
 		rc = ema_engine_run(e, &err);
+	}
 	if (rc != EMA_OK)
 		fprintf(stderr, "engine: %s\n", err.msg);
 	e->platform = NULL;
 	mock_destroy(&m->base);
 	return rc;
+}
+
+static int run_engine(struct ema_engine *e, const struct ema_config *cfg, const char *policy,
+		      struct ema_workload *w)
+{
+	return run_engine_lists(e, cfg, policy, w, false);
 }
 
 /* prefill 100 tokens: 2e8 linear + 256 x 5050 attention = 201,292,800
@@ -179,16 +189,28 @@ static void test_random_all_policies(void)
 		cfg.policy.prefetch_depth = 1;
 		cfg.policy.headroom = 0.1;
 		cfg.serving.layer_groups = 1;
+		/* b keeps every page's number (no page held by count): page
+		 * numbers change nothing a run reports */
 		CU_ASSERT_EQUAL_FATAL(run_engine(&a, &cfg, name, w), EMA_OK);
-		CU_ASSERT_EQUAL_FATAL(run_engine(&b, &cfg, name, w), EMA_OK);
+		CU_ASSERT_EQUAL_FATAL(run_engine_lists(&b, &cfg, name, w, true), EMA_OK);
 		for (int ti = 0; ti < 2; ti++) {
-			CU_ASSERT_EQUAL(a.tenants[ti].n_done, a.tenants[ti].n_reqs);
-			for (int32_t k = 0; k < a.tenants[ti].n_reqs; k++) {
-				CU_ASSERT(a.tenants[ti].reqs[k].finish_ns >= a.tenants[ti].reqs[k].arrival_ns);
-				CU_ASSERT_EQUAL(a.tenants[ti].reqs[k].finish_ns, b.tenants[ti].reqs[k].finish_ns);
+			const struct ema_tenant *ta = &a.tenants[ti], *tb = &b.tenants[ti];
+
+			CU_ASSERT_EQUAL(ta->n_done, ta->n_reqs);
+			for (int32_t k = 0; k < ta->n_reqs; k++) {
+				CU_ASSERT(ta->reqs[k].finish_ns >= ta->reqs[k].arrival_ns);
+				CU_ASSERT_EQUAL(ta->reqs[k].finish_ns, tb->reqs[k].finish_ns);
+				CU_ASSERT_EQUAL(ta->reqs[k].first_token_ns, tb->reqs[k].first_token_ns);
+				CU_ASSERT_EQUAL(ta->reqs[k].preemptions, tb->reqs[k].preemptions);
 			}
+			CU_ASSERT_EQUAL(ta->stats.swaps, tb->stats.swaps);
+			CU_ASSERT_EQUAL(ta->stats.borrowed_peak_pages, tb->stats.borrowed_peak_pages);
+			CU_ASSERT_EQUAL(ta->stats.remote_bytes, tb->stats.remote_bytes);
 			CU_ASSERT_EQUAL(ema_ledger_borrowed_pages(&a.ledger, ti), 0);
 		}
+		CU_ASSERT_EQUAL(a.n_reclaims, b.n_reclaims);
+		CU_ASSERT_EQUAL(ema_ledger_counted_pages(&b.ledger, 0), 0);
+		CU_ASSERT_EQUAL(ema_ledger_check(&b.ledger, NULL), EMA_OK);
 		for (int g = 0; g < 2; g++)
 			CU_ASSERT_EQUAL(ema_ledger_free_pages(&a.ledger, g) + a.weight_pages,
 					a.ledger.gpu[g].capacity);
@@ -198,6 +220,65 @@ static void test_random_all_policies(void)
 		ema_engine_destroy(&a);
 		ema_engine_destroy(&b);
 	}
+}
+
+/* A request holds its pages on its own GPU by count until something needs
+ * their numbers (host_swap's swap-outs: test_swap_preemption's case),
+ * the ledger's invariant holding at every point in between (probes on
+ * the platform's queue every 50 us), and every page comes back; a run
+ * with every page numbered (page lists) gives the same times. */
+struct count_probe {
+	struct ema_engine *e;
+	struct mock *m;
+	int32_t most_counted;
+	int bad;
+};
+
+static void probe_counted(void *arg, int64_t now)
+{
+	struct count_probe *pr = arg;
+
+	if (ema_ledger_counted_pages(&pr->e->ledger, 0) > pr->most_counted)
+		pr->most_counted = ema_ledger_counted_pages(&pr->e->ledger, 0);
+	pr->bad += ema_ledger_check(&pr->e->ledger, NULL) != EMA_OK;
+	if (now < 20000000)
+		ema_eventq_push(&pr->m->q, now + 50000, probe_counted, pr);
+}
+
+static void test_counted_pages(void)
+{
+	struct ema_request_spec r[2] = {spec(0, 64, 200), spec(0, 64, 200)};
+	struct ema_workload w = {r, 2, 2};
+	struct ema_config cfg;
+	struct ema_engine e, lists;
+	struct ema_error err = {0};
+	struct count_probe pr = {0};
+	struct mock *m;
+
+	tiny_config(&cfg, 1, (489 + 20) * 4.0 / 1024);
+	m = mock_new(&cfg);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, ema_policy_find("host_swap"), &m->base, &w,
+						&err), EMA_OK);
+	CU_ASSERT(e.counted_pages);
+	pr.e = &e;
+	pr.m = m;
+	ema_eventq_push(&m->q, 1, probe_counted, &pr);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_run(&e, &err), EMA_OK);
+	CU_ASSERT(e.tenants[0].stats.swaps >= 1);
+	CU_ASSERT(pr.most_counted > 0);
+	CU_ASSERT_EQUAL(pr.bad, 0);
+	CU_ASSERT_EQUAL(ema_ledger_counted_pages(&e.ledger, 0), 0);
+	CU_ASSERT_EQUAL(ema_ledger_free_pages(&e.ledger, 0), 20);
+	CU_ASSERT_EQUAL(ema_ledger_check(&e.ledger, NULL), EMA_OK);
+	e.platform = NULL;
+	mock_destroy(&m->base);
+	CU_ASSERT_EQUAL_FATAL(run_engine_lists(&lists, &cfg, "host_swap", &w, true), EMA_OK);
+	CU_ASSERT_FALSE(lists.counted_pages);
+	for (int k = 0; k < 2; k++)
+		CU_ASSERT_EQUAL(e.tenants[0].reqs[k].finish_ns, lists.tenants[0].reqs[k].finish_ns);
+	CU_ASSERT_EQUAL(e.tenants[0].stats.swaps, lists.tenants[0].stats.swaps);
+	ema_engine_destroy(&e);
+	ema_engine_destroy(&lists);
 }
 
 /* A request whose whole KV exceeds what it can ever hold is dropped at
@@ -328,6 +409,7 @@ int main(void)
 		{"host_swap swaps instead", test_swap_preemption},
 		{"FCFS order", test_fcfs},
 		{"random loads, every policy", test_random_all_policies},
+		{"pages held by count, numbered when needed", test_counted_pages},
 		{"oversized request dropped at arrival", test_oversized_request},
 		{"watermark band: every request runs or is dropped", test_watermark_band},
 		{"no progress possible: an error, not a spin", test_no_progress_guard},

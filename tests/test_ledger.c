@@ -241,6 +241,197 @@ static void test_home_kv(void)
 	ema_ledger_destroy(&b);
 }
 
+/* Pages held by count, by hand: GPU of 8 pages, 2 of weights. */
+static void test_counted_by_hand(void)
+{
+	struct ema_ledger l;
+	struct ema_error err = {0};
+	struct ema_kv_page kp[4];
+	int32_t cap[2] = {8, 8};
+	int tg[1] = {0};
+
+	CU_ASSERT_EQUAL_FATAL(ema_ledger_init(&l, 2, cap, 4096, 1, tg, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_ledger_reserve_weights(&l, 0, 2, &err), EMA_OK);
+	/* stack 7 6 5 4 3 2: pages 2, 3, 4 are the next three */
+	CU_ASSERT_EQUAL(ema_ledger_alloc_counted(&l, 0, 3), EMA_OK);
+	CU_ASSERT_EQUAL(ema_ledger_free_pages(&l, 0), 3);
+	CU_ASSERT_EQUAL(ema_ledger_counted_pages(&l, 0), 3);
+	CU_ASSERT_EQUAL(ema_ledger_used_pages(&l, 0), 3);
+	CU_ASSERT_EQUAL(l.gpu[0].count[EMA_PAGE_KV], 3);
+	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_OK);
+	/* an ordinary page is the next free one, 5 (not 2: held by count) */
+	CU_ASSERT_EQUAL(ema_ledger_alloc(&l, 0, 0, EMA_PAGE_STAGING), 5);
+	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_OK);
+	/* numbers for one: the last counted, 3 (2 moved down in place of 5) */
+	CU_ASSERT_EQUAL(ema_ledger_number_counted(&l, 0, 1, kp), EMA_OK);
+	CU_ASSERT_EQUAL(kp[0].gpu, 0);
+	CU_ASSERT_EQUAL(kp[0].page, 3);
+	CU_ASSERT_EQUAL(ema_ledger_page(&l, 0, 3)->state, EMA_PAGE_KV);
+	CU_ASSERT_EQUAL(ema_ledger_page(&l, 0, 3)->holder, 0);
+	CU_ASSERT_EQUAL(ema_ledger_counted_pages(&l, 0), 2);
+	CU_ASSERT_EQUAL(ema_ledger_used_pages(&l, 0), 4);
+	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_OK);
+	/* 5 back on top of the free pages; 2 and 4 still held by count */
+	ema_ledger_free(&l, 0, 5);
+	CU_ASSERT_EQUAL(ema_ledger_free_pages(&l, 0), 3);
+	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_ledger_free_counted(&l, 0, 3), EMA_ERR_NOSPACE);
+	CU_ASSERT_EQUAL(ema_ledger_free_counted(&l, 0, 2), EMA_OK);
+	CU_ASSERT_EQUAL(ema_ledger_free_pages(&l, 0), 5);
+	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_OK);
+	/* the counted pages just given back are handed out first */
+	{
+		int32_t a = ema_ledger_alloc(&l, 0, 0, EMA_PAGE_KV);
+		int32_t b = ema_ledger_alloc(&l, 0, 0, EMA_PAGE_KV);
+
+		CU_ASSERT((a == 2 && b == 4) || (a == 4 && b == 2));
+	}
+	/* errors: too many, none to number, no tenant, a negative count */
+	CU_ASSERT_EQUAL(ema_ledger_alloc_counted(&l, 0, 4), EMA_ERR_NOSPACE);
+	CU_ASSERT_EQUAL(ema_ledger_alloc_counted(&l, 0, -1), EMA_ERR_NOSPACE);
+	CU_ASSERT_EQUAL(ema_ledger_number_counted(&l, 0, 1, kp), EMA_ERR_NOSPACE);
+	CU_ASSERT_EQUAL(ema_ledger_alloc_counted(&l, 1, 1), EMA_ERR_NOSPACE);
+	CU_ASSERT_EQUAL(ema_ledger_free_pages(&l, 0), 3);
+	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_OK);
+	/* a corrupted count is caught */
+	l.gpu[0].n_counted = 1;
+	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_ERR_INTERNAL);
+	l.gpu[1].n_counted = 1;
+	l.gpu[0].n_counted = 0;
+	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "held by count"));
+	ema_ledger_destroy(&l);
+}
+
+/* Pages held by count among every other operation, at random on 3 GPUs
+ * (GPU 2 a pure lender): after each operation the recount agrees, no
+ * page number is held twice, every numbered page reads as its holder's,
+ * and at the end everything given back restores every GPU. */
+static void test_counted_random(void)
+{
+	struct ema_ledger l;
+	struct ema_error err = {0};
+	int32_t cap[3] = {120, 90, 60};
+	int tg[2] = {0, 1};
+	struct held { int gpu; int32_t page; int holder; } *h = malloc(400 * sizeof *h);
+	int32_t counted[2] = {0, 0};
+	int n = 0, bad = 0;
+	unsigned seed = 11;
+
+	CU_ASSERT_EQUAL_FATAL(ema_ledger_init(&l, 3, cap, 4096, 2, tg, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_ledger_reserve_weights(&l, 0, 10, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_ledger_reserve_weights(&l, 1, 7, &err), EMA_OK);
+	for (int step = 0; step < 20000; step++) {
+		int op, g, t;
+		int32_t k;
+
+		seed = seed * 1103515245u + 12345u;
+		op = (int)((seed >> 16) % 9);
+		t = (int)((seed >> 8) % 2);
+		g = t;
+		k = 1 + (int32_t)((seed >> 4) % 6);
+		if (op == 0 && n + k < 400) {          /* counted pages */
+			int32_t free_before = ema_ledger_free_pages(&l, g);
+			int rc = ema_ledger_alloc_counted(&l, g, k);
+
+			bad += rc != (free_before >= k ? EMA_OK : EMA_ERR_NOSPACE);
+			if (rc == EMA_OK)
+				counted[g] += k;
+		} else if (op == 1 && counted[g] > 0) { /* some back */
+			k = k > counted[g] ? counted[g] : k;
+			bad += ema_ledger_free_counted(&l, g, k) != EMA_OK;
+			counted[g] -= k;
+		} else if (op == 2 && counted[g] > 0 && n + k < 400) { /* numbered */
+			struct ema_kv_page kp[6];
+
+			k = k > counted[g] ? counted[g] : k;
+			bad += ema_ledger_number_counted(&l, g, k, kp) != EMA_OK;
+			for (int32_t i = 0; i < k; i++) {
+				h[n].gpu = kp[i].gpu;
+				h[n].page = kp[i].page;
+				h[n++].holder = t;
+			}
+			counted[g] -= k;
+		} else if ((op == 3 || op == 4) && n + k < 400) { /* ordinary pages */
+			int32_t pg[6];
+			enum ema_page_state st = (seed >> 20) % 4 ? EMA_PAGE_KV : EMA_PAGE_STAGING;
+
+			if (op == 4) {
+				g = (int)((seed >> 12) % 3); /* maybe borrowed */
+				if (ema_ledger_alloc_n(&l, g, t, st, k, pg) != EMA_OK)
+					k = 0;
+			} else {
+				for (int32_t i = 0; i < k; i++)
+					if ((pg[i] = ema_ledger_alloc(&l, g, t, st)) < 0)
+						k = i;
+			}
+			for (int32_t i = 0; i < k; i++) {
+				h[n].gpu = g;
+				h[n].page = pg[i];
+				h[n++].holder = t;
+			}
+		} else if (op == 5 && n + k < 400) {   /* home KV with records */
+			struct ema_kv_page kp[6];
+
+			if (ema_ledger_alloc_home_kv(&l, g, k, kp) == EMA_OK)
+				for (int32_t i = 0; i < k; i++) {
+					h[n].gpu = kp[i].gpu;
+					h[n].page = kp[i].page;
+					h[n++].holder = t;
+				}
+		} else if (op == 6 && n > 0) {         /* pages of one GPU back at once */
+			int32_t pg[6];
+			struct ema_kv_page kp[6];
+			int m = 0, gpu = h[n - 1].gpu;
+			bool home_kv = true;
+
+			/* the newest ones of that GPU, up to k */
+			for (int i = n - 1; i >= 0 && m < k; i--)
+				if (h[i].gpu == gpu) {
+					const struct ema_page *pp = ema_ledger_page(&l, gpu, h[i].page);
+
+					home_kv = home_kv && pp->state == EMA_PAGE_KV &&
+						  pp->holder == l.gpu[gpu].home_tenant;
+					pg[m] = h[i].page;
+					kp[m].gpu = (int16_t)gpu;
+					kp[m++].page = h[i].page;
+					h[i] = h[--n];
+				}
+			if (home_kv && (seed >> 24) % 2)
+				ema_ledger_free_home_kv(&l, gpu, kp, m);
+			else
+				ema_ledger_free_n(&l, gpu, pg, m);
+		} else if (n > 0) {                    /* an ordinary page back */
+			int i = (int)((seed >> 10) % (unsigned)n);
+
+			ema_ledger_free(&l, h[i].gpu, h[i].page);
+			h[i] = h[--n];
+		}
+		if (ema_ledger_check(&l, &err) != EMA_OK) {
+			fprintf(stderr, "step %d: %s\n", step, err.msg);
+			bad++;
+			break;
+		}
+		for (int i = 0; i < n; i++)
+			bad += ema_ledger_page(&l, h[i].gpu, h[i].page)->holder != h[i].holder;
+		for (int gg = 0; gg < 2; gg++)
+			bad += ema_ledger_counted_pages(&l, gg) != counted[gg];
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	while (n > 0) {
+		n--;
+		ema_ledger_free(&l, h[n].gpu, h[n].page);
+	}
+	for (int g = 0; g < 2; g++)
+		CU_ASSERT_EQUAL(ema_ledger_free_counted(&l, g, counted[g]), EMA_OK);
+	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_ledger_free_pages(&l, 0), 110);
+	CU_ASSERT_EQUAL(ema_ledger_free_pages(&l, 1), 83);
+	CU_ASSERT_EQUAL(ema_ledger_free_pages(&l, 2), 60);
+	free(h);
+	ema_ledger_destroy(&l);
+}
+
 static void test_errors(void)
 {
 	struct ema_ledger l;
@@ -279,6 +470,8 @@ int main(void)
 		{"random sequences keep the invariant", test_random_sequences},
 		{"alloc_n and free_n are n single calls", test_batches},
 		{"alloc_home_kv and free_home_kv are alloc_n and free_n", test_home_kv},
+		{"pages held by count, by hand", test_counted_by_hand},
+		{"pages held by count among random operations", test_counted_random},
 		{"errors", test_errors},
 		{NULL, NULL},
 	};
