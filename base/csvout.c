@@ -296,6 +296,56 @@ static inline char *room(struct ema_csvout *o, size_t n)
 	return o->buf + o->n;
 }
 
+char *ema_csvout_reserve(struct ema_csvout *o, size_t n)
+{
+	return room(o, n);
+}
+
+char *ema_put_int(char *p, long long v)
+{
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+	int len = n_digits(u) + (v < 0);
+
+	if (v < 0)
+		*p = '-';
+	dec_before(p + len, u);
+	return p + len;
+}
+
+char *ema_put_ms(char *p, int64_t ns)
+{
+	uint64_t whole;
+	uint32_t frac, hi, lo;
+	int len;
+
+	if (ns < 0 || ns >= 1000000000000000LL) {
+		/* (below 2^63 ns: under 9.3e12 ms, 27 characters at most) */
+		char tmp[EMA_FMT_MAX];
+		int n = ema_fmt_fixed(tmp, (double)ns * 1e-6, 6);
+
+		memcpy(p, tmp, (size_t)n);
+		return p + n;
+	}
+	/* (see ema_csvout_ms) */
+	whole = (uint64_t)ns / 1000000u;
+	frac = (uint32_t)((uint64_t)ns - whole * 1000000u);
+	len = n_digits(whole);
+	dec_before(p + len, whole);
+	p += len;
+	*p = '.';
+	hi = frac / 10000u;
+	lo = frac - hi * 10000u;
+	memcpy(p + 1, digit_pairs + 2 * hi, 2);
+	memcpy(p + 3, digit_pairs + 2 * (lo / 100u), 2);
+	memcpy(p + 5, digit_pairs + 2 * (lo % 100u), 2);
+	return p + 7;
+}
+
+char *ema_put_fixed(char *p, double v, int decimals)
+{
+	return p + ema_fmt_fixed(p, v, decimals);
+}
+
 void ema_csvout_int(struct ema_csvout *o, long long v)
 {
 	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;

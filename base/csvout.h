@@ -50,6 +50,24 @@ static inline void ema_csvout_char(struct ema_csvout *o, char c)
 }
 /* printf("%lld") */
 void ema_csvout_int(struct ema_csvout *o, long long v);
+
+/* A row written in place, without a bounds check per number: room for n
+ * bytes (at most EMA_CSVOUT_BUF; the buffer is flushed when it has
+ * less), the ema_put_* writers below, each returning the end of its
+ * text, then ema_csvout_wrote with the end of the row. */
+char *ema_csvout_reserve(struct ema_csvout *o, size_t n);
+static inline void ema_csvout_wrote(struct ema_csvout *o, const char *end)
+{
+	o->n = (size_t)(end - o->buf);
+}
+/* ema_csvout_int's text: at most EMA_PUT_INT_MAX bytes */
+#define EMA_PUT_INT_MAX 20
+char *ema_put_int(char *p, long long v);
+/* ema_csvout_ms's text for ns >= 0: at most EMA_PUT_MS_MAX bytes */
+#define EMA_PUT_MS_MAX 32
+char *ema_put_ms(char *p, int64_t ns);
+/* ema_csvout_fixed's text: at most EMA_FMT_MAX bytes */
+char *ema_put_fixed(char *p, double v, int decimals);
 /* printf("%.*f", decimals, v) */
 void ema_csvout_fixed(struct ema_csvout *o, double v, int decimals);
 /* printf("%.6g", v) */

@@ -5,6 +5,7 @@
  * zeros, subnormals, NaN and infinities), and the buffer writes what it
  * was given even past its size, and reports a full disk. */
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -206,9 +207,10 @@ static void test_buffer(void)
 	free(o);
 }
 
-/* ema_csvout_ms is printf("%.6f", ns * 1e-6): over the whole range of
- * its fast path (ns below 10^15, where it must be exact), at its edges
- * and past them (where it hands over to the double). */
+/* ema_csvout_ms and ema_put_ms are printf("%.6f", ns * 1e-6): over the
+ * whole range of the fast path (ns below 10^15, where it must be exact),
+ * at its edges and past them (where it hands over to the double);
+ * ema_put_int is printf("%lld") beside them. */
 static void test_csvout_ms(void)
 {
 	char path[] = "/tmp/ema_test_csvout_ms.XXXXXX";
@@ -217,7 +219,7 @@ static void test_csvout_ms(void)
 		0, 1, 999999, 1000000, 1000001, 999999999999999LL, 1000000000000000LL,
 		1000000000000001LL, INT64_MAX, -1, -1000000, INT64_MIN,
 	};
-	size_t cap = 8 << 20, wn = 0, gn;
+	size_t cap = 16 << 20, wn = 0, gn;
 	char *want = malloc(cap), *got = malloc(cap);
 	int fd = mkstemp(path);
 	FILE *f;
@@ -239,8 +241,25 @@ static void test_csvout_ms(void)
 			ns = (int64_t)(next() % 4000000000000ULL);        /* an hour's replay */
 		else
 			ns = (int64_t)(next() % 100000);                  /* under a millisecond */
-		ema_csvout_ms(o, ns);
-		ema_csvout_char(o, '\n');
+		if (i % 3 == 0 || ns < 0) {
+			ema_csvout_ms(o, ns);
+			ema_csvout_char(o, '\n');
+		} else {
+			/* the in-place writers, as rows are written, with an
+			 * integer between */
+			long long v = (long long)next() >> (next() % 64);
+			char *p = ema_csvout_reserve(o, EMA_PUT_MS_MAX + EMA_PUT_INT_MAX + 2);
+
+			if (i % 3 == 2)
+				v = i % 9 == 2 ? LLONG_MIN : -v;
+			p = ema_put_ms(p, ns);
+			*p++ = ',';
+			p = ema_put_int(p, v);
+			*p++ = '\n';
+			ema_csvout_wrote(o, p);
+			wn += (size_t)snprintf(want + wn, cap - wn, "%.6f,%lld\n", (double)ns * 1e-6, v);
+			continue;
+		}
 		wn += (size_t)snprintf(want + wn, cap - wn, "%.6f\n", (double)ns * 1e-6);
 	}
 	CU_ASSERT_EQUAL(ema_csvout_flush(o), 0);

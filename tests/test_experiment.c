@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "experiment.h"
+#include "rows.h"
 #include "test_main.h"
 
 /* Short enough that each test runs in well under a second, long enough
@@ -706,6 +707,65 @@ static void test_rows_as_they_finish(void)
 	ema_remove_tree(top);
 }
 
+/* A requests.csv row is the text of its printf format, for names that
+ * fit the buffer's room (in place) and names that do not (field by
+ * field), unfinished and dropped requests, and times past 10^15 ns. */
+static void test_row_text(void)
+{
+	static const struct ema_request_record recs[] = {
+		{0, 0, 9430647, 216949894, 374, 44, 0, false},
+		{7, 4314579000, 4324566178, 4875223817, 396, 1, 2, false},
+		{8, 5000000, -1, -1, 1200, 30, 0, true},
+		{9, 5000000, 6000001, -1, 1200, 30, 1, false},
+		{2147483647, 1000000000000001LL, 1000000000000002LL, 9000000000000000000LL,
+		 2147483647, 2147483647, 2147483647, false},
+	};
+	char *big = malloc(EMA_CSVOUT_BUF + 1);
+	char *got = NULL, *want = malloc(8 * EMA_CSVOUT_BUF);
+	size_t gn = 0, wn = 0;
+	FILE *f = open_memstream(&got, &gn);
+	struct ema_csvout *o = malloc(sizeof *o);
+
+	CU_ASSERT_FATAL(big != NULL && want != NULL && f != NULL && o != NULL);
+	memset(big, 'x', EMA_CSVOUT_BUF);
+	big[EMA_CSVOUT_BUF] = '\0';
+	ema_csvout_init(o, f);
+	for (int k = 0; k < 2; k++)
+		for (size_t i = 0; i < sizeof recs / sizeof recs[0]; i++) {
+			const struct ema_request_record *r = &recs[i];
+			const char *tenant = k ? big : "t0";
+			char ttft[64] = "", tpot[64] = "", e2e[64] = "", first[64] = "", fin[64] = "";
+
+			ema_rows_format(o, "static", tenant, r);
+			if (r->first_token_ns >= 0) {
+				snprintf(first, sizeof first, "%.6f", (double)r->first_token_ns * 1e-6);
+				snprintf(ttft, sizeof ttft, "%.6f",
+					 (double)(r->first_token_ns - r->arrival_ns) * 1e-6);
+			}
+			if (r->finish_ns >= 0) {
+				snprintf(fin, sizeof fin, "%.6f", (double)r->finish_ns * 1e-6);
+				snprintf(e2e, sizeof e2e, "%.6f", (double)(r->finish_ns - r->arrival_ns) * 1e-6);
+				if (r->output_tokens > 1)
+					snprintf(tpot, sizeof tpot, "%.6f",
+						 (double)(r->finish_ns - r->first_token_ns) * 1e-6 /
+						 (r->output_tokens - 1));
+			}
+			wn += (size_t)snprintf(want + wn, 8 * EMA_CSVOUT_BUF - wn,
+					       "static,%s,%d,%.6f,%s,%s,%d,%d,%d,%s,%s,%s,%d\n", tenant,
+					       r->id, (double)r->arrival_ns * 1e-6, first, fin,
+					       r->prompt_tokens, r->output_tokens, r->preemptions, ttft,
+					       tpot, e2e, r->dropped ? 1 : 0);
+		}
+	CU_ASSERT_EQUAL(ema_csvout_flush(o), 0);
+	fclose(f);
+	CU_ASSERT_EQUAL(gn, wn);
+	CU_ASSERT(gn == wn && memcmp(got, want, wn) == 0);
+	free(got);
+	free(want);
+	free(big);
+	free(o);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -721,6 +781,7 @@ int main(void)
 		{"a full disk: the file and the reason", test_write_full_disk},
 		{"the run folder as written", test_write_folder},
 		{"requests.csv's rows as they finish are those after the run", test_rows_as_they_finish},
+		{"a requests.csv row is its printf format's text", test_row_text},
 		{NULL, NULL},
 	};
 
