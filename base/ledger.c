@@ -329,36 +329,10 @@ void ema_ledger_free(struct ema_ledger *l, int gpu, int32_t page)
 		abort();
 }
 
-int ema_ledger_alloc_counted(struct ema_ledger *l, int gpu, int32_t n)
+void ema_ledger_debug_check(const struct ema_ledger *l)
 {
-	struct ema_ledger_gpu *gp = &l->gpu[gpu];
-
-	if (n < 0 || gp->n_free < n || gp->home_tenant < 0)
-		return EMA_ERR_NOSPACE;
-	gp->n_free -= n;
-	gp->n_counted += n;
-	gp->count[EMA_PAGE_FREE] -= n;
-	gp->count[EMA_PAGE_KV] += n;
-	l->ops += (uint64_t)n;
-	if (ledger_debug && ema_ledger_check(l, NULL) != EMA_OK)
-		abort();
-	return EMA_OK;
-}
-
-int ema_ledger_free_counted(struct ema_ledger *l, int gpu, int32_t n)
-{
-	struct ema_ledger_gpu *gp = &l->gpu[gpu];
-
-	if (n < 0 || gp->n_counted < n)
-		return EMA_ERR_NOSPACE;
-	gp->n_free += n;
-	gp->n_counted -= n;
-	gp->count[EMA_PAGE_KV] -= n;
-	gp->count[EMA_PAGE_FREE] += n;
-	l->ops += (uint64_t)n;
-	if (ledger_debug && ema_ledger_check(l, NULL) != EMA_OK)
-		abort();
-	return EMA_OK;
+	if (ema_ledger_check(l, NULL) != EMA_OK)
+		abort(); /* debug builds only: stop at the operation that broke it */
 }
 
 int ema_ledger_number_counted(struct ema_ledger *l, int gpu, int32_t n, struct ema_kv_page *out)
