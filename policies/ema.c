@@ -520,24 +520,20 @@ static void ema_plan_leap(const struct ema_policy_ctx *c, void *state,
 
 	if ((!tpot && !guard) || t < 0 || t >= c->n_tenants || n <= 0)
 		return;
-	if (guard && st->read_mask[t] != 0) {
-		/* bytes read before the leap still decay: note_step's loop */
-		for (int i = 0; i < n; i++)
-			note_step(c, st, t, start_ns[i],
-				  tpot ? ema_step_cost_local_ns(c->hw, it->weight_bytes,
-								steps[i].kv_local_bytes,
-								steps[i].act_bytes, steps[i].flops) : 0,
-				  0, NULL, 0);
-		return;
-	}
 	/* note_step's sums in registers (through memory each step waited
-	 * for the last one's stores), the same operations in the same order */
+	 * for the last one's stores), the same operations in the same order;
+	 * bytes read before the leap (read_mask: a tenant that ever borrowed)
+	 * still decay, each GPU's on its own */
 	ema_local_cost_init(&k, c->hw);
 	{
 		double busy = st->busy_ns[t], prefill = st->prefill_ns[t], read = st->read_ns[t];
+		double bytes[EMA_MAX_GPUS];
+		const uint32_t rm = guard ? st->read_mask[t] : 0;
 		int64_t noted_ns = st->noted_ns[t];
 		bool noted = st->noted[t];
 
+		for (uint32_t m = rm; m != 0; m &= m - 1)
+			bytes[__builtin_ctz(m)] = st->read_bytes[t][__builtin_ctz(m)];
 		for (int i = 0; i < n; i++) {
 			int64_t now = start_ns[i];
 			double decay = 0, dt = 0;
@@ -553,11 +549,16 @@ static void ema_plan_leap(const struct ema_policy_ctx *c, void *state,
 				busy = busy * decay + total;
 				prefill = prefill * decay + 0.0;
 			}
-			if (guard)
+			if (guard) {
+				for (uint32_t m = rm; m != 0; m &= m - 1)
+					bytes[__builtin_ctz(m)] *= decay;
 				read = read * decay + dt;
+			}
 			noted_ns = now;
 			noted = true;
 		}
+		for (uint32_t m = rm; m != 0; m &= m - 1)
+			st->read_bytes[t][__builtin_ctz(m)] = bytes[__builtin_ctz(m)];
 		st->busy_ns[t] = busy;
 		st->prefill_ns[t] = prefill;
 		st->read_ns[t] = read;
