@@ -1022,18 +1022,25 @@ static void batch_add(struct ema_engine *e, struct ema_tenant *t, int32_t id, in
 		return;
 	}
 	{
-		uint64_t share = kv / (uint64_t)r->n_pages;
+		/* (integer sums: any order gives the same totals; the home GPU
+		 * first, then the peers, with the tenant's fields written once
+		 * each, which the compiler cannot do itself: they might alias
+		 * the request's) */
+		const uint64_t share = kv / (uint64_t)r->n_pages;
+		const uint32_t home = 1u << t->gpu;
+		uint32_t m = r->on_mask;
 
-		for (uint32_t m = r->on_mask; m != 0; m &= m - 1) {
+		if (m & home) {
+			t->iter_kv_local += share * (uint64_t)r->pages_on[t->gpu];
+			m &= ~home;
+		}
+		t->iter_rem_mask |= m;
+		for (; m != 0; m &= m - 1) {
 			int g = __builtin_ctz(m);
+			int32_t n = r->pages_on[g];
 
-			if (g == t->gpu) {
-				t->iter_kv_local += share * (uint64_t)r->pages_on[g];
-			} else {
-				t->iter_rem_bytes[g] += share * (uint64_t)r->pages_on[g];
-				t->iter_rem_pages[g] += r->pages_on[g];
-				t->iter_rem_mask |= 1u << g;
-			}
+			t->iter_rem_bytes[g] += share * (uint64_t)n;
+			t->iter_rem_pages[g] += n;
 		}
 	}
 }
@@ -1642,6 +1649,27 @@ static int32_t bucket_take(struct leap_buckets *bk, int32_t b)
 	return bk->b[b].stamp == bk->plan ? bk->b[b].head : -1;
 }
 
+/* The suffix extremes of a planned leap's free pages that check_leaps
+ * reads (leap_pages_hold), over steps j .. k - 1 for each j >= 1. */
+static void leap_pf_suffixes(struct ema_tenant *t, int32_t k)
+{
+	const int32_t *pf = t->leap_pf;
+	int32_t lo = INT32_MAX, hi = INT32_MIN, res = INT32_MAX;
+
+	t->leap_reserve = t->local_reserve;
+	for (int32_t j = k - 1; j >= 1; j--) {
+		if (pf[j] < lo)
+			lo = pf[j];
+		if (pf[j] > hi)
+			hi = pf[j];
+		if (pf[j] >= t->leap_reserve && pf[j] < res)
+			res = pf[j];
+		t->leap_pf_min[j] = lo;
+		t->leap_pf_max[j] = hi;
+		t->leap_pf_res[j] = res;
+	}
+}
+
 /* Called by launch with the first step's iteration, which the tenant's
  * batch holds: plans as many steps as the conditions above allow and
  * starts them as a leap; false when fewer than two (launch then starts
@@ -1721,9 +1749,12 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 		t->cap_leap = LEAP_MAX + 2;
 	}
 	if (t->leap_pf == NULL) {
-		t->leap_pf = malloc((LEAP_MAX + 1) * sizeof *t->leap_pf);
+		t->leap_pf = malloc(4 * (LEAP_MAX + 1) * sizeof *t->leap_pf);
 		if (t->leap_pf == NULL)
 			return false;
+		t->leap_pf_min = t->leap_pf + (LEAP_MAX + 1);
+		t->leap_pf_max = t->leap_pf_min + (LEAP_MAX + 1);
+		t->leap_pf_res = t->leap_pf_max + (LEAP_MAX + 1);
 	}
 	if (t->leap_buckets == NULL) {
 		t->leap_buckets = calloc(1, sizeof(struct leap_buckets));
@@ -1924,6 +1955,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	if (k < 2)
 		return false;
 	t->leap_range = range;
+	leap_pf_suffixes(t, k);
 	{
 		const struct ema_leap_retime rt = {
 			.it = it, .steps = w, .stop_ns = next_arrival, .limit_ns = limit,
@@ -2227,10 +2259,22 @@ static bool leap_pages_hold(const struct ema_engine *e, const struct ema_tenant 
 	int64_t delta = (int64_t)ema_ledger_free_pages(&e->ledger, t->gpu) -
 			t->leap_pf[t->leap_played];
 
+	int32_t j0 = t->leap_played + 1;
+
 	if (delta == 0 && r->free_min == t->leap_range.free_min &&
 	    r->free_max == t->leap_range.free_max)
 		return true; /* as planned */
-	for (int32_t j = t->leap_played + 1; j < t->leap_k; j++) {
+	if (j0 >= t->leap_k)
+		return true; /* no step left to walk */
+	if (t->local_reserve == t->leap_reserve)
+		/* the walk below, from the plan's extremes: some step's count
+		 * leaves the range, or one at or above the reserve falls under
+		 * it (the least such does first) */
+		return !((int64_t)t->leap_pf_min[j0] + delta < r->free_min ||
+			 (int64_t)t->leap_pf_max[j0] + delta > r->free_max ||
+			 (t->leap_pf_res[j0] != INT32_MAX &&
+			  (int64_t)t->leap_pf_res[j0] + delta < t->local_reserve));
+	for (int32_t j = j0; j < t->leap_k; j++) {
 		int64_t f = t->leap_pf[j] + delta;
 
 		if (f < r->free_min || f > r->free_max ||

@@ -102,6 +102,12 @@ struct ema_tenant {
 	 * end (leap_pf[0]: at the start): what pages others take or give
 	 * back mid-leap must leave room for (check_leaps) */
 	int32_t *leap_pf;
+	/* leap_pf[j .. leap_k - 1]'s least and greatest values, and least of
+	 * those at or above the staging reserve the plan saw (leap_reserve;
+	 * INT32_MAX for none), so that check_leaps tests the rest of a leap
+	 * in O(1) (leap_pages_hold): three arrays of LEAP_MAX + 1 */
+	int32_t *leap_pf_min, *leap_pf_max, *leap_pf_res;
+	int32_t leap_reserve;
 	struct ema_leap_range leap_range;       /* the policy's, at the start */
 	void *leap_scratch; int32_t cap_scratch;     /* planning a leap */
 	struct leap_buckets *leap_buckets;          /* ... its steps' events */
