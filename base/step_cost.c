@@ -144,6 +144,30 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 			cost_max(cost_max(out->compute_ns, out->memory_ns), out->link_ns);
 }
 
+double ema_step_cost_staged_floor_ns(const struct ema_hw_profile *hw, const struct ema_iteration *it)
+{
+	double local = (double)it->weight_bytes + (double)it->kv_local_bytes +
+		       (double)it->act_bytes;
+	double remote = 0;
+
+	/* ema_step_cost's staged memory time is local_ns x (1 + k x in /
+	 * hbm_read_gbps) with in >= 0: at least local_ns where k >= 0 and the
+	 * rate is positive (a product with a factor >= 1 rounds to no less);
+	 * its total adds the overhead to a maximum of that and more, and a
+	 * rounded sum does not fall when a term grows */
+	if (!(hw->interference_borrower >= 0) || !isfinite(hw->interference_borrower) ||
+	    !(hw->hbm_read_gbps > 0) || !isfinite(hw->hbm_read_gbps) ||
+	    !(hw->hbm_read_gbps * hw->hbm_efficiency > 0))
+		return -INFINITY;
+	for (int i = 0; i < it->n_remote; i++) {
+		int g = it->remote[i].gpu;
+
+		if (g >= 0 && g < EMA_MAX_GPUS)
+			remote += (double)it->remote[i].bytes;
+	}
+	return hw->iter_overhead_us * 1e3 + ema_cost_hbm_ns(hw, local + remote);
+}
+
 double ema_step_cost_local_ns(const struct ema_hw_profile *hw, uint64_t weight_bytes,
 			      uint64_t kv_local_bytes, uint64_t act_bytes, double flops)
 {

@@ -110,6 +110,16 @@ static inline bool ema_cost_surely_memory_bound(const struct ema_hw_profile *hw,
 void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *it, bool staged,
 		   struct ema_step_cost *out);
 
+/* A lower bound of ema_step_cost(hw, it, true, &out)'s out.total_ns
+ * (never above it, rounding included): the overhead plus the HBM time of
+ * the local and remote bytes, summed by the same operations as there
+ * (its other terms only raise the total: a slowdown factor of at least 1
+ * and maxima). -INFINITY where it cannot tell (a negative interference or
+ * a rate that is not positive). For a policy choosing between the paths:
+ * in place wins whenever this is at least the in-place total, without
+ * the staged cost's per-lender rates. */
+double ema_step_cost_staged_floor_ns(const struct ema_hw_profile *hw, const struct ema_iteration *it);
+
 /* ema_step_cost(hw, it, false, &out)'s out.total_ns, the same double: for
  * callers that cost every iteration and need only the in-place total
  * (ema's TPOT budget and choice of path). */

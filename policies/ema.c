@@ -1096,6 +1096,7 @@ static bool plan_staged(const struct ema_policy_ctx *c, const struct ema_iterati
 			const double *inplace_ns)
 {
 	struct ema_step_cost st;
+	double in_ns;
 
 	if (c->knobs->prefetch_depth <= 0 || c->knobs->remote_path == EMA_PATH_INPLACE)
 		return false;
@@ -1105,8 +1106,14 @@ static bool plan_staged(const struct ema_policy_ctx *c, const struct ema_iterati
 	 * (the hw backend, until its kernel splits the grid) stages */
 	if (!c->inplace_beside_local)
 		return true;
+	in_ns = inplace_ns != NULL ? *inplace_ns : ema_step_cost_inplace_ns(c->hw, it);
+	/* staged can only be slower where its floor is (a borrower reading a
+	 * few percent of its bytes remotely, in place within the budgets:
+	 * most of ema's steps), without its per-lender rates */
+	if (ema_step_cost_staged_floor_ns(c->hw, it) >= in_ns)
+		return false;
 	ema_step_cost(c->hw, it, true, &st);
-	return st.total_ns < (inplace_ns != NULL ? *inplace_ns : ema_step_cost_inplace_ns(c->hw, it));
+	return st.total_ns < in_ns;
 }
 
 static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_iteration *it)

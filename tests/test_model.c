@@ -365,6 +365,84 @@ static void test_cost_model_memory_bound_shortcut(void)
 	CU_ASSERT_FALSE(ema_cost_surely_memory_bound(&hw, 0.0, 1.0));
 }
 
+/* ema_step_cost_staged_floor_ns, ema's test for "in place wins" without
+ * the staged cost: over random profiles (both topologies, every copy
+ * method, interference from 0 up) and iterations with KV on up to 7
+ * peers, never above the staged total, to the last bit; by hand on the
+ * shipped h200x8 (no overhead: 0 + bytes / rate); -inf where it cannot
+ * tell; and it decides a borrower reading 5% of its bytes remotely,
+ * ema's common case under the link budgets, for in place. */
+static void test_cost_model_staged_floor(void)
+{
+	struct ema_hw_profile hw;
+	struct ema_error err = { 0 };
+	unsigned seed = 777;
+	int decided = 0;
+
+	for (int i = 0; i < 100000; i++) {
+		struct ema_iteration it;
+		struct ema_step_cost st;
+		double floor_ns;
+
+		memset(&hw, 0, sizeof hw);
+		seed = seed * 1103515245u + 12345u;
+		hw.n_gpus = 8;
+		hw.topology = (seed >> 3) % 2 ? EMA_TOPO_SWITCH : EMA_TOPO_DIRECT;
+		hw.peak_tflops = 50 + (seed >> 8) % 2000;
+		hw.flops_efficiency = 0.3 + (double)((seed >> 4) % 700) / 1000;
+		hw.hbm_read_gbps = 500 + (seed >> 12) % 5000;
+		hw.hbm_efficiency = 0.5 + (double)((seed >> 2) % 500) / 1000;
+		hw.iter_overhead_us = (double)((seed >> 6) % 40);
+		hw.link_gbps = 50 + (seed >> 14) % 500;
+		hw.gather_gbps = (seed >> 9) % 3 ? hw.link_gbps * 0.8 : 0;
+		hw.pull_share_under_load = (seed >> 11) % 2 ? 0.7 : 0;
+		hw.interference_borrower = (double)((seed >> 5) % 400) / 100;
+		memset(&it, 0, sizeof it);
+		seed = seed * 1103515245u + 12345u;
+		it.weight_bytes = (uint64_t)((seed >> 4) % 100000) << 16;
+		it.kv_local_bytes = (uint64_t)((seed >> 9) % 100000) << 14;
+		it.act_bytes = (seed >> 3) % 100000;
+		it.flops = (double)((seed >> 7) % 1000) * 1e9;
+		it.method = (enum ema_copy_method)((seed >> 2) % 3);
+		it.n_remote = (int)((seed >> 17) % 8);
+		for (int r = 0; r < it.n_remote; r++) {
+			seed = seed * 1103515245u + 12345u;
+			it.remote[r].gpu = 1 + r;
+			it.remote[r].bytes = (uint64_t)((seed >> 6) % 100000) << 13;
+		}
+		ema_step_cost(&hw, &it, true, &st);
+		floor_ns = ema_step_cost_staged_floor_ns(&hw, &it);
+		CU_ASSERT(floor_ns <= st.total_ns);
+		if (floor_ns >= ema_step_cost_inplace_ns(&hw, &it))
+			decided++;
+	}
+	CU_ASSERT(decided > 1000);
+	hw.interference_borrower = -1;
+	CU_ASSERT(ema_step_cost_staged_floor_ns(&hw, &(struct ema_iteration){ 0 }) == -INFINITY);
+	hw.interference_borrower = 1;
+	hw.hbm_read_gbps = 0;
+	CU_ASSERT(ema_step_cost_staged_floor_ns(&hw, &(struct ema_iteration){ 0 }) == -INFINITY);
+
+	CU_ASSERT_EQUAL_FATAL(ema_hw_profile_load(&hw, "h200x8", &err), EMA_OK);
+	{
+		struct ema_iteration it;
+
+		memset(&it, 0, sizeof it);
+		it.weight_bytes = 16ull << 30;
+		it.kv_local_bytes = 4ull << 30;
+		it.n_remote = 2;
+		it.remote[0].gpu = 2;
+		it.remote[0].bytes = 512ull << 20;
+		it.remote[1].gpu = 5;
+		it.remote[1].bytes = 512ull << 20;
+		CU_ASSERT_DOUBLE_EQUAL(ema_step_cost_staged_floor_ns(&hw, &it),
+				       hw.iter_overhead_us * 1e3 +
+				       (double)(21ull << 30) / (hw.hbm_read_gbps * hw.hbm_efficiency),
+				       1e-6);
+		CU_ASSERT(ema_step_cost_staged_floor_ns(&hw, &it) >= ema_step_cost_inplace_ns(&hw, &it));
+	}
+}
+
 /* doc/reference-figures.md "Remote reads beside local reads" (H200 x2,
  * 2026-12-01), reproduced by the cost model with h200x2_hw (ema's own
  * kernels: hbm_efficiency 1, 7.8 us overhead), within 5%: a step
@@ -646,6 +724,7 @@ int main(void)
 		{ "in place beside local: the H200 measurements within 5%", test_inplace_measurements },
 		{ "cost model: the in-place total alone, to the last bit", test_cost_model_inplace_total },
 		{ "cost model: the memory-bound shortcut past the FLOPs' division", test_cost_model_memory_bound_shortcut },
+		{ "cost model: the staged total's floor", test_cost_model_staged_floor },
 		{ "cost model: decode batch of 32 at context 1024", test_cost_model_decode_batch },
 		{ "cost model: sums built request by request", test_cost_model_sums },
 		{ "link model: single copies on h200x2", test_link_model_single_copy },
