@@ -771,7 +771,8 @@ static int32_t headroom_pages(const struct ema_policy_ctx *c, int g)
  * next page of a running one (refused, that request is preempted and
  * recomputed: on h200x2 the borrower then preempted 158 times against
  * static's 83). */
-static int32_t lendable(const struct ema_policy_ctx *c, struct ema_state *st, int g, bool admit)
+static inline __attribute__((always_inline)) int32_t lendable(const struct ema_policy_ctx *c,
+							   struct ema_state *st, int g, bool admit)
 {
 	/* min(ema_lending_lendable, max_lent - lent, free - band_keep) from
 	 * what init computed: lendable's by_free = free - reserve is never
