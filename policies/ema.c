@@ -352,6 +352,11 @@ static double full_step_compute(const struct ema_policy_ctx *c, struct ema_state
 	if (it->n_remote == 0 || c->knobs->prefetch_depth <= 0 ||
 	    c->knobs->remote_path == EMA_PATH_INPLACE)
 		return in.total_ns;
+	/* (the smaller of the two: in place wherever the staged total's
+	 * floor already reaches it, as in plan_staged) */
+	if (c->knobs->remote_path != EMA_PATH_STAGED && c->inplace_beside_local &&
+	    ema_step_cost_staged_floor_ns(c->hw, it) >= in.total_ns)
+		return in.total_ns;
 	ema_step_cost(c->hw, it, true, &st);
 	if (c->knobs->remote_path == EMA_PATH_STAGED || !c->inplace_beside_local)
 		return st.total_ns;
