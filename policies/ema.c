@@ -441,6 +441,61 @@ static int32_t tpot_pages_left(const struct ema_policy_ctx *c, struct ema_state 
 	return (int32_t)gmax > total ? (int32_t)gmax - total : 0;
 }
 
+/* An upper bound of tpot_pages_left(c, st, tenant, g1) for every lender
+ * g1, without the costing of a full step: ema_borrowable_below's test for
+ * a queue the TPOT budget holds back (ema8p.json: 94% of the borrowers'
+ * admissions fail on it, at ~1,900 instructions each). With the ratio
+ * h(sigma) = sigma / p0 x (1 - sigma (1 - p0) / (1 + slack)), a parabola
+ * whose top is at sigma* = (1 + slack) / (2 (1 - p0)), and sigma at least
+ * sigma_lo, gmax is at most h(max(sigma_lo, sigma*)). sigma_lo: the full
+ * step s(R) with R >= total + 1 pages is at least o + L / eta in place
+ * (a positive link time: max(L, link) / eta) and at least the staged
+ * floor o + hbm(W + KV + R) staged, and s(0) = o + L; relative margins of
+ * 1e-9 cover the roundings (some 1e-15). INT32_MAX / 2 where it cannot
+ * tell, as tpot_pages_left where the budget does not rule. */
+static int32_t tpot_pages_bound(const struct ema_policy_ctx *c, struct ema_state *st, int tenant)
+{
+	const struct ema_hw_profile *hw = c->hw;
+	double p0 = prefill_share0(st, tenant), slack = own(c)->tpot_slack;
+	int32_t total = ema_ledger_borrowed_pages(c->ledger, tenant);
+	double s0, lo = 1.0, top, sm, h, pages;
+
+	if (!tpot_budget_on(c, tenant) || p0 <= 0)
+		return INT32_MAX / 2;
+	if (!(p0 < 1) || !isfinite(slack))
+		return INT32_MAX / 2; /* (p0 >= 1: h grows without bound) */
+	s0 = full_step_ns(c, st, tenant, NULL);
+	if (s0 > 0) {
+		double o = hw->iter_overhead_us * 1e3;
+		double w = (double)ema_model_weight_bytes(c->model) +
+			   (double)c->kv_capacity_pages[tenant] * (double)c->page_bytes;
+		double eta = hw->inplace_overlap_efficiency > 0 && hw->inplace_overlap_efficiency < 1 ?
+			     hw->inplace_overlap_efficiency : 1.0;
+		double local_ns = ema_cost_hbm_ns(hw, w);
+		double in = ema_cost_link_gbps(hw, false, c->knobs->copy_method) > 0 ?
+			    o + local_ns / eta : o + local_ns;
+		double staged = o + ema_cost_hbm_ns(hw, w + (double)(total + 1) * (double)c->page_bytes);
+
+		if (!(hw->interference_borrower >= 0) || !(hw->hbm_read_gbps > 0) ||
+		    !(hw->hbm_read_gbps * hw->hbm_efficiency > 0))
+			return INT32_MAX / 2; /* no staged floor to rely on */
+		lo = (in < staged ? in : staged) / s0;
+	}
+	lo *= 1.0 - 1e-9;
+	top = (1.0 + slack) / (2.0 * (1.0 - p0));
+	sm = lo > top ? lo : top;
+	h = sm / p0 * (1.0 - sm * (1.0 - p0) / (1.0 + slack));
+	h = h * (1.0 + 1e-9) + 1e-9;
+	if (!isfinite(h) || !isfinite(lo))
+		return INT32_MAX / 2;
+	if (h <= 1.0)
+		return 0;
+	pages = floor((h - 1.0) * c->kv_capacity_pages[tenant]) + 1.0 - (double)total;
+	if (!(pages < INT32_MAX / 2))
+		return INT32_MAX / 2;
+	return pages > 0 ? (int32_t)pages : 0;
+}
+
 /* Every iteration of `tenant` (plan_iteration), for the guards. TPOT
  * budget: its predicted time joins the decayed busy time, and a
  * prefill's, scaled by sigma / g of the moment, the prefill time (a mixed
@@ -1022,6 +1077,10 @@ static bool ema_borrowable_below(const struct ema_policy_ctx *c, void *state, in
 
 	if (st->never[tenant] || left <= 0)
 		return want > 0;
+	/* the TPOT budget's pages first: it is what holds a borrower's queue
+	 * back once its links have room (borrowable: at most that) */
+	if (tpot_pages_bound(c, st, tenant) < want)
+		return true;
 	for (int g = 0; g < c->n_gpus && bound < want; g++) {
 		int h = l->gpu[g].home_tenant;
 		int32_t n = st->lent_limit[g] - ema_ledger_lent_pages(l, g);

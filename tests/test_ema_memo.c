@@ -4,7 +4,8 @@
  * answers as a fresh computation does, the lender guard's bound bounds
  * it and decides as it does, the lender guard's visit of the GPUs read
  * from alone as a visit of every one, and borrowable_below says "fewer"
- * only where borrowable gives fewer, under random
+ * only where borrowable gives fewer (its TPOT bound bounds the TPOT
+ * budget's pages for every lender), under random
  * sequences of page operations, iterations and clock moves on 4 GPUs. policies/ema.c is
  * included for its static functions; its ema_policy_ema stands in for the
  * library's (the linker then takes no ema.o from libema_policies.a). */
@@ -153,7 +154,7 @@ static void test_memos_random(void)
 	struct ema_state *fresh = malloc(sizeof *fresh);
 	int checks = 0, bad_short = 0, bad_lend = 0, bad_slow = 0, bad_decay = 0, bad_borrow = 0;
 	int shorts = 0, guarded = 0, readers = 0, bad_bound = 0, undecided = 0;
-	int bad_below = 0, shortcuts = 0;
+	int bad_below = 0, shortcuts = 0, bad_tpot = 0, tpot_tight = 0, tpot_asked = 0;
 
 	CU_ASSERT_FATAL(fresh != NULL);
 	for (int round = 0; round < 4; round++) {
@@ -245,6 +246,22 @@ static void test_memos_random(void)
 
 				bad_decay += decay_of(st, d) != exp(-(double)d / EMA_TPOT_WINDOW_NS);
 				bad_borrow += ema_borrowable(c, st, t) != ema_borrowable(c, fresh, t);
+				/* the TPOT budget's bound is one for every lender, and
+				 * within two pages of it somewhere */
+				{
+					int32_t tb = tpot_pages_bound(c, st, t);
+
+					for (int g = 0; g < 4; g++) {
+						int32_t tl;
+
+						if (g == c->tenant_gpu[t])
+							continue;
+						tl = tpot_pages_left(c, fresh, t, g);
+						bad_tpot += tb < tl;
+						tpot_asked += tl < INT32_MAX / 2;
+						tpot_tight += tl < INT32_MAX / 2 && tb <= tl + 2;
+					}
+				}
 				bad_borrow += ema_choose_lender(c, st, t) != pick_by_rules(c, fresh, t);
 				/* the shortcut says "fewer than want" only where it is
 				 * so, and says it at least somewhere */
@@ -277,6 +294,8 @@ static void test_memos_random(void)
 	CU_ASSERT_EQUAL(bad_borrow, 0);
 	CU_ASSERT_EQUAL(bad_below, 0);
 	CU_ASSERT(shortcuts > 0);
+	CU_ASSERT_EQUAL(bad_tpot, 0);
+	CU_ASSERT(tpot_asked > 1000 && tpot_tight > tpot_asked / 2);
 	/* the sequences reach the cases the memos decide: some lender under
 	 * its headroom, some not; the guard refusing a lender */
 	CU_ASSERT(shorts > 0 && shorts < checks);
