@@ -2295,9 +2295,16 @@ static void check_leaps(struct ema_engine *e)
 	/* pages of a GPU change under its tenant's leap only where others
 	 * hold pages of it: counted by the ledger's lend_ops */
 	bool lent = e->ledger.lend_ops != e->leap_lend_ops;
+	/* leap_holds reads nothing but the ledger (policy.h): with no ledger
+	 * operation and no leap begun since the last check, every answer
+	 * and cut it gave stands (most events: flows, arrivals, the ends of
+	 * others' leaps replayed without a page moving) */
+	bool asked = e->ledger.ops == e->leap_check_ops && e->leaps == e->leap_check_leaps;
 
 	e->leap_lend_ops = e->ledger.lend_ops;
-	for (int j = 0; j < e->n_tenants && (lent || e->policy->leap_holds != NULL); j++) {
+	e->leap_check_ops = e->ledger.ops;
+	e->leap_check_leaps = e->leaps;
+	for (int j = 0; j < e->n_tenants && !asked && (lent || e->policy->leap_holds != NULL); j++) {
 		struct ema_tenant *t = &e->tenants[j];
 		struct ema_leap_range r = t->leap_range;
 

@@ -178,6 +178,9 @@ struct ema_engine {
 	int32_t *page_scratch; int32_t cap_page_scratch; /* pages taken or given at once */
 	int n_leaping;                /* tenants in a leap */
 	uint64_t leap_lend_ops;       /* the ledger's lend_ops at the last check_leaps */
+	/* the ledger's operation count and the leaps begun at the last
+	 * check_leaps that asked leap_holds, which reads only the ledger */
+	uint64_t leap_check_ops, leap_check_leaps;
 	uint64_t leaps, leap_steps;   /* made so far, and the steps they ran */
 	bool replay;                  /* a leap's iterations are being played back: */
 	int64_t vnow;                 /* ... the time it is for them */
