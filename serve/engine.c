@@ -1955,7 +1955,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	if (k < 2)
 		return false;
 	t->leap_range = range;
-	leap_pf_suffixes(t, k);
+	t->leap_sfx = false;
 	{
 		const struct ema_leap_retime rt = {
 			.it = it, .steps = w, .stop_ns = next_arrival, .limit_ns = limit,
@@ -2253,7 +2253,7 @@ static void leap_replay(struct ema_engine *e, struct ema_tenant *t, int64_t end)
  * many, never one too few). Asked only after pages were lent or given
  * back, and seldom with a difference: the plan is walked then rather
  * than summed for every leap. */
-static bool leap_pages_hold(const struct ema_engine *e, const struct ema_tenant *t,
+static bool leap_pages_hold(const struct ema_engine *e, struct ema_tenant *t,
 			    const struct ema_leap_range *r)
 {
 	int64_t delta = (int64_t)ema_ledger_free_pages(&e->ledger, t->gpu) -
@@ -2266,6 +2266,12 @@ static bool leap_pages_hold(const struct ema_engine *e, const struct ema_tenant 
 		return true; /* as planned */
 	if (j0 >= t->leap_k)
 		return true; /* no step left to walk */
+	if (!t->leap_sfx) {
+		/* (computed at the first check that needs them: most leaps,
+		 * of GPUs no one borrows from, never do) */
+		leap_pf_suffixes(t, t->leap_k);
+		t->leap_sfx = true;
+	}
 	if (t->local_reserve == t->leap_reserve)
 		/* the walk below, from the plan's extremes: some step's count
 		 * leaves the range, or one at or above the reserve falls under

@@ -108,6 +108,7 @@ struct ema_tenant {
 	 * in O(1) (leap_pages_hold): three arrays of LEAP_MAX + 1 */
 	int32_t *leap_pf_min, *leap_pf_max, *leap_pf_res;
 	int32_t leap_reserve;
+	bool leap_sfx;                           /* those three are this leap's */
 	struct ema_leap_range leap_range;       /* the policy's, at the start */
 	void *leap_scratch; int32_t cap_scratch;     /* planning a leap */
 	struct leap_buckets *leap_buckets;          /* ... its steps' events */
