@@ -2244,6 +2244,20 @@ static void leap_replay(struct ema_engine *e, struct ema_tenant *t, int64_t end)
 	t->iter_n = 0;
 }
 
+/* leap_pages_hold's answer step by step, from step j0 on. */
+static bool leap_pages_walk(const struct ema_tenant *t, int32_t j0, int64_t delta,
+			    const struct ema_leap_range *r)
+{
+	for (int32_t j = j0; j < t->leap_k; j++) {
+		int64_t f = t->leap_pf[j] + delta;
+
+		if (f < r->free_min || f > r->free_max ||
+		    (f < t->local_reserve && t->leap_pf[j] >= t->local_reserve))
+			return false;
+	}
+	return true;
+}
+
 /* Whether the ends of t's steps still to be played back find the free
  * pages its plan needs, now that others took pages of its GPU or gave
  * some back since it began (borrowers of a lender's pages): the plan's
@@ -2272,22 +2286,24 @@ static bool leap_pages_hold(const struct ema_engine *e, struct ema_tenant *t,
 		leap_pf_suffixes(t, t->leap_k);
 		t->leap_sfx = true;
 	}
-	if (t->local_reserve == t->leap_reserve)
+	if (t->local_reserve == t->leap_reserve) {
 		/* the walk below, from the plan's extremes: some step's count
 		 * leaves the range, or one at or above the reserve falls under
 		 * it (the least such does first) */
-		return !((int64_t)t->leap_pf_min[j0] + delta < r->free_min ||
-			 (int64_t)t->leap_pf_max[j0] + delta > r->free_max ||
-			 (t->leap_pf_res[j0] != INT32_MAX &&
-			  (int64_t)t->leap_pf_res[j0] + delta < t->local_reserve));
-	for (int32_t j = j0; j < t->leap_k; j++) {
-		int64_t f = t->leap_pf[j] + delta;
-
-		if (f < r->free_min || f > r->free_max ||
-		    (f < t->local_reserve && t->leap_pf[j] >= t->local_reserve))
-			return false;
+		bool holds = !((int64_t)t->leap_pf_min[j0] + delta < r->free_min ||
+			       (int64_t)t->leap_pf_max[j0] + delta > r->free_max ||
+			       (t->leap_pf_res[j0] != INT32_MAX &&
+				(int64_t)t->leap_pf_res[j0] + delta < t->local_reserve));
+#ifdef EMA_DEBUG
+		if (holds != leap_pages_walk(t, j0, delta, r)) {
+			fprintf(stderr, "engine: a leap's page check from its extremes says %d, "
+				"its walk the other\n", holds);
+			abort();
+		}
+#endif
+		return holds;
 	}
-	return true;
+	return leap_pages_walk(t, j0, delta, r);
 }
 
 /* After every callback: a tenant that a kick would now act on ends every
