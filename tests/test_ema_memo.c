@@ -347,7 +347,7 @@ static bool same_notes(const struct ema_state *a, const struct ema_state *b)
  * on and off. */
 static void test_plan_leap(void)
 {
-	int bad = 0, runs = 0, compute_bound = 0;
+	int bad = 0, runs = 0, compute_bound = 0, decaying = 0;
 
 	for (int round = 0; round < 4; round++) {
 		struct ema_request_spec r[3][1] = {{{0, 1, 1}}, {{0, 1, 1}}, {{0, 1, 1}}};
@@ -413,7 +413,9 @@ static void test_plan_leap(void)
 				m->now = start[i];
 				ema_policy_ema.plan_iteration(&e.ctx, one, &s1);
 			}
-			/* at once */
+			/* at once (with bytes read before that still decay: a
+			 * tenant that once borrowed, with the guard on) */
+			decaying += round % 2 == 0 && st->read_mask[t] != 0;
 			e.policy_state = st;
 			ema_policy_ema.plan_leap(&e.ctx, st, &it, n, steps, start);
 			bad += !same_notes(st, one);
@@ -431,6 +433,7 @@ static void test_plan_leap(void)
 	CU_ASSERT_EQUAL(bad, 0);
 	CU_ASSERT(runs == 1200);
 	CU_ASSERT(compute_bound > 0);
+	CU_ASSERT(decaying > 50);
 }
 
 int main(void)
