@@ -858,6 +858,16 @@ double ema_flownet_hbm_in_gbps(const struct ema_flownet *net, int gpu)
 	return gpu >= 0 && gpu < net->n ? net->hbm_in[gpu] : 0.0;
 }
 
+const double *ema_flownet_hbm_out_array(const struct ema_flownet *net)
+{
+	return net->hbm_out;
+}
+
+const double *ema_flownet_hbm_in_array(const struct ema_flownet *net)
+{
+	return net->hbm_in;
+}
+
 int ema_flownet_active(const struct ema_flownet *net)
 {
 	return net->n_flows;

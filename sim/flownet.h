@@ -85,6 +85,11 @@ double ema_flownet_rate_gbps(const struct ema_flownet *net, uint64_t id);
  * enter no HBM. */
 double ema_flownet_hbm_out_gbps(const struct ema_flownet *net, int gpu);
 double ema_flownet_hbm_in_gbps(const struct ema_flownet *net, int gpu);
+/* The arrays behind the two above, indexed by GPU: they stay where they
+ * are for the flownet's lifetime and always hold its rates of now (for
+ * a caller that reads them at every step of a leap). */
+const double *ema_flownet_hbm_out_array(const struct ema_flownet *net);
+const double *ema_flownet_hbm_in_array(const struct ema_flownet *net);
 /* Flows not yet finished, queued ones included. */
 int ema_flownet_active(const struct ema_flownet *net);
 /* Flows not yet finished, in any phase, from or to gpu's HBM: while there

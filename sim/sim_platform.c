@@ -179,6 +179,8 @@ struct sim {
 	/* iteration_total's interference factors are exactly 1 when no flow
 	 * crosses the GPU (they are not with infinite coefficients) */
 	bool plain_without_flows;
+	/* the flownet's HBM rates by GPU (ema_flownet_hbm_out_array) */
+	const double *net_hbm_out, *net_hbm_in;
 };
 
 static struct sim *to_sim(struct ema_platform *pl)
@@ -987,16 +989,37 @@ static int local_step_ns(struct sim *p, const struct ema_iteration *it, int64_t 
 			total = p->hw->iter_overhead_us * 1e3 + max_time(compute, local);
 		}
 	} else {
-		struct ema_timing c;
-		double in_others;
+		const struct ema_hw_profile *hw = p->hw;
+		const int g = it->gpu;
+		double out = g >= 0 && g < hw->n_gpus ? p->net_hbm_out[g] : 0.0;
+		double in = g >= 0 && g < hw->n_gpus ? p->net_hbm_in[g] : 0.0;
+		double compute, local, f_mem, f_comp, busy;
 		bool compute_wins;
 
-		/* With FLOPs from above, memory's time is the answer wherever
-		 * the bound's compute time (which only grows with FLOPs) does
-		 * not exceed it. */
-		total = iteration_total(p, it, 0, &c, &in_others, &compute_wins);
+		/* iteration_total(p, it, 0, ...) in line, the same doubles: with
+		 * nothing remote ema_timing_iteration's parts are the overhead
+		 * and ema_cost_local_parts' times (the in-place term of no link
+		 * time is the local one), and no prefetch of its own enters the
+		 * GPU. Every step of a lender's leap is timed here (lenders
+		 * always have flows through them). With FLOPs from above,
+		 * memory's time is the answer wherever the bound's compute time
+		 * (which only grows with FLOPs) does not exceed it. */
+		ema_cost_local_parts(hw, it, &compute, &local);
+		f_mem = 1 + (hw->interference_lender * out + hw->interference_borrower * in) /
+			hw->hbm_read_gbps;
+		f_comp = 1 + hw->interference_compute * (in + out) / hw->link_gbps;
+		if (f_mem == 1 && f_comp == 1) {
+			compute_wins = compute > local;
+			busy = max_time(compute, local);
+		} else {
+			double mem = local * f_mem;
+
+			compute_wins = compute * f_comp > mem;
+			busy = max_time(compute * f_comp, mem);
+		}
 		if (it->flops_bound && compute_wins)
 			return EMA_ERR_UNSUPPORTED;
+		total = hw->iter_overhead_us * 1e3 + busy;
 	}
 	*ns = round_ns(total);
 	return EMA_OK;
@@ -1534,6 +1557,8 @@ int ema_sim_platform_create(struct ema_platform **out, const struct ema_platform
 	rc = ema_flownet_create(&p->net, params->hw, err);
 	if (rc != EMA_OK)
 		goto fail;
+	p->net_hbm_out = ema_flownet_hbm_out_array(p->net);
+	p->net_hbm_in = ema_flownet_hbm_in_array(p->net);
 	if (ema_eventq_init(&p->q, 1024) != EMA_OK) {
 		rc = ema_error_set(err, EMA_ERR_NOMEM, "sim: out of memory");
 		goto fail;
