@@ -274,8 +274,10 @@ struct ema_policy_ops {
 	 *              struct ema_leap_range *r)
 	 * Decode leaping (doc/policies.md, "Leaping"). When `tenant`'s batch
 	 * only decodes, from its own GPU's free pages, with nothing of it
-	 * borrowed, moving or waiting, the engine may run its next steps as
-	 * one event. Before every event of another tenant (an arrival, an
+	 * borrowed, moving or waiting (or, for a policy without borrowable,
+	 * whose admission asks only the tenant's own pages, with requests
+	 * waiting that its pages cannot admit before the leap's last step),
+	 * the engine may run its next steps as one event. Before every event of another tenant (an arrival, an
 	 * iteration's or a transfer's end) it plays back the steps that ended
 	 * before it (pages taken, pages of finished requests given back, with
 	 * r->plan_each the steps' plans), so that every hook sees the ledger

@@ -1512,18 +1512,23 @@ static int borrowers_on(struct ema_engine *e, int gpu)
  * the tenant's GPU's free pages stay in the range it gives, and neither
  * plan_iteration nor after_iteration of the tenant's steps after the
  * first matter), (b) its pages come from its
- * own free pages, (c) no request of it moves and none waits, (d) no other
- * tenant would do anything when kicked at the end of one of its steps,
- * (e) no grid point of the timeline and no horizon falls within, and (f)
- * no request of its own arrives. Its steps' times then follow from the
+ * own free pages, (c) no request of it moves and none waits, or those
+ * that wait cannot be admitted at any of its steps' ends (a policy whose
+ * admission asks only the tenant's own pages: queue_blocked_ok), (d) no
+ * other tenant would do anything when kicked at the end of one of its
+ * steps, (e) no grid point of the timeline and no horizon falls within,
+ * and (f) no request of its own arrives that could be admitted (with
+ * requests waiting, an arrival joins the queue behind them and changes
+ * nothing). Its steps' times then follow from the
  * cost model alone (the platform's iteration_time), so the platform can
  * run them as one event (leap). At the end, the steps in between are
  * played back with the same code stepping runs, at their own times
  * (leap_replay, with plan_iteration for each step after the first where
  * leap_ok asked for it), and the last one ends as a real iteration. A leap ends
  * early where (d) stops holding (check_leaps, after every callback),
- * where another event falls on one of its steps' ends (the platform) and
- * before a step whose pages would leave (a)'s range. */
+ * where another event falls on one of its steps' ends (the platform),
+ * before a step whose pages would leave (a)'s range, and at the step whose
+ * end frees the pages that admit the front of the queue. */
 
 #define LEAP_MAX 1024
 
@@ -1670,6 +1675,17 @@ static void leap_pf_suffixes(struct ema_tenant *t, int32_t k)
 	}
 }
 
+/* Whether a tenant with requests waiting may leap while its queue stays
+ * blocked: where admission asks only the tenant's own pages (no
+ * borrowable hook: its free pages, and its lent ones where the policy
+ * reclaims, a sum that others' borrowing and giving back leave as it is)
+ * and prefills are not chunked (the front of the queue is then tried
+ * first at every step, and only it). */
+static bool queue_blocked_ok(const struct ema_engine *e)
+{
+	return e->policy->borrowable == NULL && !e->cfg->serving.chunked_prefill;
+}
+
 /* Called by launch with the first step's iteration, which the tenant's
  * batch holds: plans as many steps as the conditions above allow and
  * starts them as a leap; false when fewer than two (launch then starts
@@ -1686,6 +1702,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	int32_t n = t->iter_n, live, k = 1, fin = -1, ja = 1;
 	int32_t free_pages;
 	int64_t now, limit, next_arrival, stop, d;
+	int64_t admit_at = INT64_MAX;  /* free pages that would admit the queue's front */
 	int64_t *end;
 	int64_t dd[LEAP_MAX + 1];
 	struct ema_leap_step *w;
@@ -1709,7 +1726,8 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	const uint64_t act1 = e->work.act_one;
 	uint64_t ctx_sum = 0;   /* of the live requests, before the leap */
 
-	if (e->page_lists || e->error || n == 0 || n != t->running_n || t->waiting_n > 0 ||
+	if (e->page_lists || e->error || n == 0 || n != t->running_n ||
+	    (t->waiting_n > 0 && !queue_blocked_ok(e)) ||
 	    t->swapped_n > 0 || t->xfers_in_flight > 0 || t->reclaim_wait_since >= 0 ||
 	    t->iter_rem_mask != 0 || ema_ledger_borrowed_pages(&e->ledger, t->index) != 0)
 		return false;
@@ -1736,6 +1754,21 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	if (e->cfg->horizon_s > 0 && (int64_t)(e->cfg->horizon_s * 1e9) < limit)
 		limit = (int64_t)(e->cfg->horizon_s * 1e9);
 	next_arrival = t->next_arrival < t->n_reqs ? t->reqs[t->next_arrival].arrival_ns : INT64_MAX;
+	if (t->waiting_n > 0) {
+		/* The queue waits (queue_blocked_ok): its front, tried first at
+		 * every step's end, is admitted once the tenant's free pages
+		 * (with its lent ones where the policy reclaims: others' borrowing
+		 * and giving back leave the sum as it is) reach its pages and the
+		 * watermark, so the leap ends at the step whose end frees that
+		 * many. Arrivals join the queue behind it and change nothing. */
+		const struct ema_request *fr = &t->reqs[waiting_front(t)];
+		int64_t wm = (int64_t)ceil(e->cfg->serving.watermark * t->kv_capacity_pages);
+
+		admit_at = (int64_t)ema_engine_pages_for_tokens(e, seq_len(fr)) + wm;
+		if (e->policy->reclaim != NULL)
+			admit_at -= ema_ledger_lent_pages(&e->ledger, t->gpu);
+		next_arrival = INT64_MAX;
+	}
 	if (ops->iteration_time(e->platform, it1, &d, NULL) != EMA_OK || d <= 0 ||
 	    now + d > limit || now + d >= next_arrival)
 		return false;
@@ -1835,7 +1868,8 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 				live--;
 			}
 			fin = -1;
-			if (live == 0) {
+			if (live == 0 ||
+			    (live < e->cfg->serving.max_batch && free_pages >= admit_at)) {
 				halt = true;
 				break;
 			}

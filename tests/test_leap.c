@@ -664,6 +664,106 @@ static void test_hooks_see_leaps_settled(void)
 		}
 }
 
+
+/* A queue that waits for pages no longer stops a leap (issue 12: a leap
+ * ends at "an arrival that could be admitted", not at any): one tenant,
+ * static, on a GPU of 100 KV pages of 16 tokens, 6 requests at 0 with
+ * 448-token prompts (28 pages: three fit) and 150 to 400 tokens out, and
+ * one more every 3 ms (they join the queue behind its front). Where the
+ * policy has no borrowable, admission asks only the tenant's own free
+ * pages, so a leap runs until the step whose end frees enough for the
+ * front (or whose pages run out: a preemption). A probe around static's
+ * leap_ok notes whether requests waited at each leap begun: some must
+ * have, and stepping and leaping must give every request the same
+ * first-token and finish times and preemptions. */
+static const struct ema_engine *waiting_engine;
+static int waiting_leaps;         /* leaps begun with requests waiting */
+static uint64_t waiting_asked_at; /* the engine's leaps when leap_ok last said yes */
+static bool waiting_asked;        /* ... with requests waiting */
+static struct ema_policy_ops waiting_policy;
+
+static void waiting_count(void)
+{
+	if (waiting_asked && waiting_engine->leaps > waiting_asked_at)
+		waiting_leaps++;
+	waiting_asked = false;
+}
+
+static bool waiting_leap_ok(const struct ema_policy_ctx *c, void *state, int tenant,
+			    struct ema_leap_range *r)
+{
+	bool ok = ema_policy_find("static")->leap_ok(c, state, tenant, r);
+
+	waiting_count();
+	waiting_asked = ok && waiting_engine->tenants[tenant].waiting_n > 0;
+	waiting_asked_at = waiting_engine->leaps;
+	return ok;
+}
+
+static void waiting_once(bool leap, struct ema_workload *w, struct ema_request *out, int n,
+			 uint64_t *leaps)
+{
+	struct ema_config cfg;
+	struct ema_platform_params params;
+	struct ema_platform *p = NULL;
+	struct ema_engine *e = NULL;
+	struct ema_error err = {0};
+
+	tiny_config(&cfg, 1, (489 + 100) * 4.0 / 1024);
+	cfg.hw.host_link_gbps = 10;
+	cfg.hw.copy_engines = 2;
+	cfg.hw.gather_gbps = 60;
+	waiting_policy = *ema_policy_find("static");
+	waiting_policy.leap_ok = waiting_leap_ok;
+	CU_ASSERT_EQUAL_FATAL(ema_engine_platform_params(&params, &cfg, &waiting_policy), EMA_OK);
+	if (ema_sim_platform_create(&p, &params, NULL, &err) != EMA_OK)
+		fprintf(stderr, "\n%s\n", err.msg);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_new(&e, &cfg, &waiting_policy, p, w, &err), EMA_OK);
+	CU_ASSERT_EQUAL(e->tenants[0].kv_capacity_pages, 100);
+	ema_engine_set_leap(e, leap);
+	waiting_engine = e;
+	waiting_leaps = 0;
+	waiting_asked = false;
+	CU_ASSERT_EQUAL(ema_engine_run(e, &err), EMA_OK);
+	waiting_count();
+	*leaps = ema_engine_leaps(e, NULL);
+	CU_ASSERT_EQUAL(e->tenants[0].n_done, n);
+	for (int i = 0; i < n && i < e->tenants[0].n_reqs; i++)
+		out[i] = e->tenants[0].reqs[i];
+	waiting_engine = NULL;
+	ema_engine_free(e);
+	p->ops->destroy(p);
+}
+
+static void test_waiting_queue_leaps(void)
+{
+	enum { N = 26 };
+	static struct ema_request_spec r[N];
+	static struct ema_request stepped[N], leapt[N];
+	struct ema_workload w[1] = {{r, N, N}};
+	uint64_t l_step, l_leap;
+	int preempted = 0;
+
+	for (int i = 0; i < N; i++)
+		r[i] = (struct ema_request_spec){ i < 6 ? 0 : (int64_t)(i - 5) * 3000000, 448,
+						  150 + 50 * (i % 6) };
+	waiting_once(false, w, stepped, N, &l_step);
+	CU_ASSERT_EQUAL(l_step, 0);
+	CU_ASSERT_EQUAL(waiting_leaps, 0);
+	waiting_once(true, w, leapt, N, &l_leap);
+	CU_ASSERT(l_leap > 0);
+	CU_ASSERT(waiting_leaps >= 10);
+	for (int i = 0; i < N; i++) {
+		CU_ASSERT_EQUAL(stepped[i].first_token_ns, leapt[i].first_token_ns);
+		CU_ASSERT_EQUAL(stepped[i].finish_ns, leapt[i].finish_ns);
+		CU_ASSERT_EQUAL(stepped[i].preemptions, leapt[i].preemptions);
+		preempted += stepped[i].preemptions;
+	}
+	/* the GPU runs out of pages at times: leaps end before those steps */
+	CU_ASSERT(preempted > 0);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -677,6 +777,7 @@ int main(void)
 		{ "remote_direct's leap range by hand", test_remote_direct_range },
 		{ "ema's leap range by hand", test_ema_range },
 		{ "hooks see leaping GPUs as stepping does", test_hooks_see_leaps_settled },
+		{ "a queue waiting for pages does not stop a leap", test_waiting_queue_leaps },
 		{ "lenders leap while a borrower reads their pages", test_lenders_leap },
 		{ "random scenarios, stepping against leaping", test_random_scenarios },
 		{ NULL, NULL }
