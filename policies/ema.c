@@ -1362,9 +1362,48 @@ static void ema_after_iteration(const struct ema_policy_ctx *c, void *state, int
  *   reclaims as stepping's would. A leaping lender's own steps stay at or
  *   above its headroom (range free_min), so none of them would reclaim;
  * - ema_plan sets the same fields at every step of a batch without
- *   remote KV.
+ *   remote KV;
+ * - with requests of t waiting, borrowable (all that decides their
+ *   admission beyond t's own pages) reads the other GPUs: it is 0, the
+ *   promise of waiting_ok, while each of them lends nothing for reasons
+ *   only a ledger operation changes (lends_nothing), and leap_holds ends
+ *   the leap at the step in progress after the event that changes one.
+ *   The one change no event shows, pages freed in another tenant's leap,
+ *   is kept out by that leap's range (others_wait: free_max = the band).
  * On the bench's 8 whole H200s ema leaps as static does; under pressure
- * every GPU that does not borrow leaps. */
+ * every GPU that does not borrow leaps, and where no GPU has a page to
+ * lend (every tenant overloaded), the tenants whose queues wait too. */
+/* Whether GPU g could lend nothing, whatever the lender guard and the
+ * budgets say: lendable()'s structural zeros, which only the ledger's
+ * operations change (its home tenant borrows, its lent pages are at its
+ * limit, or its free pages within the band it keeps). */
+static bool lends_nothing(const struct ema_policy_ctx *c, const struct ema_state *st, int g)
+{
+	const struct ema_ledger *l = c->ledger;
+	int home = l->gpu[g].home_tenant;
+
+	return (home >= 0 && ema_ledger_borrowed_pages(l, home) > 0) ||
+	       st->lent_limit[g] - ema_ledger_lent_pages(l, g) <= 0 ||
+	       ema_ledger_free_pages(l, g) - st->band_keep[g] <= 0;
+}
+
+/* Whether borrowable would answer 0 for `tenant` because nothing can be
+ * lent to it (ema_borrowable: no GPU with a page to lend adds to avail,
+ * and none is picked for the TPOT budget), or it may borrow no more. */
+static bool borrows_nothing(const struct ema_policy_ctx *c, const struct ema_state *st,
+			    int tenant)
+{
+	int home = c->tenant_gpu[tenant];
+
+	if (st->never[tenant] ||
+	    st->max_borrow[tenant] - ema_ledger_borrowed_pages(c->ledger, tenant) <= 0)
+		return true;
+	for (int g = 0; g < c->n_gpus; g++)
+		if (g != home && !lends_nothing(c, st, g))
+			return false;
+	return true;
+}
+
 static bool ema_leap_holds(const struct ema_policy_ctx *c, void *state, int tenant,
 			   struct ema_leap_range *range)
 {
@@ -1377,6 +1416,20 @@ static bool ema_leap_holds(const struct ema_policy_ctx *c, void *state, int tena
 	 * that step's end would reclaim */
 	if ((ema_ledger_lending_home(c->ledger) >> g) & 1u)
 		range->free_min = st->headroom[g];
+	/* A tenant whose queue waits leaps while no GPU could lend it a
+	 * page (borrowable 0: its own pages alone admit the front), which
+	 * only a ledger operation changes, after which the engine asks
+	 * again. Pages freed in others' leaps change it with no event: while
+	 * some tenant leaps on that promise, a GPU that lends nothing only
+	 * because its free pages are within its band keeps them there. */
+	if (range->waiting) {
+		if (!borrows_nothing(c, st, tenant))
+			return false;
+		range->waiting_ok = true;
+	}
+	if (range->others_wait && st->lent_limit[g] - ema_ledger_lent_pages(c->ledger, g) > 0 &&
+	    st->band_keep[g] < range->free_max)
+		range->free_max = st->band_keep[g];
 	return true;
 }
 

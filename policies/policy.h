@@ -165,6 +165,16 @@ struct ema_leap_range {
 	 * steps back: before any event of another tenant after that start,
 	 * and at the leap's end (for a policy that notes every step). */
 	bool plan_each;
+	/* (in) waiting: requests of the tenant wait for memory. A policy
+	 * with borrowable leaps such a tenant only where it sets waiting_ok
+	 * (out), its promise that borrowable would answer 0 for the tenant
+	 * for as long as leap_holds holds: the engine then admits the front
+	 * of the queue from the tenant's own pages alone, as it does for a
+	 * policy without borrowable, and ends the leap at the step whose end
+	 * frees enough of them. (in) others_wait: another tenant leaps on
+	 * such a promise; its pages must not become lendable mid-leap, where
+	 * no event would tell the policy (a leap's range keeps it so). */
+	bool waiting, waiting_ok, others_wait;
 };
 
 struct ema_policy_ops {
@@ -274,10 +284,10 @@ struct ema_policy_ops {
 	 *              struct ema_leap_range *r)
 	 * Decode leaping (doc/policies.md, "Leaping"). When `tenant`'s batch
 	 * only decodes, from its own GPU's free pages, with nothing of it
-	 * borrowed, moving or waiting (or, for a policy without borrowable,
-	 * whose admission asks only the tenant's own pages, with requests
-	 * waiting that its pages cannot admit before the leap's last step),
-	 * the engine may run its next steps as one event. Before every event of another tenant (an arrival, an
+	 * borrowed, moving or waiting (or with requests waiting that its own
+	 * pages cannot admit before the leap's last step, where admission
+	 * asks only them: a policy without borrowable, or one that sets
+	 * r->waiting_ok), the engine may run its next steps as one event. Before every event of another tenant (an arrival, an
 	 * iteration's or a transfer's end) it plays back the steps that ended
 	 * before it (pages taken, pages of finished requests given back, with
 	 * r->plan_each the steps' plans), so that every hook sees the ledger

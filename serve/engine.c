@@ -1513,8 +1513,9 @@ static int borrowers_on(struct ema_engine *e, int gpu)
  * plan_iteration nor after_iteration of the tenant's steps after the
  * first matter), (b) its pages come from its
  * own free pages, (c) no request of it moves and none waits, or those
- * that wait cannot be admitted at any of its steps' ends (a policy whose
- * admission asks only the tenant's own pages: queue_blocked_ok), (d) no
+ * that wait cannot be admitted at any of its steps' ends (where admission
+ * asks only the tenant's own pages: queue_blocked_ok, and a policy with
+ * borrowable promises it stays 0, ema_leap_range.waiting_ok), (d) no
  * other tenant would do anything when kicked at the end of one of its
  * steps, (e) no grid point of the timeline and no horizon falls within,
  * and (f) no request of its own arrives that could be admitted (with
@@ -1676,14 +1677,15 @@ static void leap_pf_suffixes(struct ema_tenant *t, int32_t k)
 }
 
 /* Whether a tenant with requests waiting may leap while its queue stays
- * blocked: where admission asks only the tenant's own pages (no
- * borrowable hook: its free pages, and its lent ones where the policy
- * reclaims, a sum that others' borrowing and giving back leave as it is)
- * and prefills are not chunked (the front of the queue is then tried
- * first at every step, and only it). */
+ * blocked: where prefills are not chunked (the front of the queue is then
+ * tried first at every step's end, and only it) and admission asks only
+ * the tenant's own pages (its free pages, and its lent ones where the
+ * policy reclaims, a sum that others' borrowing and giving back leave as
+ * it is): a policy without borrowable, or one whose leap_ok promises that
+ * borrowable stays 0 (ema_leap_range.waiting_ok, asked after this). */
 static bool queue_blocked_ok(const struct ema_engine *e)
 {
-	return e->policy->borrowable == NULL && !e->cfg->serving.chunked_prefill;
+	return !e->cfg->serving.chunked_prefill;
 }
 
 /* Called by launch with the first step's iteration, which the tenant's
@@ -1709,7 +1711,9 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	bool halt = false, done = false;
 	struct leap_req *q;
 	struct leap_buckets *bk;
-	struct ema_leap_range range = { 0, INT32_MAX, false };
+	struct ema_leap_range range = { .free_min = 0, .free_max = INT32_MAX };
+	/* its queue waits on the policy's promise that borrowable stays 0 */
+	const bool promised = t->waiting_n > 0 && e->policy->borrowable != NULL;
 	struct ema_iteration *it = it1;
 	int32_t *pf;
 	/* the first step's figures, which launch needs back unless it leaps */
@@ -1735,8 +1739,11 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	 * (O(1) where the batch and the other tenants cost O(n): asked first,
 	 * for a policy that refuses most steps, such as ema on roomy GPUs) */
 	free_pages = ema_ledger_free_pages(&e->ledger, t->gpu);
+	range.waiting = t->waiting_n > 0;
+	range.others_wait = e->n_leap_waiting > 0;
 	if (!e->policy->leap_ok(&e->ctx, e->policy_state, t->index, &range) ||
-	    free_pages < range.free_min || free_pages > range.free_max)
+	    free_pages < range.free_min || free_pages > range.free_max ||
+	    (promised && !range.waiting_ok))
 		return false;
 	if (t->leap_work == NULL) {
 		t->leap_work = malloc((LEAP_MAX + 1) * sizeof(struct ema_leap_step));
@@ -2002,6 +2009,8 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 		}
 	}
 	t->leaping = true;
+	t->leap_waiting = promised;
+	e->n_leap_waiting += promised;
 	t->leap_k = k;
 	t->leap_played = t->leap_xf = t->leap_xg = 0;
 	t->leap_plan = range.plan_each;
@@ -2234,6 +2243,8 @@ static void leap_replay(struct ema_engine *e, struct ema_tenant *t, int64_t end)
 		}
 	t->leaping = false;
 	e->n_leaping--;
+	e->n_leap_waiting -= t->leap_waiting;
+	t->leap_waiting = false;
 	if (m == 0) {
 		engine_fail(e, EMA_ERR_INTERNAL, "engine: a leap ended at a time it did not plan");
 		return;
@@ -2369,12 +2380,19 @@ static void check_leaps(struct ema_engine *e)
 		if (e->policy->leap_holds != NULL) {
 			r.free_min = 0;
 			r.free_max = INT32_MAX;
-			if (!e->policy->leap_holds(&e->ctx, e->policy_state, j, &r)) {
+			r.waiting = t->leap_waiting;
+			r.waiting_ok = false;
+			r.others_wait = e->n_leap_waiting > (t->leap_waiting ? 1 : 0);
+			if (!e->policy->leap_holds(&e->ctx, e->policy_state, j, &r) ||
+			    (t->leap_waiting && !r.waiting_ok)) {
 				e->platform->ops->leap_cut(e->platform, t->gpu);
 				continue;
 			}
 		}
-		if (lent && !leap_pages_hold(e, t, &r))
+		/* (leap_holds may also have narrowed the range without a page
+		 * lent: another tenant began a leap on a promise, others_wait) */
+		if ((lent || r.free_min != t->leap_range.free_min ||
+		     r.free_max != t->leap_range.free_max) && !leap_pages_hold(e, t, &r))
 			e->platform->ops->leap_cut(e->platform, t->gpu);
 	}
 	for (int i = 0; i < e->n_tenants; i++)

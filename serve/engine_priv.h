@@ -96,6 +96,9 @@ struct ema_tenant {
 	 * iterations of this batch as one event; leap_end[j] is the end of
 	 * the j-th (leap_end[0] its start). */
 	bool leaping;
+	/* its leap began with requests waiting, on the policy's promise that
+	 * borrowable stays 0 (ema_leap_range.waiting_ok) */
+	bool leap_waiting;
 	int32_t leap_k;
 	int64_t *leap_end; int32_t cap_leap;  /* (shared with the platform while it leaps) */
 	/* the free pages of its GPU the plan counted on after each step's
@@ -178,6 +181,7 @@ struct ema_engine {
 	bool plan_leap_on;
 	int32_t *page_scratch; int32_t cap_page_scratch; /* pages taken or given at once */
 	int n_leaping;                /* tenants in a leap */
+	int n_leap_waiting;           /* ... of them with leap_waiting */
 	uint64_t leap_lend_ops;       /* the ledger's lend_ops at the last check_leaps */
 	/* the ledger's operation count and the leaps begun at the last
 	 * check_leaps that asked leap_holds, which reads only the ledger */

@@ -308,7 +308,7 @@ static void test_remote_direct_range(void)
 	struct ema_request_spec r0[1] = {{0, 1, 1}}, r1[1] = {{0, 1, 1}}, r2[1] = {{0, 1, 1}};
 	struct ema_workload w[3] = {{r0, 1, 1}, {r1, 1, 1}, {r2, 1, 1}};
 	const struct ema_policy_ops *rd = ema_policy_find("remote_direct");
-	struct ema_leap_range range = { 0, INT32_MAX, false };
+	struct ema_leap_range range = { .free_min = 0, .free_max = INT32_MAX };
 	struct ema_config cfg;
 	struct ema_engine e;
 	struct ema_error err = {0};
@@ -368,7 +368,7 @@ static void test_ema_range(void)
 	struct ema_request_spec r0[1] = {{0, 1, 1}}, r1[1] = {{0, 1, 1}}, r2[1] = {{0, 1, 1}};
 	struct ema_workload w[3] = {{r0, 1, 1}, {r1, 1, 1}, {r2, 1, 1}};
 	const struct ema_policy_ops *ema = ema_policy_find("ema");
-	struct ema_leap_range range = { 0, INT32_MAX, false };
+	struct ema_leap_range range = { .free_min = 0, .free_max = INT32_MAX };
 	struct ema_iteration it;
 	struct ema_config cfg;
 	struct ema_engine e;
@@ -391,20 +391,20 @@ static void test_ema_range(void)
 	CU_ASSERT_EQUAL(range.free_min, 0);
 	CU_ASSERT_EQUAL(range.free_max, INT32_MAX);
 	CU_ASSERT_TRUE(range.plan_each);
-	range = (struct ema_leap_range){ 0, INT32_MAX, false };
+	range = (struct ema_leap_range){ .free_min = 0, .free_max = INT32_MAX };
 	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 1, &range));
 	CU_ASSERT_EQUAL(range.free_min, 0);
 	/* tenant 0 borrows a page of GPU 1: tenant 1 leaps above its headroom */
 	lent_by_1 = ema_ledger_alloc(&e.ledger, 1, 0, EMA_PAGE_KV);
-	range = (struct ema_leap_range){ 0, INT32_MAX, false };
+	range = (struct ema_leap_range){ .free_min = 0, .free_max = INT32_MAX };
 	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 1, &range));
 	CU_ASSERT_EQUAL(range.free_min, 5);
 	CU_ASSERT_EQUAL(range.free_max, INT32_MAX);
-	range = (struct ema_leap_range){ 0, INT32_MAX, false };
+	range = (struct ema_leap_range){ .free_min = 0, .free_max = INT32_MAX };
 	CU_ASSERT_TRUE(ema->leap_ok(&e.ctx, e.policy_state, 1, &range));
 	CU_ASSERT_EQUAL(range.free_min, 5);
 	ema_ledger_free(&e.ledger, 1, lent_by_1);
-	range = (struct ema_leap_range){ 0, INT32_MAX, false };
+	range = (struct ema_leap_range){ .free_min = 0, .free_max = INT32_MAX };
 	/* GPU 2 lends a page with 39 free, above its headroom: both hold */
 	lent_by_1 = ema_ledger_alloc(&e.ledger, 2, 0, EMA_PAGE_KV);
 	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 1, &range));
@@ -666,17 +666,17 @@ static void test_hooks_see_leaps_settled(void)
 
 
 /* A queue that waits for pages no longer stops a leap (issue 12: a leap
- * ends at "an arrival that could be admitted", not at any): one tenant,
- * static, on a GPU of 100 KV pages of 16 tokens, 6 requests at 0 with
- * 448-token prompts (28 pages: three fit) and 150 to 400 tokens out, and
- * one more every 3 ms (they join the queue behind its front). Where the
+ * ends at "an arrival that could be admitted", not at any). Where the
  * policy has no borrowable, admission asks only the tenant's own free
  * pages, so a leap runs until the step whose end frees enough for the
- * front (or whose pages run out: a preemption). A probe around static's
- * leap_ok notes whether requests waited at each leap begun: some must
- * have, and stepping and leaping must give every request the same
- * first-token and finish times and preemptions. */
+ * front of the queue (or whose pages run out: a preemption), and arrivals
+ * join the queue behind it; ema leaps a waiting tenant where it promises
+ * that borrowable stays 0 (no GPU could lend it a page). A probe around
+ * the policy's leap_ok notes whether requests waited at each leap begun:
+ * some must have, and stepping and leaping must give every request the
+ * same first-token and finish times and preemptions. */
 static const struct ema_engine *waiting_engine;
+static const struct ema_policy_ops *waiting_base;
 static int waiting_leaps;         /* leaps begun with requests waiting */
 static uint64_t waiting_asked_at; /* the engine's leaps when leap_ok last said yes */
 static bool waiting_asked;        /* ... with requests waiting */
@@ -692,16 +692,20 @@ static void waiting_count(void)
 static bool waiting_leap_ok(const struct ema_policy_ctx *c, void *state, int tenant,
 			    struct ema_leap_range *r)
 {
-	bool ok = ema_policy_find("static")->leap_ok(c, state, tenant, r);
+	bool ok = waiting_base->leap_ok(c, state, tenant, r);
 
 	waiting_count();
-	waiting_asked = ok && waiting_engine->tenants[tenant].waiting_n > 0;
+	waiting_asked = ok && waiting_engine->tenants[tenant].waiting_n > 0 &&
+			(waiting_base->borrowable == NULL || r->waiting_ok);
 	waiting_asked_at = waiting_engine->leaps;
 	return ok;
 }
 
-static void waiting_once(bool leap, struct ema_workload *w, struct ema_request *out, int n,
-			 uint64_t *leaps)
+/* Runs `base` wrapped by the probe over `tenants` tenants of 100 KV pages
+ * (16 tokens each) with workloads w; copies every request into out
+ * (tenant by tenant, n each). */
+static void waiting_once(const char *base, int tenants, bool leap, struct ema_workload *w,
+			 struct ema_request *out, int n, uint64_t *leaps)
 {
 	struct ema_config cfg;
 	struct ema_platform_params params;
@@ -709,11 +713,16 @@ static void waiting_once(bool leap, struct ema_workload *w, struct ema_request *
 	struct ema_engine *e = NULL;
 	struct ema_error err = {0};
 
-	tiny_config(&cfg, 1, (489 + 100) * 4.0 / 1024);
+	tiny_config(&cfg, tenants, (489 + 100) * 4.0 / 1024);
 	cfg.hw.host_link_gbps = 10;
 	cfg.hw.copy_engines = 2;
 	cfg.hw.gather_gbps = 60;
-	waiting_policy = *ema_policy_find("static");
+	cfg.policy.lender_floor = 0.25;
+	cfg.policy.lender_reserve = 0.05;
+	cfg.policy.headroom = 0.05;
+	waiting_base = ema_policy_find(base);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(waiting_base);
+	waiting_policy = *waiting_base;
 	waiting_policy.leap_ok = waiting_leap_ok;
 	CU_ASSERT_EQUAL_FATAL(ema_engine_platform_params(&params, &cfg, &waiting_policy), EMA_OK);
 	if (ema_sim_platform_create(&p, &params, NULL, &err) != EMA_OK)
@@ -728,40 +737,153 @@ static void waiting_once(bool leap, struct ema_workload *w, struct ema_request *
 	CU_ASSERT_EQUAL(ema_engine_run(e, &err), EMA_OK);
 	waiting_count();
 	*leaps = ema_engine_leaps(e, NULL);
-	CU_ASSERT_EQUAL(e->tenants[0].n_done, n);
-	for (int i = 0; i < n && i < e->tenants[0].n_reqs; i++)
-		out[i] = e->tenants[0].reqs[i];
+	for (int t = 0; t < tenants; t++) {
+		CU_ASSERT_EQUAL(e->tenants[t].n_done, n);
+		for (int i = 0; i < n && i < e->tenants[t].n_reqs; i++)
+			out[t * n + i] = e->tenants[t].reqs[i];
+	}
 	waiting_engine = NULL;
 	ema_engine_free(e);
 	p->ops->destroy(p);
 }
 
-static void test_waiting_queue_leaps(void)
+/* Stepping and leaping `base` over `tenants` copies of the stream: the
+ * same records; returns the leaps begun with requests waiting. */
+static int waiting_both_ways(const char *base, int tenants)
 {
 	enum { N = 26 };
-	static struct ema_request_spec r[N];
-	static struct ema_request stepped[N], leapt[N];
-	struct ema_workload w[1] = {{r, N, N}};
+	static struct ema_request_spec r[4][N];
+	static struct ema_request stepped[4 * N], leapt[4 * N];
+	struct ema_workload w[4];
 	uint64_t l_step, l_leap;
-	int preempted = 0;
+	int preempted = 0, waited;
 
-	for (int i = 0; i < N; i++)
-		r[i] = (struct ema_request_spec){ i < 6 ? 0 : (int64_t)(i - 5) * 3000000, 448,
-						  150 + 50 * (i % 6) };
-	waiting_once(false, w, stepped, N, &l_step);
+	/* each tenant: 6 requests at 0 with 448-token prompts (28 pages:
+	 * three fit in 100) and 150 to 400 tokens out, then one every 3 ms
+	 * (a little later on each GPU, so that they do not tie) */
+	for (int t = 0; t < tenants; t++) {
+		for (int i = 0; i < N; i++)
+			r[t][i] = (struct ema_request_spec){
+				i < 6 ? 0 : (int64_t)(i - 5) * 3000000 + t * 1000, 448,
+				150 + 50 * ((i + t) % 6) };
+		w[t] = (struct ema_workload){ r[t], N, N };
+	}
+	waiting_once(base, tenants, false, w, stepped, N, &l_step);
 	CU_ASSERT_EQUAL(l_step, 0);
 	CU_ASSERT_EQUAL(waiting_leaps, 0);
-	waiting_once(true, w, leapt, N, &l_leap);
+	waiting_once(base, tenants, true, w, leapt, N, &l_leap);
+	waited = waiting_leaps;
 	CU_ASSERT(l_leap > 0);
-	CU_ASSERT(waiting_leaps >= 10);
-	for (int i = 0; i < N; i++) {
+	for (int i = 0; i < tenants * N; i++) {
 		CU_ASSERT_EQUAL(stepped[i].first_token_ns, leapt[i].first_token_ns);
 		CU_ASSERT_EQUAL(stepped[i].finish_ns, leapt[i].finish_ns);
 		CU_ASSERT_EQUAL(stepped[i].preemptions, leapt[i].preemptions);
 		preempted += stepped[i].preemptions;
 	}
-	/* the GPU runs out of pages at times: leaps end before those steps */
+	/* the GPUs run out of pages at times: leaps end before those steps */
 	CU_ASSERT(preempted > 0);
+	return waited;
+}
+
+static void test_waiting_queue_leaps(void)
+{
+	CU_ASSERT(waiting_both_ways("static", 1) >= 10);
+	/* every GPU overloaded: ema's tenants wait with no page to borrow
+	 * (each peer within its band), and leap on that promise */
+	CU_ASSERT(waiting_both_ways("ema", 3) >= 10);
+}
+
+/* ema's promise to a waiting tenant, by hand and on random states: 3 GPUs
+ * of 100 KV pages, reserve 5% and headroom 5% (a band of 10 free pages
+ * lent to no one), floor 25% (at most 75 lent). leap_holds gives
+ * waiting_ok only where borrowable answers 0, and while another tenant
+ * leaps on it, keeps a GPU that lends nothing only for its band within
+ * it. */
+static void test_ema_waiting_promise(void)
+{
+	struct ema_request_spec r0[1] = {{0, 1, 1}}, r1[1] = {{0, 1, 1}}, r2[1] = {{0, 1, 1}};
+	struct ema_workload w[3] = {{r0, 1, 1}, {r1, 1, 1}, {r2, 1, 1}};
+	const struct ema_policy_ops *ema = ema_policy_find("ema");
+	struct ema_leap_range range;
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_error err = {0};
+	struct mock *m;
+	int32_t held[3][100], lent[200];
+	int n_held[3] = {0, 0, 0}, n_lent = 0, promised = 0, refused = 0;
+	unsigned seed = 7;
+
+	tiny_config(&cfg, 3, (489 + 100) * 4.0 / 1024);
+	cfg.policy.lender_floor = 0.25;
+	cfg.policy.lender_reserve = 0.05;
+	cfg.policy.headroom = 0.05;
+	m = mock_new(&cfg);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ema);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, ema, &m->base, w, &err), EMA_OK);
+	/* tenant 0 full, its peers with 11 free pages: each could lend one */
+	for (int g = 0; g < 3; g++)
+		while (ema_ledger_free_pages(&e.ledger, g) > (g == 0 ? 0 : 11))
+			held[g][n_held[g]++] = ema_ledger_alloc(&e.ledger, g, g, EMA_PAGE_KV);
+	range = (struct ema_leap_range){ .free_max = INT32_MAX, .waiting = true };
+	CU_ASSERT_FALSE(ema->leap_holds(&e.ctx, e.policy_state, 0, &range));
+	CU_ASSERT(ema->borrowable(&e.ctx, e.policy_state, 0) > 0);
+	/* at 10 free (the band) neither lends: the promise, and borrowable 0 */
+	for (int g = 1; g < 3; g++)
+		held[g][n_held[g]++] = ema_ledger_alloc(&e.ledger, g, g, EMA_PAGE_KV);
+	range = (struct ema_leap_range){ .free_max = INT32_MAX, .waiting = true };
+	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 0, &range));
+	CU_ASSERT_TRUE(range.waiting_ok);
+	CU_ASSERT_EQUAL(range.free_max, INT32_MAX);
+	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 0);
+	CU_ASSERT_TRUE(ema->leap_ok(&e.ctx, e.policy_state, 0, &range));
+	/* GPU 1 leaping while tenant 0 leaps on the promise: at most its band */
+	range = (struct ema_leap_range){ .free_max = INT32_MAX, .others_wait = true };
+	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 1, &range));
+	CU_ASSERT_EQUAL(range.free_max, 10);
+	CU_ASSERT_FALSE(range.waiting_ok);
+	range = (struct ema_leap_range){ .free_max = INT32_MAX };
+	CU_ASSERT_TRUE(ema->leap_holds(&e.ctx, e.policy_state, 1, &range));
+	CU_ASSERT_EQUAL(range.free_max, INT32_MAX);
+	/* random states: pages held and given back on every GPU, some of
+	 * GPU 2's lent to tenant 0; the promise only where borrowable is 0 */
+	for (int round = 0; round < 3000; round++) {
+		int g, op;
+
+		seed = seed * 1103515245u + 12345u;
+		g = (int)((seed >> 16) % 3);
+		op = (int)((seed >> 8) % 4);
+		if (op == 0 && n_held[g] > 0) {
+			ema_ledger_free(&e.ledger, g, held[g][--n_held[g]]);
+		} else if (op == 1 && ema_ledger_free_pages(&e.ledger, g) > 0) {
+			held[g][n_held[g]++] = ema_ledger_alloc(&e.ledger, g, g, EMA_PAGE_KV);
+		} else if (op == 2 && g > 0 && n_lent < 200 && ema_ledger_free_pages(&e.ledger, g) > 0) {
+			lent[n_lent++] = (g << 16) | ema_ledger_alloc(&e.ledger, g, 0, EMA_PAGE_KV);
+		} else if (op == 3 && n_lent > 0) {
+			n_lent--;
+			ema_ledger_free(&e.ledger, lent[n_lent] >> 16, lent[n_lent] & 0xffff);
+		}
+		for (int t = 0; t < 3; t++) {
+			bool holds;
+
+			range = (struct ema_leap_range){ .free_max = INT32_MAX, .waiting = true };
+			holds = ema->leap_holds(&e.ctx, e.policy_state, t, &range);
+			if (holds && range.waiting_ok) {
+				promised++;
+				if (ema->borrowable(&e.ctx, e.policy_state, t) != 0) {
+					CU_FAIL("ema promised a waiting tenant borrowable 0, and it was not");
+					round = 3000;
+					break;
+				}
+			} else {
+				refused++;
+			}
+		}
+	}
+	CU_ASSERT(promised > 100);
+	CU_ASSERT(refused > 100);
+	e.platform = NULL;
+	mock_destroy(&m->base);
+	ema_engine_destroy(&e);
 }
 
 int main(void)
@@ -778,6 +900,7 @@ int main(void)
 		{ "ema's leap range by hand", test_ema_range },
 		{ "hooks see leaping GPUs as stepping does", test_hooks_see_leaps_settled },
 		{ "a queue waiting for pages does not stop a leap", test_waiting_queue_leaps },
+		{ "ema's promise to a waiting tenant by hand", test_ema_waiting_promise },
 		{ "lenders leap while a borrower reads their pages", test_lenders_leap },
 		{ "random scenarios, stepping against leaping", test_random_scenarios },
 		{ NULL, NULL }
