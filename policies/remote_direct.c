@@ -44,6 +44,23 @@ static void remote_direct_plan(const struct ema_policy_ctx *c, void *state, stru
  * reserve. And a GPU that lends nothing has none of its pages read in
  * place or moved: no transfer crosses it. Its plan_iteration is the same
  * for every step. */
+/* With requests of the tenant waiting, borrowable (what else decides
+ * their admission) is 0 while no other GPU can lend, which only the
+ * ledger's operations change (leap_holds is then asked again); a leaping
+ * GPU never can (free_max), so pages freed in others' leaps change
+ * nothing. */
+static bool remote_direct_leap_holds(const struct ema_policy_ctx *c, void *state, int tenant,
+				     struct ema_leap_range *r)
+{
+	r->free_max = ema_lending_reserve(c, c->tenant_gpu[tenant]);
+	if (r->waiting) {
+		if (ema_lending_total_lendable(c, tenant) > 0)
+			return false;
+		r->waiting_ok = true;
+	}
+	return true;
+}
+
 static bool remote_direct_leap_ok(const struct ema_policy_ctx *c, void *state, int tenant,
 				  struct ema_leap_range *r)
 {
@@ -51,8 +68,7 @@ static bool remote_direct_leap_ok(const struct ema_policy_ctx *c, void *state, i
 
 	if (ema_ledger_lent_pages(c->ledger, gpu) > 0)
 		return false;
-	r->free_max = ema_lending_reserve(c, gpu);
-	return true;
+	return remote_direct_leap_holds(c, state, tenant, r);
 }
 
 const struct ema_policy_ops ema_policy_remote_direct = {
@@ -64,4 +80,5 @@ const struct ema_policy_ops ema_policy_remote_direct = {
 	.reclaim = remote_direct_reclaim,
 	.plan_iteration = remote_direct_plan,
 	.leap_ok = remote_direct_leap_ok,
+	.leap_holds = remote_direct_leap_holds,
 };

@@ -791,6 +791,7 @@ static void test_waiting_queue_leaps(void)
 	/* every GPU overloaded: ema's tenants wait with no page to borrow
 	 * (each peer within its band), and leap on that promise */
 	CU_ASSERT(waiting_both_ways("ema", 3) >= 10);
+	CU_ASSERT(waiting_both_ways("remote_direct", 3) >= 10);
 }
 
 /* ema's promise to a waiting tenant, by hand and on random states: 3 GPUs
