@@ -7,8 +7,9 @@
 #     ... change, rebuild ...
 #     tools/snapshot.sh ./ema /tmp/after > after.sha && diff before.sha after.sha
 # With SNAPSHOT_TRACE=FILE (the Azure conversation trace) it also runs
-# the four 8-tenant replays of `ema bench` (h200x8, llama-3-8b, static and
-# ema, without and with memory pressure), the heaviest check of leaping:
+# the six 8-tenant replays of `ema bench` (h200x8, llama-3-8b, static and
+# ema, without memory pressure, with it, and with every tenant
+# overloaded), the heaviest check of leaping:
 #     SNAPSHOT_TRACE=../shared/traces/AzureLLMInferenceTrace_conv.csv \
 #         tools/snapshot.sh ./ema /tmp/leap > leap.sha
 #     EMA_LEAP=0 SNAPSHOT_TRACE=... tools/snapshot.sh ./ema /tmp/step > step.sha
@@ -32,15 +33,16 @@ for f in "$here"/scenarios/published/*.json; do
 	run "$(basename "$f" .json)" --config "$f" "$@"
 done
 # the bench's replays (src/bench.c, write_scenario): 8 tenants, each on its
-# own GPU replaying the trace; under pressure 20 GiB GPUs and t0, t1 at 4x
+# own GPU replaying the trace; under pressure 20 GiB GPUs and t0, t1 (or
+# all eight) at 4x
 bench_scenario() {
-	name=$1 policy=$2 cap=$3 fast=$4
+	name=$1 policy=$2 cap=$3 fast=$4 nfast=${5:-2}
 	{
 		printf '{"name": "%s", "hardware": "h200x8", "model": "llama-3-8b",\n' "$name"
 		printf ' "gpu_mem_cap_gib": %s, "policies": ["%s"], "tenants": [\n' "$cap" "$policy"
 		for i in 0 1 2 3 4 5 6 7; do
 			scale=1
-			[ "$i" -lt 2 ] && scale=$fast
+			[ "$i" -lt "$nfast" ] && scale=$fast
 			sep=,
 			[ "$i" -eq 7 ] && sep=
 			printf '  {"name": "t%d", "gpu": %d, "workload": {"source": "trace", "trace": "%s", "format": "azure", "rate_scale": %s}}%s\n' \
@@ -55,7 +57,9 @@ if [ -n "${SNAPSHOT_TRACE:-}" ]; then
 	bench_scenario ema8 ema 0 1
 	bench_scenario static8p static 20 4
 	bench_scenario ema8p ema 20 4
-	for name in static8 ema8 static8p ema8p; do
+	bench_scenario static8all static 20 4 8
+	bench_scenario ema8all ema 20 4 8
+	for name in static8 ema8 static8p ema8p static8all ema8all; do
 		run "$name" --config "$out/$name.json" "$@"
 	done
 fi
