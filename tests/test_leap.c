@@ -298,6 +298,36 @@ static void test_lockstep(void)
 	CU_ASSERT(same_both_ways(NULL, sets, n) > 0);
 }
 
+/* tiny_config's GPUs with 100 KV pages each (4 KiB pages of 16 tokens),
+ * a lending floor of 25%, a reserve and a headroom of 5% each. */
+static void lending_config(struct ema_config *cfg, int tenants)
+{
+	tiny_config(cfg, tenants, (489 + 100) * 4.0 / 1024);
+	cfg->policy.lender_floor = 0.25;
+	cfg->policy.lender_reserve = 0.05;
+	cfg->policy.headroom = 0.05;
+}
+
+/* The simulator over cfg (with the link figures it asks of a profile)
+ * and an engine of `policy` on it. */
+static void sim_engine_new(struct ema_config *cfg, const struct ema_policy_ops *policy,
+			   struct ema_workload *w, struct ema_platform **p, struct ema_engine **e)
+{
+	struct ema_platform_params params;
+	struct ema_error err = {0};
+
+	cfg->hw.host_link_gbps = 10;
+	cfg->hw.copy_engines = 2;
+	cfg->hw.gather_gbps = 60;
+	*p = NULL;
+	*e = NULL;
+	CU_ASSERT_EQUAL_FATAL(ema_engine_platform_params(&params, cfg, policy), EMA_OK);
+	if (ema_sim_platform_create(p, &params, NULL, &err) != EMA_OK)
+		fprintf(stderr, "\n%s\n", err.msg);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(*p);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_new(e, cfg, policy, *p, w, &err), EMA_OK);
+}
+
 /* remote_direct's leap_ok by hand, 3 GPUs of 100 KV pages, reserve 5%
  * (5 pages), floor 25%: a leap of tenant 1 may take its GPU's free pages
  * anywhere in [0, 5], where nothing tenant 0 is told (borrowable,
@@ -376,10 +406,7 @@ static void test_ema_range(void)
 	struct mock *m;
 	int32_t lent_by_1;
 
-	tiny_config(&cfg, 3, (489 + 100) * 4.0 / 1024);
-	cfg.policy.lender_floor = 0.25;
-	cfg.policy.lender_reserve = 0.05;
-	cfg.policy.headroom = 0.05;
+	lending_config(&cfg, 3);
 	m = mock_new(&cfg);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(ema);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(ema->leap_ok);
@@ -603,21 +630,13 @@ static const struct ema_policy_ops probe_policy = {
 static void probe_once(bool leap, struct ema_workload *w, uint64_t *leaps)
 {
 	struct ema_config cfg;
-	struct ema_platform_params params;
-	struct ema_platform *p = NULL;
-	struct ema_engine *e = NULL;
+	struct ema_platform *p;
+	struct ema_engine *e;
 	struct ema_error err = {0};
 
 	/* 2 GPUs of 600 KV pages: nothing is ever short */
 	tiny_config(&cfg, 2, (489 + 600) * 4.0 / 1024);
-	cfg.hw.host_link_gbps = 10; /* what the simulator asks of a profile */
-	cfg.hw.copy_engines = 2;
-	cfg.hw.gather_gbps = 60;
-	CU_ASSERT_EQUAL_FATAL(ema_engine_platform_params(&params, &cfg, &probe_policy), EMA_OK);
-	if (ema_sim_platform_create(&p, &params, NULL, &err) != EMA_OK)
-		fprintf(stderr, "\n%s\n", err.msg);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-	CU_ASSERT_EQUAL_FATAL(ema_engine_new(&e, &cfg, &probe_policy, p, w, &err), EMA_OK);
+	sim_engine_new(&cfg, &probe_policy, w, &p, &e);
 	ema_engine_set_leap(e, leap);
 	probe_run = leap;
 	probe_n[probe_run] = 0;
@@ -708,29 +727,18 @@ static void waiting_once(const char *base, int tenants, bool chunked, bool leap,
 			 struct ema_workload *w, struct ema_request *out, int n, uint64_t *leaps)
 {
 	struct ema_config cfg;
-	struct ema_platform_params params;
-	struct ema_platform *p = NULL;
-	struct ema_engine *e = NULL;
+	struct ema_platform *p;
+	struct ema_engine *e;
 	struct ema_error err = {0};
 
-	tiny_config(&cfg, tenants, (489 + 100) * 4.0 / 1024);
-	cfg.hw.host_link_gbps = 10;
-	cfg.hw.copy_engines = 2;
-	cfg.hw.gather_gbps = 60;
-	cfg.policy.lender_floor = 0.25;
-	cfg.policy.lender_reserve = 0.05;
-	cfg.policy.headroom = 0.05;
+	lending_config(&cfg, tenants);
 	cfg.serving.chunked_prefill = chunked;
 	cfg.serving.max_batch_tokens = chunked ? 512 : 4096;
 	waiting_base = ema_policy_find(base);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(waiting_base);
 	waiting_policy = *waiting_base;
 	waiting_policy.leap_ok = waiting_leap_ok;
-	CU_ASSERT_EQUAL_FATAL(ema_engine_platform_params(&params, &cfg, &waiting_policy), EMA_OK);
-	if (ema_sim_platform_create(&p, &params, NULL, &err) != EMA_OK)
-		fprintf(stderr, "\n%s\n", err.msg);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-	CU_ASSERT_EQUAL_FATAL(ema_engine_new(&e, &cfg, &waiting_policy, p, w, &err), EMA_OK);
+	sim_engine_new(&cfg, &waiting_policy, w, &p, &e);
 	CU_ASSERT_EQUAL(e->tenants[0].kv_capacity_pages, 100);
 	ema_engine_set_leap(e, leap);
 	waiting_engine = e;
@@ -821,10 +829,7 @@ static void test_ema_waiting_promise(void)
 	int n_held[3] = {0, 0, 0}, n_lent = 0, promised = 0, refused = 0;
 	unsigned seed = 7;
 
-	tiny_config(&cfg, 3, (489 + 100) * 4.0 / 1024);
-	cfg.policy.lender_floor = 0.25;
-	cfg.policy.lender_reserve = 0.05;
-	cfg.policy.headroom = 0.05;
+	lending_config(&cfg, 3);
 	m = mock_new(&cfg);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(ema);
 	CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, ema, &m->base, w, &err), EMA_OK);
