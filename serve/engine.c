@@ -2058,6 +2058,16 @@ static void leap_plan_init(struct ema_engine *e, struct ema_tenant *t, struct em
 	it->local_pages = t->local_buf;
 }
 
+/* A request whose last prompt token the leap's first step computed (with
+ * chunked prefills, a chunk can leave one, and a step of one token counts
+ * as a decode: batch_add's chunk 0) got its first token at that step's
+ * end, where stepping notes it; the others have theirs. */
+static inline void leap_first_token(const struct ema_tenant *t, struct ema_request *r)
+{
+	if (r->first_token_ns < 0)
+		r->first_token_ns = t->leap_end[1];
+}
+
 /* Step j's finishes (fin from *xf on), as iteration_end leaves them. */
 static inline void leap_finishes(struct ema_engine *e, struct ema_tenant *t, int32_t j,
 				 int32_t *xf)
@@ -2071,6 +2081,7 @@ static inline void leap_finishes(struct ema_engine *e, struct ema_tenant *t, int
 		r->in_iter = 0;
 		r->computed += j;
 		r->generated = r->output_tokens;
+		leap_first_token(t, r);
 		r->finish_ns = e->vnow;
 		r->state = EMA_REQ_DONE;
 		req_done_pages(e, t, r);
@@ -2283,6 +2294,7 @@ static void leap_replay(struct ema_engine *e, struct ema_tenant *t, int64_t end)
 		r->computed += m;
 		r->generated += m;
 		r->in_iter = 0;
+		leap_first_token(t, r);
 	}
 	t->iter_n = 0;
 }

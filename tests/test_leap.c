@@ -198,6 +198,17 @@ static void test_default(void)
 
 		CU_ASSERT(same_both_ways(NULL, roomy, 1) > 0);
 	}
+	{
+		/* chunked prefills of 100 tokens a step: some chunk leaves a
+		 * prompt one token, whose step counts as a decode and can be a
+		 * leap's first (its first token then, not at the leap's end) */
+		static const char *const chunked[] = {
+			"serving.chunked_prefill=true", "serving.max_batch_tokens=100",
+			"tenants.0.workload.rate_rps=2",
+		};
+
+		CU_ASSERT(same_both_ways(NULL, chunked, 3) > 0);
+	}
 }
 
 static void test_published(void)
@@ -528,8 +539,8 @@ static void test_random_scenarios(void)
 	uint64_t leaps = 0, ema_leaps = 0;
 
 	for (int round = 0; round < 8; round++) {
-		char sets[16][600];
-		const char *argv[16];
+		char sets[20][600];
+		const char *argv[20];
 		int n = 0, tenants, m, h;
 
 		seed = seed * 1103515245u + 12345u;
@@ -546,6 +557,18 @@ static void test_random_scenarios(void)
 			snprintf(sets[n++], sizeof sets[0], "policy.remote_path=staged");
 		if (round % 4 == 1)
 			snprintf(sets[n++], sizeof sets[0], "policy.ema.tpot_slack=0");
+		/* the serving knobs: chunked prefills of a random token budget
+		 * (some chunk leaves a prompt one token, a decode's step), a
+		 * small batch cap, a large watermark */
+		if (round % 2 == 0) {
+			snprintf(sets[n++], sizeof sets[0], "serving.chunked_prefill=true");
+			snprintf(sets[n++], sizeof sets[0], "serving.max_batch_tokens=%u",
+				 64 + (seed >> 6) % 960);
+		}
+		if (round % 3 == 1)
+			snprintf(sets[n++], sizeof sets[0], "serving.max_batch=%u", 2 + (seed >> 10) % 30);
+		if (round % 4 == 2)
+			snprintf(sets[n++], sizeof sets[0], "serving.watermark=0.1");
 		for (int i = 0; i < tenants; i++) {
 			double rate;
 
