@@ -1166,14 +1166,22 @@ static void tenant_try_start(struct ema_engine *e, struct ema_tenant *t)
 	}
 	/* As vLLM: swapped requests come back (before new admissions) only
 	 * in a step that preempted nothing, and only above the watermark,
-	 * so that a request swapped out is not swapped straight back in. */
+	 * so that a request swapped out is not swapped straight back in.
+	 * And, as vLLM assumes every sequence takes a block right after its
+	 * swap-in, with room for its next step: the pages of its whole
+	 * sequence, as admission asks (a request that came back to exactly
+	 * its own pages could not grow by a token, went straight out again,
+	 * and so on for ever with nothing computed). */
 	if (!preempted && !wait) {
 		int32_t watermark = (int32_t)ceil(s->watermark * t->kv_capacity_pages);
 
 		while (t->swapped_n > 0) {
 			struct ema_request *r = &t->reqs[t->swapped[0]];
+			int64_t need = ema_engine_pages_for_tokens(e, seq_len(r));
 
-			if (!can_obtain(e, t, (int64_t)r->n_pages + (tenant_idle(t) ? 0 : watermark)))
+			if (need < r->n_pages)
+				need = r->n_pages;
+			if (!can_obtain(e, t, need + (tenant_idle(t) ? 0 : watermark)))
 				break;
 			if (swap_in(e, t, r) != ALLOC_OK)
 				break;

@@ -392,6 +392,48 @@ static void test_adversarial_lender(void)
 	free(x);
 }
 
+/* Found by random scenarios: a request swapped back in to exactly its own
+ * pages could not grow by its next token, went straight out again, and
+ * so on, with nothing computed: t1 here (h200x2 at 18 GiB, pages of 1 MiB,
+ * half a llama-3-8b block, 64 tokens a step, no watermark, per-page swap
+ * copies) looped from 40.5 s on under host_swap and finished 80 of its
+ * 507 requests by the horizon. A swap-in asks room for the request's
+ * whole sequence now, as admission does: every request finishes, well
+ * before the horizon. */
+static void test_swap_in_room(void)
+{
+	static const char cfgtext[] =
+		"{\"seed\": 936, \"hardware\": \"h200x2\", \"model\": \"llama-3-8b\",\n"
+		" \"gpu_mem_cap_gib\": 18, \"page_mib\": 1, \"horizon_s\": 300,\n"
+		" \"policies\": [\"host_swap\"], \"policy\": {\"copy_method\": \"per_page\"},\n"
+		" \"serving\": {\"max_batch_tokens\": 64, \"max_batch\": 16, \"watermark\": 0},\n"
+		" \"tenants\": [\n"
+		"  {\"name\": \"t0\", \"gpu\": 0, \"workload\": {\"source\": \"synthetic\",\n"
+		"   \"rate_rps\": 2, \"duration_s\": 40,\n"
+		"   \"prompt\": {\"kind\": \"lognormal\", \"mean\": 256, \"cv\": 1, \"max\": 8192},\n"
+		"   \"output\": {\"kind\": \"lognormal\", \"mean\": 64, \"cv\": 1, \"max\": 2048}}},\n"
+		"  {\"name\": \"t1\", \"gpu\": 1, \"workload\": {\"source\": \"synthetic\",\n"
+		"   \"rate_rps\": 12, \"duration_s\": 40,\n"
+		"   \"prompt\": {\"kind\": \"lognormal\", \"mean\": 3000, \"cv\": 1, \"max\": 8192},\n"
+		"   \"output\": {\"kind\": \"lognormal\", \"mean\": 64, \"cv\": 1, \"max\": 2048}}}]}\n";
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = {0};
+	const struct ema_tenant_result *t1;
+
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, write_file("swap.json", cfgtext), NULL, 0, &err),
+			      EMA_OK);
+	x->quiet = true;
+	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
+	t1 = row(x, "host_swap", "t1");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t1);
+	CU_ASSERT_EQUAL(t1->requests, 507);
+	CU_ASSERT_EQUAL(t1->completed, t1->requests);
+	CU_ASSERT(t1->swaps > 0);
+	CU_ASSERT(x->runs[0].engine->end_ns < (int64_t)200e9);
+	ema_experiment_free(x);
+	free(x);
+}
+
 /* The borrowing cap: with max_remote_share s a borrower never holds more
  * than s/(1-s) of its own KV remotely; remote_direct has no cap. */
 static void test_borrow_cap(void)
@@ -911,6 +953,7 @@ int main(void)
 		{"the TPOT budget by hand: p0 measured, R <= 218 pages", test_tpot_budget},
 		{"the lender guard: a GPU serving reads at 5% lends no more at 4%", test_lender_guard},
 		{"borrowing cap", test_borrow_cap},
+		{"a swap-in leaves room for the next token", test_swap_in_room},
 		{"per-link budgets on 4 direct GPUs, lenders balanced", test_link_budgets_direct},
 		{"per-link budgets behind a switch: one ingress port", test_link_budgets_switch},
 		{"staged budgets grow with the staged bytes; staging sized to now", test_link_budgets_staged},
