@@ -128,6 +128,11 @@ struct iter_slot {
 	int spec_groups;      /* next iteration's groups 0.. fetched or in flight */
 	int *spec_inflight;   /* per group, flows of the current speculation */
 	bool spec_adopted;    /* the running iteration counts them in pending */
+	/* ... those of its first spec_adopted_n groups only: an iteration
+	 * whose window is shallower than the last one's speculation starts
+	 * the later groups' flows afresh, and their speculated ones are
+	 * wasted (they just finish) */
+	int spec_adopted_n;
 	uint64_t spec_bytes[EMA_MAX_GPUS]; /* per group, by lender GPU */
 	bool streaming;       /* the last iteration prefetched on the fast path */
 };
@@ -784,10 +789,13 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 		s->cap_pending = s->groups;
 	}
 	memset(s->pending, 0, (size_t)s->groups * sizeof *s->pending);
+	s->spec_adopted_n = 0;
 	for (int g = 0; g < (s->depth > 0 ? s->depth : 1) && g < s->groups; g++) {
 		rc = first_group_flows(s, g, p->now);
 		if (rc != EMA_OK)
 			goto fail;
+		if (g < s->spec_groups)
+			s->spec_adopted_n = g + 1;
 	}
 	/* flows of the speculation now count for this iteration */
 	s->spec_adopted = s->spec_groups > 0;
@@ -858,7 +866,8 @@ static void on_flow_done(void *arg, uint64_t id, uint64_t tag, int64_t now)
 			return;
 		if (s->spec_inflight[j] > 0)
 			s->spec_inflight[j]--;
-		if (s->spec_adopted && s->busy && j < s->groups && s->pending[j] > 0) {
+		if (s->spec_adopted && s->busy && j < s->spec_adopted_n && j < s->groups &&
+		    s->pending[j] > 0) {
 			s->pending[j]--;
 			if (j == s->next_group && s->pending[j] == 0) {
 				int rc = try_compute(s, now);

@@ -1017,6 +1017,46 @@ static void test_prefetch_across_iterations(void)
 	p->ops->destroy(p);
 }
 
+/* An iteration with a shallower window than the one before speculated
+ * for (random scenarios found it: a staging area that shrank): no
+ * overhead, 4 groups of 10 us, each group's KV 15 us away (5 us launch,
+ * 1 MB at 100 bytes/ns). The first iteration has depth 2: groups 0 and 1
+ * share the link and land at 25 us (stall 25), group 2's KV 25-40 and
+ * group 3's 35-50, so groups run 25-35, 35-45, 45-55, 55-65; from 45 and
+ * 55 the next iteration's groups 0 and 1 are fetched, landing at 60 and
+ * 70. The second, depth 1, starts at 65.001 us and takes over group 0's
+ * KV alone: group 0 runs at once, 65.001-75.001; group 1's KV is fetched
+ * again from then, 65.001-80.001 (the speculated copy, landing at 70,
+ * counts for nothing), so group 1 runs 80.001-90.001, group 2 95.001-
+ * 105.001, group 3 110.001-120.001: 55 us, stall 15 us. (Counting the
+ * speculated copy for group 1 ran it before its KV, and the run failed
+ * when that KV landed: "prefetch flow of group 1 of GPU 0 has no
+ * iteration".) */
+static void test_prefetch_shallower_window(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_iteration it, it2;
+	struct ema_error err = { 0 };
+
+	plain_cfg(&cfg, 2);
+	cfg.hw.iter_overhead_us = 0;
+	p = make(&cfg);
+	prefetch_iter(&it, 4000000);
+	it.prefetch_depth = 2;
+	prefetch_iter(&it2, 4000000);
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, (void *)1, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->timer(p, 65001, start_iter_timer, &it2, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 2);
+	CU_ASSERT_EQUAL(g_log.res[0].end_ns, 65000);
+	CU_ASSERT_EQUAL(g_log.res[0].stall_ns, 25000);
+	CU_ASSERT_EQUAL(g_log.res[1].start_ns, 65001);
+	CU_ASSERT_EQUAL(g_log.res[1].end_ns, 120001);
+	CU_ASSERT_EQUAL(g_log.res[1].stall_ns, 15000);
+	p->ops->destroy(p);
+}
+
 static void xfer_done(void *arg, int64_t now)
 {
 	log_timer(arg, now);
@@ -1405,6 +1445,7 @@ int main(void)
 		{ "small prefetch hides: no stall, local end time", test_prefetch_small_hidden },
 		{ "large prefetch stalls by the hand-computed amount", test_prefetch_large_stalls },
 		{ "prefetch runs ahead into the next iteration", test_prefetch_across_iterations },
+		{ "a window shallower than the last speculation", test_prefetch_shallower_window },
 		{ "a pull keeps its measured share of the rate under load", test_prefetch_pull_share },
 		{ "the prefetch window follows the staging area", test_prefetch_window_from_staging },
 		{ "interference slows memory-bound work on both ends", test_interference },
