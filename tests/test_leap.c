@@ -569,6 +569,15 @@ static void test_random_scenarios(void)
 			snprintf(sets[n++], sizeof sets[0], "serving.max_batch=%u", 2 + (seed >> 10) % 30);
 		if (round % 4 == 2)
 			snprintf(sets[n++], sizeof sets[0], "serving.watermark=0.1");
+		/* pages of 1 or 4 MiB, and reclaims that swap to a small host
+		 * memory or drop */
+		if (round % 4 == 3)
+			snprintf(sets[n++], sizeof sets[0], "page_mib=%d", round % 8 == 3 ? 1 : 4);
+		if (round % 3 == 2) {
+			snprintf(sets[n++], sizeof sets[0], "policy.reclaim_mode=%s",
+				 round % 2 ? "host" : "drop");
+			snprintf(sets[n++], sizeof sets[0], "policy.host_gib=2");
+		}
 		for (int i = 0; i < tenants; i++) {
 			double rate;
 
