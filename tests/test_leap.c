@@ -535,12 +535,18 @@ static void test_random_scenarios(void)
 {
 	static const char *const hw[] = { "h200x8", "a100x4_40gb", "h100x8" };
 	static const char *const models[] = { "llama-3-8b", "llama-2-7b", "llama-2-13b" };
-	unsigned seed = 2026;
+	static const char *const methods[] = { "gather", "batch", "per_page" };
+	/* EMA_LEAP_ROUNDS and EMA_LEAP_SEED run more rounds, or others, for
+	 * a longer search (EMA_KEEP_LEAP keeps the folders: a failing round's
+	 * config.json replays it) */
+	const char *env_rounds = getenv("EMA_LEAP_ROUNDS"), *env_seed = getenv("EMA_LEAP_SEED");
+	int rounds = env_rounds != NULL && atoi(env_rounds) > 0 ? atoi(env_rounds) : 8;
+	unsigned seed = env_seed != NULL ? (unsigned)strtoul(env_seed, NULL, 10) : 2026;
 	uint64_t leaps = 0, ema_leaps = 0;
 
-	for (int round = 0; round < 8; round++) {
-		char sets[20][600];
-		const char *argv[20];
+	for (int round = 0; round < rounds; round++) {
+		char sets[24][600];
+		const char *argv[24];
 		int n = 0, tenants, m, h;
 
 		seed = seed * 1103515245u + 12345u;
@@ -578,6 +584,12 @@ static void test_random_scenarios(void)
 				 round % 2 ? "host" : "drop");
 			snprintf(sets[n++], sizeof sets[0], "policy.host_gib=2");
 		}
+		/* the copies' method and a deeper prefetch window */
+		if (round % 5 == 4)
+			snprintf(sets[n++], sizeof sets[0], "policy.copy_method=%s",
+				 methods[(seed >> 14) % 3]);
+		if (round % 5 == 3)
+			snprintf(sets[n++], sizeof sets[0], "policy.prefetch_depth=2");
 		for (int i = 0; i < tenants; i++) {
 			double rate;
 
