@@ -1445,6 +1445,67 @@ static bool ema_leap_ok(const struct ema_policy_ctx *c, void *state, int tenant,
 	return true;
 }
 
+/* The earliest run time, from now, at which the lender guard stops
+ * refusing GPU g, or -1 for never within 1e12 ns. Its figure only falls
+ * while no step is noted (a borrower's decayed bytes over its decayed run
+ * time and the gap since: lender_slowdown_compute), so the first
+ * nanosecond it is under the limit is found by bisection, with the
+ * figure the guard compares. */
+static int64_t guard_lifts_at(const struct ema_policy_ctx *c, struct ema_state *st, int g,
+			      int64_t now)
+{
+	double limit = own(c)->lender_slowdown;
+	int64_t lo = now, hi = now + (int64_t)1e12;
+
+	lender_slowdown_compute(c, st, hi);
+	if (st->slow[g] >= limit)
+		return -1;
+	while (hi - lo > 1) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		lender_slowdown_compute(c, st, mid);
+		if (st->slow[g] >= limit)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	st->slow_valid = false; /* (computed for other times than now) */
+	return hi;
+}
+
+/* Nothing is pending and `tenant` cannot run (policy.h): what only its
+ * own steps would change, or time. Its staging area and reserve go back
+ * where it borrows nothing (after_iteration gives them back after a
+ * step, and a tenant whose borrowing request was preempted, with nothing
+ * left running, takes no more steps), and the lender guard, which
+ * refuses a GPU while the reads of its pages over the last 10 s were
+ * heavy, relents with time alone: the earliest time it stops refusing a
+ * GPU that could lend otherwise. */
+static int64_t ema_stalled(const struct ema_policy_ctx *c, void *state, int tenant)
+{
+	struct ema_state *st = state;
+	int64_t now = ema_policy_now(c), at = -1;
+
+	if (ema_ledger_borrowed_pages(c->ledger, tenant) == 0 &&
+	    (ema_policy_staging_held(c, tenant) > 0 || st->reserve_set[tenant])) {
+		ema_policy_staging_release(c, tenant);
+		set_reserve(c, st, tenant, 0);
+		at = now;
+	}
+	if (own(c)->lender_slowdown > 0 && !st->never[tenant])
+		for (int g = 0; g < c->n_gpus; g++) {
+			int64_t w;
+
+			if (g == c->tenant_gpu[tenant] || c->ledger->gpu[g].home_tenant < 0 ||
+			    lendable(c, st, g, false) == 0 || lendable(c, st, g, true) > 0)
+				continue;
+			w = guard_lifts_at(c, st, g, now);
+			if (w >= now && (at < 0 || w < at))
+				at = w;
+		}
+	return at;
+}
+
 const struct ema_policy_ops ema_policy_ema = {
 	.name = "ema",
 	.summary = "borrow peer memory within per-link budgets, read remote KV in place or staged, reclaim ahead with headroom",
@@ -1463,4 +1524,5 @@ const struct ema_policy_ops ema_policy_ema = {
 	.after_iteration = ema_after_iteration,
 	.leap_ok = ema_leap_ok,
 	.leap_holds = ema_leap_holds,
+	.stalled = ema_stalled,
 };

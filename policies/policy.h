@@ -331,6 +331,21 @@ struct ema_policy_ops {
 	 * the ledger. NULL: the leap holds, in leap_ok's range. */
 	bool (*leap_holds)(const struct ema_policy_ctx *c, void *state, int tenant,
 			   struct ema_leap_range *r);
+
+	/* int64_t stalled(const struct ema_policy_ctx *c, void *state, int tenant)
+	 * Nothing is pending (no iteration, transfer or arrival) and
+	 * `tenant` still has requests it cannot run: no event will ever ask
+	 * the policy again. It may give back what it holds for the tenant
+	 * that nothing running needs (through the mechanism calls), and
+	 * returns the earliest run time (ns, >= now) at which its answers for
+	 * the tenant could differ with time alone (a decayed figure), or now
+	 * where what it gave back may already let the tenant on, or -1 for
+	 * neither. The engine kicks every tenant at the earliest time it is
+	 * given, and stops with "no progress possible" where there is none
+	 * or a kick changes nothing. Never called in a run that goes on by
+	 * itself, so it changes no run that finishes without it. NULL:
+	 * -1. */
+	int64_t (*stalled)(const struct ema_policy_ctx *c, void *state, int tenant);
 };
 
 /* The registry: every policy, in `ema list policies` order. */

@@ -2720,6 +2720,7 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 		e->timeline_last_k[g] = -1;
 	ema_engine_set_leap(e, EMA_LEAP_DEFAULT);
 	e->plan_leap_on = true;
+	e->unstall_at = -1;
 	return EMA_OK;
 fail:
 	ema_engine_destroy(e);
@@ -2735,12 +2736,65 @@ static const char *const req_state_names[] = {
  * transfer, an arrival) is still to come: if not, nothing can change. */
 static bool work_pending(const struct ema_engine *e)
 {
-	if (e->xfers_in_flight > 0)
+	if (e->xfers_in_flight > 0 || e->unstall_at >= 0)
 		return true;
 	for (int i = 0; i < e->n_tenants; i++)
 		if (e->tenants[i].busy || e->tenants[i].next_arrival < e->tenants[i].n_reqs)
 			return true;
 	return false;
+}
+
+/* The engine's timer of unstall: every tenant kicked, as an arrival
+ * would kick its own. */
+static void unstall_kick(void *arg, int64_t now)
+{
+	struct ema_engine *e = arg;
+
+	e->unstall_at = -1;
+	leap_settle(e);
+	timeline_advance(e, now);
+	kick_all(e);
+	check_leaps(e);
+}
+
+/* Nothing is pending and requests are left. Before calling it a bug: the
+ * tenants kicked once more (one that waited for lent pages kicked before
+ * another gave them back, in the same pass), then the policy asked what
+ * only time or giving something back would change (its stalled hook): a
+ * kick at the earliest time it names. True when something is pending
+ * again. */
+static bool unstall(struct ema_engine *e)
+{
+	int64_t now = ema_engine_now(e), at = INT64_MAX;
+
+	kick_all(e);
+	check_leaps(e);
+	if (e->error || work_pending(e))
+		return !e->error;
+	if (e->policy->stalled == NULL)
+		return false;
+	for (int i = 0; i < e->n_tenants; i++) {
+		int64_t w;
+
+		if (e->tenants[i].n_done == e->tenants[i].n_reqs)
+			continue;
+		w = e->policy->stalled(&e->ctx, e->policy_state, i);
+		if (w >= now && w < at)
+			at = w;
+	}
+	if (at == INT64_MAX)
+		return false;
+	if (at == now) {
+		kick_all(e);
+		check_leaps(e);
+		return !e->error && work_pending(e);
+	}
+	if (e->platform->ops->timer(e->platform, at, unstall_kick, e, &e->op_err) != EMA_OK) {
+		engine_fail_op(e, EMA_ERR_NOMEM, "engine: timer failed");
+		return false;
+	}
+	e->unstall_at = at;   /* (pending: past a horizon, the run ends there) */
+	return true;
 }
 
 /* Nothing is pending and requests are left: no event can ever move them
@@ -2792,6 +2846,11 @@ int ema_engine_run(struct ema_engine *e, struct ema_error *err)
 					     "engine: timer failed: %s", e->op_err.msg);
 	}
 	rc = e->platform->ops->run(e->platform, horizon, err);
+	/* (a stalled run goes on where the policy can say when it may move
+	 * again, or kicking once more moves it) */
+	while (rc == EMA_OK && !e->error && e->done_requests < e->total_requests &&
+	       !work_pending(e) && unstall(e))
+		rc = e->platform->ops->run(e->platform, horizon, err);
 	if (e->error) {
 		*err = e->err;
 		return e->error;

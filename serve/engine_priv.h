@@ -187,6 +187,7 @@ struct ema_engine {
 	 * check_leaps that asked leap_holds, which reads only the ledger */
 	uint64_t leap_check_ops, leap_check_leaps;
 	uint64_t leaps, leap_steps;   /* made so far, and the steps they ran */
+	int64_t unstall_at;           /* a stalled run's kick is due then; -1: none (unstall) */
 	bool replay;                  /* a leap's iterations are being played back: */
 	int64_t vnow;                 /* ... the time it is for them */
 };

@@ -434,6 +434,112 @@ static void test_swap_in_room(void)
 	free(x);
 }
 
+/* Runs `cfgtext` and checks that every request finished or was dropped. */
+static void all_requests_end(const char *name, const char *cfgtext)
+{
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = {0};
+	int rc;
+
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, write_file(name, cfgtext), NULL, 0, &err),
+			      EMA_OK);
+	x->quiet = true;
+	rc = ema_experiment_run(x, &err);
+	CU_ASSERT_EQUAL(rc, EMA_OK);
+	if (rc != EMA_OK)
+		fprintf(stderr, "\n%s: %s\n", name, err.msg);
+	for (int i = 0; rc == EMA_OK && i < x->n_runs; i++)
+		for (int t = 0; t < x->cfg.n_tenants; t++)
+			CU_ASSERT_EQUAL(x->runs[i].results[t].completed + x->runs[i].results[t].dropped,
+					x->runs[i].results[t].requests);
+	ema_experiment_free(x);
+	free(x);
+}
+
+/* Runs that stopped with "no progress possible" although they could go
+ * on (random scenarios found them): every request ends now.
+ * - remote_direct, h200x2 at 30 GiB, opt-13b, 1 MiB pages: t0 waited for
+ *   pages it had lent when t1, kicked after it in the same pass,
+ *   preempted the request that held them; nothing kicked t0 again. The
+ *   engine kicks every tenant once more before it calls a run stalled.
+ * - ema staged on a100x4_40gb: t1 preempted its one request that
+ *   borrowed, between steps, and kept its staging area (530 pages), which
+ *   only after_iteration gives back; its next request needed them. ema's
+ *   stalled hook gives it back.
+ * - ema on a100x4_40gb: t3's next request needed 16 pages more than its
+ *   GPU, and the lender guard refused every peer for the reads of the
+ *   last 10 s, which decay with time alone; nothing was left to happen.
+ *   ema's stalled hook names the nanosecond the guard relents. */
+static void test_stalls_resolved(void)
+{
+	static const char kick_order[] =
+		"{\"seed\": 204, \"hardware\": \"h200x2\", \"model\": \"opt-13b\", \"gpu_mem_cap_gib\": 30, "
+		"\"policies\": [\"remote_direct\"], \"page_mib\": 1, \"horizon_s\": 0, "
+		"\"serving\": {\"chunked_prefill\": true, \"max_batch_tokens\": 128, \"max_batch\": 256, "
+		"\"watermark\": 0.01, \"block_tokens\": 8}, \"policy\": {\"headroom\": 0.2, "
+		"\"lender_reserve\": 0, \"lender_floor\": 0.1, \"prefetch_depth\": 0, "
+		"\"remote_path\": \"auto\", \"reclaim_mode\": \"move\", \"host_gib\": 0.5, "
+		"\"max_remote_share\": 0.2, \"borrow_rule\": \"always\", \"copy_method\": \"per_page\", "
+		"\"ema\": {\"tpot_slack\": 0.08, \"lender_slowdown\": 0.035}}, "
+		"\"tenants\": [{\"name\": \"t0\", \"gpu\": 0, \"workload\": {\"source\": \"synthetic\", "
+		"\"arrival\": \"poisson\", \"rate_rps\": 40, \"duration_s\": 40, "
+		"\"prompt\": {\"kind\": \"lognormal\", \"mean\": 3000, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 8192}, \"output\": {\"kind\": \"lognormal\", \"mean\": 64, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 2048}}}, {\"name\": \"t1\", \"gpu\": 1, \"workload\": {\"source\": \"synthetic\", "
+		"\"arrival\": \"gamma\", \"rate_rps\": 6, \"duration_s\": 40, "
+		"\"prompt\": {\"kind\": \"lognormal\", \"mean\": 3000, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 8192}, \"output\": {\"kind\": \"lognormal\", \"mean\": 256, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 2048}}}]}";
+	static const char staging[] =
+		"{\"seed\": 580, \"hardware\": \"a100x4_40gb\", \"model\": \"opt-13b\", "
+		"\"gpu_mem_cap_gib\": 30, \"policies\": [\"ema\"], \"page_mib\": 1, \"horizon_s\": 0, "
+		"\"serving\": {\"chunked_prefill\": true, \"max_batch_tokens\": 128, \"max_batch\": 16, "
+		"\"watermark\": 0.01, \"block_tokens\": 8}, \"policy\": {\"headroom\": 0.2, "
+		"\"lender_reserve\": 0, \"lender_floor\": 0.1, \"prefetch_depth\": 2, "
+		"\"remote_path\": \"staged\", \"reclaim_mode\": \"host\", \"host_gib\": 1, "
+		"\"max_remote_share\": 0.2, \"borrow_rule\": \"throughput\", "
+		"\"copy_method\": \"per_page\", \"ema\": {\"tpot_slack\": 0, \"lender_slowdown\": 0.035}}, "
+		"\"tenants\": [{\"name\": \"t0\", \"gpu\": 0, \"workload\": {\"source\": \"synthetic\", "
+		"\"arrival\": \"poisson\", \"rate_rps\": 2, \"duration_s\": 40, "
+		"\"prompt\": {\"kind\": \"lognormal\", \"mean\": 1024, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 8192}, \"output\": {\"kind\": \"lognormal\", \"mean\": 256, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 2048}}}, {\"name\": \"t1\", \"gpu\": 1, \"workload\": {\"source\": \"synthetic\", "
+		"\"arrival\": \"gamma\", \"rate_rps\": 20, \"duration_s\": 40, "
+		"\"prompt\": {\"kind\": \"lognormal\", \"mean\": 3000, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 8192}, \"output\": {\"kind\": \"lognormal\", \"mean\": 256, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 2048}}}]}";
+	static const char guard[] =
+		"{\"seed\": 806, \"hardware\": \"a100x4_40gb\", \"model\": \"opt-13b\", "
+		"\"gpu_mem_cap_gib\": 30, \"policies\": [\"ema\"], \"page_mib\": 4, \"horizon_s\": 0, "
+		"\"serving\": {\"chunked_prefill\": true, \"max_batch_tokens\": 512, \"max_batch\": 256, "
+		"\"watermark\": 0, \"block_tokens\": 32}, \"policy\": {\"headroom\": 0.2, "
+		"\"lender_reserve\": 0.05, \"lender_floor\": 0.25, \"prefetch_depth\": 2, "
+		"\"remote_path\": \"auto\", \"reclaim_mode\": \"drop\", \"host_gib\": 1, "
+		"\"max_remote_share\": 0, \"borrow_rule\": \"throughput\", \"copy_method\": \"batch\", "
+		"\"ema\": {\"tpot_slack\": 0.3, \"lender_slowdown\": 0.035}}, "
+		"\"tenants\": [{\"name\": \"t0\", \"gpu\": 0, \"workload\": {\"source\": \"synthetic\", "
+		"\"arrival\": \"poisson\", \"rate_rps\": 2, \"duration_s\": 40, "
+		"\"prompt\": {\"kind\": \"lognormal\", \"mean\": 256, \"cv\": 1.0, \"min\": 1, \"max\": 8192}, "
+		"\"output\": {\"kind\": \"lognormal\", \"mean\": 64, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 2048}}}, {\"name\": \"t1\", \"gpu\": 1, \"workload\": {\"source\": \"synthetic\", "
+		"\"arrival\": \"gamma\", \"rate_rps\": 6, \"duration_s\": 40, "
+		"\"prompt\": {\"kind\": \"lognormal\", \"mean\": 1024, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 8192}, \"output\": {\"kind\": \"lognormal\", \"mean\": 64, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 2048}}}, {\"name\": \"t2\", \"gpu\": 2, \"workload\": {\"source\": \"synthetic\", "
+		"\"arrival\": \"poisson\", \"rate_rps\": 40, \"duration_s\": 20, "
+		"\"prompt\": {\"kind\": \"lognormal\", \"mean\": 1024, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 8192}, \"output\": {\"kind\": \"lognormal\", \"mean\": 256, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 2048}}}, {\"name\": \"t3\", \"gpu\": 3, \"workload\": {\"source\": \"synthetic\", "
+		"\"arrival\": \"poisson\", \"rate_rps\": 40, \"duration_s\": 20, "
+		"\"prompt\": {\"kind\": \"lognormal\", \"mean\": 3000, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 8192}, \"output\": {\"kind\": \"lognormal\", \"mean\": 256, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 2048}}}]}";
+
+	all_requests_end("kick_order.json", kick_order);
+	all_requests_end("staging.json", staging);
+	all_requests_end("guard.json", guard);
+}
+
 /* The borrowing cap: with max_remote_share s a borrower never holds more
  * than s/(1-s) of its own KV remotely; remote_direct has no cap. */
 static void test_borrow_cap(void)
@@ -954,6 +1060,7 @@ int main(void)
 		{"the lender guard: a GPU serving reads at 5% lends no more at 4%", test_lender_guard},
 		{"borrowing cap", test_borrow_cap},
 		{"a swap-in leaves room for the next token", test_swap_in_room},
+		{"stalled runs go on where they can", test_stalls_resolved},
 		{"per-link budgets on 4 direct GPUs, lenders balanced", test_link_budgets_direct},
 		{"per-link budgets behind a switch: one ingress port", test_link_budgets_switch},
 		{"staged budgets grow with the staged bytes; staging sized to now", test_link_budgets_staged},
