@@ -466,6 +466,8 @@ void ema_engine_preempt_recompute(struct ema_engine *e, struct ema_request *r)
 {
 	struct ema_tenant *t = &e->tenants[r->tenant];
 
+	e->preempts_since_token++;
+	e->last_preempted = r;
 	req_free_pages(e, t, r);
 	running_remove(t, r->id);
 	r->recomputed_tokens += r->computed;
@@ -598,6 +600,8 @@ static bool swap_out(struct ema_engine *e, struct ema_request *r,
 	}
 	running_remove(t, r->id);
 	r->state = EMA_REQ_SWAPPED;
+	e->preempts_since_token++;
+	e->last_preempted = r;
 	r->preemptions++;
 	t->stats.preemptions++;
 	t->stats.swaps++;
@@ -1207,6 +1211,29 @@ static void progress(struct ema_engine *e)
 	e->progress_fn(e->progress_arg, &p);
 }
 
+/* A run that makes no token for this long while its requests keep being
+ * preempted is a livelock (iteration_end): no served workload goes ten
+ * minutes of run time without a token, and a long prefill preempts no one. */
+#define LIVELOCK_NS ((int64_t)600e9)
+#define LIVELOCK_PREEMPTS 100
+
+static void livelock_fail(struct ema_engine *e, int64_t now)
+{
+	const struct ema_request *r = e->last_preempted;
+	char what[EMA_ERROR_MSG_MAX];
+
+	snprintf(what, sizeof what,
+		 "engine: livelock at t = %.3f s: no token for %.0f s of run time while requests "
+		 "were preempted %lld times; the last, tenant %s's request %d (%d prompt + %d output "
+		 "tokens), %d times (the policy takes pages back from what it admitted before a step "
+		 "of it completes: its reclaims, or a tenant's own growth)",
+		 (double)now * 1e-9, (double)(now - e->last_token_ns) * 1e-9,
+		 (long long)e->preempts_since_token, r ? e->tenants[r->tenant].cfg->name : "?",
+		 r ? r->id : -1, r ? r->prompt_tokens : 0, r ? r->output_tokens : 0,
+		 r ? r->preemptions : 0);
+	engine_fail(e, EMA_ERR_INTERNAL, what);
+}
+
 /* The end of an iteration of tenant t at `end`. A leap's iterations are
  * played back with real = false: what stepping did at their ends, where
  * kicking the other tenants did nothing (check_leaps saw to it). */
@@ -1249,6 +1276,15 @@ static void iteration_end(struct ema_engine *e, struct ema_tenant *t, int64_t st
 	batch_clear(t);
 	if (!real) {
 		tenant_kick(e, t);
+		return;
+	}
+	if (t->stats.generated_tokens != t->tokens_seen) {
+		t->tokens_seen = t->stats.generated_tokens;
+		e->last_token_ns = end;
+		e->preempts_since_token = 0;
+	} else if (e->preempts_since_token >= LIVELOCK_PREEMPTS &&
+		   end - e->last_token_ns >= LIVELOCK_NS) {
+		livelock_fail(e, end);
 		return;
 	}
 	if (e->policy->after_iteration != NULL)

@@ -67,6 +67,7 @@ struct ema_tenant {
 	 * that a record reports changes any more (final_pub: the same, an
 	 * atomic for other threads, ema_engine_requests_final) */
 	int32_t final_n, final_pub;
+	int64_t tokens_seen;          /* stats.generated_tokens at its last iteration's end */
 	/* queues hold request indices */
 	int32_t *waiting; int32_t waiting_head, waiting_n, waiting_cap; /* ring */
 	int32_t *running; int32_t running_n;
@@ -188,6 +189,10 @@ struct ema_engine {
 	uint64_t leap_check_ops, leap_check_leaps;
 	uint64_t leaps, leap_steps;   /* made so far, and the steps they ran */
 	int64_t unstall_at;           /* a stalled run's kick is due then; -1: none (unstall) */
+	/* the livelock watch (iteration_end): when a token was last made,
+	 * and the preemptions since, the last of them */
+	int64_t last_token_ns, preempts_since_token;
+	const struct ema_request *last_preempted;
 	bool replay;                  /* a leap's iterations are being played back: */
 	int64_t vnow;                 /* ... the time it is for them */
 };

@@ -540,6 +540,58 @@ static void test_stalls_resolved(void)
 	all_requests_end("guard.json", guard);
 }
 
+/* A livelock random scenarios found: four overloaded tenants on
+ * a100x4_40gb at 30 GiB, llama-2-13b, prompts up to 8192 tokens (more KV
+ * than a GPU has), reclaims that drop: each of three tenants borrows for
+ * its largest request, and a lender dropping it to take its pages back
+ * throws away its prefill, round and round, with simulated time running
+ * on and no token made. The run now stops with a livelock error that
+ * names the request, where it ran for ever (static, on the same
+ * requests, finishes). */
+static void test_livelock_reported(void)
+{
+	static const char cfgtext[] =
+		"{\"seed\": 407, \"hardware\": \"a100x4_40gb\", \"model\": \"llama-2-13b\", "
+		"\"gpu_mem_cap_gib\": 30, \"policies\": [\"static\", \"remote_direct\"], \"page_mib\": 8, "
+		"\"horizon_s\": 0, \"serving\": {\"chunked_prefill\": true, \"max_batch_tokens\": 8192, "
+		"\"max_batch\": 256, \"watermark\": 0.1, \"block_tokens\": 8}, "
+		"\"policy\": {\"headroom\": 0.05, \"lender_reserve\": 0, \"lender_floor\": 0.1, "
+		"\"prefetch_depth\": 2, \"remote_path\": \"auto\", \"reclaim_mode\": \"drop\", "
+		"\"host_gib\": 64, \"max_remote_share\": 0, \"borrow_rule\": \"throughput\", "
+		"\"copy_method\": \"batch\", \"ema\": {\"tpot_slack\": 0.3, \"lender_slowdown\": 0.035}}, "
+		"\"tenants\": [{\"name\": \"t0\", \"gpu\": 0, \"workload\": {\"source\": \"synthetic\", "
+		"\"arrival\": \"gamma\", \"rate_rps\": 20, \"duration_s\": 20, "
+		"\"prompt\": {\"kind\": \"lognormal\", \"mean\": 3000, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 8192}, \"output\": {\"kind\": \"lognormal\", \"mean\": 64, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 2048}}}, {\"name\": \"t1\", \"gpu\": 1, \"workload\": {\"source\": \"synthetic\", "
+		"\"arrival\": \"poisson\", \"rate_rps\": 6, \"duration_s\": 20, "
+		"\"prompt\": {\"kind\": \"lognormal\", \"mean\": 3000, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 8192}, \"output\": {\"kind\": \"lognormal\", \"mean\": 64, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 2048}}}, {\"name\": \"t2\", \"gpu\": 2, \"workload\": {\"source\": \"synthetic\", "
+		"\"arrival\": \"poisson\", \"rate_rps\": 40, \"duration_s\": 20, "
+		"\"prompt\": {\"kind\": \"lognormal\", \"mean\": 1024, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 8192}, \"output\": {\"kind\": \"lognormal\", \"mean\": 256, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 2048}}}, {\"name\": \"t3\", \"gpu\": 3, \"workload\": {\"source\": \"synthetic\", "
+		"\"arrival\": \"poisson\", \"rate_rps\": 6, \"duration_s\": 40, "
+		"\"prompt\": {\"kind\": \"lognormal\", \"mean\": 3000, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 8192}, \"output\": {\"kind\": \"lognormal\", \"mean\": 64, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 2048}}}]}";
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = {0};
+	int rc;
+
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, write_file("livelock.json", cfgtext), NULL, 0,
+					      &err), EMA_OK);
+	x->quiet = true;
+	rc = ema_experiment_run(x, &err);
+	CU_ASSERT_EQUAL(rc, EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "livelock"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no token for 600 s"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "8192 prompt"));
+	ema_experiment_free(x);
+	free(x);
+}
+
 /* The borrowing cap: with max_remote_share s a borrower never holds more
  * than s/(1-s) of its own KV remotely; remote_direct has no cap. */
 static void test_borrow_cap(void)
@@ -1061,6 +1113,7 @@ int main(void)
 		{"borrowing cap", test_borrow_cap},
 		{"a swap-in leaves room for the next token", test_swap_in_room},
 		{"stalled runs go on where they can", test_stalls_resolved},
+		{"a livelock is reported, not run for ever", test_livelock_reported},
 		{"per-link budgets on 4 direct GPUs, lenders balanced", test_link_budgets_direct},
 		{"per-link budgets behind a switch: one ingress port", test_link_budgets_switch},
 		{"staged budgets grow with the staged bytes; staging sized to now", test_link_budgets_staged},
