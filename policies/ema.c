@@ -73,6 +73,7 @@ struct ema_state {
 	 * floor (ema_lending_lendable's by_floor), or max_lent if less */
 	int32_t lent_limit[EMA_MAX_GPUS];
 	int32_t max_request[EMA_MAX_TENANTS]; /* what one request could ever hold */
+	int32_t max_admit[EMA_MAX_TENANTS];   /* ... and be admitted with (staged: less) */
 	bool never[EMA_MAX_TENANTS];         /* borrow_rule=throughput: borrowing does not pay */
 	bool staged_last[EMA_MAX_TENANTS];   /* the tenant's last iteration was staged */
 	/* TPOT budget: the tenant's predicted busy time and the part of it in
@@ -904,6 +905,59 @@ static int32_t max_borrow_total(const struct ema_policy_ctx *c, struct ema_state
 	return total;
 }
 
+/* Whether the staged budgets could grow, over all lenders, by a page or
+ * more for each page borrowed (a link fast against HBM and many lenders:
+ * link_share x the staged rate / the HBM rate, per page, times the
+ * lenders): ema_borrowable is then not largest at nothing borrowed, and
+ * admit_borrow_total would not bound it. */
+static bool budgets_outgrow(const struct ema_policy_ctx *c)
+{
+	const struct ema_hw_profile *hw = c->hw;
+	double hbm = hw->hbm_read_gbps * hw->hbm_efficiency;
+	double slope = hbm > 0 ? own(c)->link_share *
+				 ema_cost_link_gbps(hw, true, c->knobs->copy_method) / hbm : INFINITY;
+
+	return !(slope * (c->n_gpus - 1) < 1);
+}
+
+/* What `tenant` can be admitted with beyond its own GPU: ema_borrowable
+ * of a tenant that holds nothing (no TPOT budget, no prefill yet), every
+ * peer idle: each lender what it may ever lend, within its link budget at
+ * nothing borrowed, and behind a switch the ingress port's, at most the
+ * borrowing cap. The budgets do not grow here, where max_borrow_total
+ * grows them with every page on the staged path: a borrowable that is
+ * largest at nothing borrowed (each budget grows more slowly than the
+ * pages borrowed) caps every admission at this. */
+static int32_t admit_borrow_total(const struct ema_policy_ctx *c, struct ema_state *st,
+				  int tenant)
+{
+	int32_t b = link_pages(c, st, tenant, 0), zero[EMA_MAX_GPUS] = {0};
+	int64_t sum = 0;
+	bool lb = link_budgets(c);
+
+	for (int g = 0; g < c->n_gpus; g++) {
+		int32_t n = ema_lending_max_lendable(c, g);
+		int32_t band = ema_lending_kv_capacity(c, g) - st->band_keep[g];
+
+		if (g == c->tenant_gpu[tenant])
+			continue;
+		if (band < n)
+			n = band > 0 ? band : 0;
+		if (st->max_lent[g] < n)
+			n = st->max_lent[g];
+		if (lb) {
+			int32_t bg = budget_of(c, b, g, zero, 0, 0);
+
+			if (bg < n)
+				n = bg > 0 ? bg : 0;
+		}
+		sum += n;
+	}
+	if (lb && c->hw->topology == EMA_TOPO_SWITCH && sum > b)
+		sum = b > 0 ? b : 0;
+	return sum < st->max_borrow[tenant] ? (int32_t)sum : st->max_borrow[tenant];
+}
+
 /* borrow_rule=throughput: does borrowing raise tokens per second? A
  * memory-bound step serves a batch in proportion to its KV. Staged, it
  * takes about (W + L + R (1 + k)) / hbm (k: the borrower's own
@@ -949,6 +1003,12 @@ static int ema_init(const struct ema_policy_ctx *c, void *state, struct ema_erro
 		st->never[t] = c->knobs->borrow_rule == EMA_BORROW_THROUGHPUT &&
 			       !borrowing_pays(c, st, t);
 		st->max_request[t] = st->never[t] ? 0 : max_borrow_total(c, st, t);
+		/* (the same where the budgets do not grow: in place) */
+		st->max_admit[t] = st->never[t] ? 0 :
+				   path_staged(c) && link_budgets(c) && !budgets_outgrow(c) ?
+				   admit_borrow_total(c, st, t) : st->max_request[t];
+		if (st->max_admit[t] > st->max_request[t])
+			st->max_admit[t] = st->max_request[t];
 	}
 	return EMA_OK;
 }
@@ -1106,6 +1166,13 @@ static int32_t ema_max_request_pages(const struct ema_policy_ctx *c, void *state
 	const struct ema_state *st = state;
 
 	return c->kv_capacity_pages[tenant] + st->max_request[tenant];
+}
+
+static int32_t ema_max_admit_pages(const struct ema_policy_ctx *c, void *state, int tenant)
+{
+	const struct ema_state *st = state;
+
+	return c->kv_capacity_pages[tenant] + st->max_admit[tenant];
 }
 
 static int ema_choose_lender(const struct ema_policy_ctx *c, void *state, int tenant)
@@ -1517,6 +1584,7 @@ const struct ema_policy_ops ema_policy_ema = {
 	.borrowable = ema_borrowable,
 	.borrowable_below = ema_borrowable_below,
 	.max_request_pages = ema_max_request_pages,
+	.max_admit_pages = ema_max_admit_pages,
 	.choose_lender = ema_choose_lender,
 	.reclaim = ema_reclaim,
 	.plan_iteration = ema_plan,

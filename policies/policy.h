@@ -236,6 +236,18 @@ struct ema_policy_ops {
 	 * tenant's KV capacity. */
 	int32_t (*max_request_pages)(const struct ema_policy_ctx *c, void *state, int tenant);
 
+	/* int32_t max_admit_pages(const struct ema_policy_ctx *c, void *state, int tenant)
+	 * Optional: the most KV pages a request of `tenant` can be admitted
+	 * with (the pages of its prompt), the tenant holding nothing else and
+	 * every peer idle, where that is less than max_request_pages (what a
+	 * request can grow to once running: ema's staged link budgets grow
+	 * with what is borrowed, and admission asks borrowable at what is
+	 * borrowed now). A request whose prompt needs more is dropped at
+	 * arrival, counted as one that needs more than max_request_pages,
+	 * rather than waiting at the front of its queue for ever. Called
+	 * once after init. NULL: max_request_pages. */
+	int32_t (*max_admit_pages)(const struct ema_policy_ctx *c, void *state, int tenant);
+
 	/* int choose_lender(const struct ema_policy_ctx *c, void *state, int tenant)
 	 * Tenant's own GPU is full: the GPU to borrow one page from, or -1.
 	 * Must respect the lender's floor and reserve. NULL: never borrow. */

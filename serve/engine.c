@@ -1346,9 +1346,11 @@ static void arrival(void *arg, int64_t now)
 		int32_t need = ema_engine_pages_for_tokens(e, (int64_t)r->prompt_tokens +
 							       r->output_tokens - 1);
 
-		if (need > t->max_request_pages) {
-			/* It could never run: waiting would stall the queue
-			 * behind it for ever. Dropped, and counted. */
+		if (need > t->max_request_pages ||
+		    ema_engine_pages_for_tokens(e, r->prompt_tokens) > t->max_admit_pages) {
+			/* It could never run, or never be admitted: waiting
+			 * would stall the queue behind it for ever. Dropped,
+			 * and counted. */
 			r->state = EMA_REQ_DROPPED;
 			t->stats.dropped++;
 			if (need > t->stats.dropped_max_pages)
@@ -2748,10 +2750,14 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 		if (rc != EMA_OK)
 			goto fail;
 	}
-	for (int i = 0; i < cfg->n_tenants; i++)
+	for (int i = 0; i < cfg->n_tenants; i++) {
 		e->tenants[i].max_request_pages = policy->max_request_pages != NULL ?
 			policy->max_request_pages(&e->ctx, e->policy_state, i) :
 			e->tenants[i].kv_capacity_pages;
+		e->tenants[i].max_admit_pages = policy->max_admit_pages != NULL ?
+			policy->max_admit_pages(&e->ctx, e->policy_state, i) :
+			e->tenants[i].max_request_pages;
+	}
 	for (int g = 0; g < EMA_MAX_GPUS; g++)
 		e->timeline_last_k[g] = -1;
 	ema_engine_set_leap(e, EMA_LEAP_DEFAULT);
@@ -3038,6 +3044,11 @@ const struct ema_tenant_stats *ema_engine_tenant_stats(const struct ema_engine *
 int32_t ema_engine_kv_capacity(const struct ema_engine *e, int tenant)
 {
 	return e->tenants[tenant].kv_capacity_pages;
+}
+
+int32_t ema_engine_max_admit_pages(const struct ema_engine *e, int tenant)
+{
+	return e->tenants[tenant].max_admit_pages;
 }
 
 int32_t ema_engine_max_request_pages(const struct ema_engine *e, int tenant)

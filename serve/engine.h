@@ -127,6 +127,8 @@ const struct ema_tenant_stats *ema_engine_tenant_stats(const struct ema_engine *
 /* The KV pages of the tenant's own GPU, and the most one request could hold. */
 int32_t ema_engine_kv_capacity(const struct ema_engine *e, int tenant);
 int32_t ema_engine_max_request_pages(const struct ema_engine *e, int tenant);
+/* ... and the most it can be admitted with (its prompt's KV). */
+int32_t ema_engine_max_admit_pages(const struct ema_engine *e, int tenant);
 int64_t ema_engine_total_requests(const struct ema_engine *e);
 uint64_t ema_engine_page_bytes(const struct ema_engine *e);
 /* Simulated or real time of the last event, ns. */

@@ -77,6 +77,7 @@ struct ema_tenant {
 	int64_t reclaim_wait_since;   /* >= 0 while waiting for reclaimed pages */
 	int32_t kv_capacity_pages;    /* KV pages of its own GPU */
 	int32_t max_request_pages;    /* most KV one request can ever hold (policy) */
+	int32_t max_admit_pages;      /* ... and be admitted with, its prompt's (policy) */
 	/* the staging area (an engine mechanism the policy sizes) */
 	int32_t *staging; int32_t staging_pages, cap_staging;
 	int32_t local_reserve;        /* own free pages kept for staging: borrow before using them */

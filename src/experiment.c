@@ -250,6 +250,7 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 	res->dropped = st->dropped;
 	res->dropped_max_pages = st->dropped_max_pages;
 	res->max_request_pages = ema_engine_max_request_pages(e, ti);
+	res->max_admit_pages = ema_engine_max_admit_pages(e, ti);
 	res->vs_static_steady = res->vs_ideal_steady = NAN;
 	if (!ttft || !tpot || !e2e || !rec || !recs) {
 		free(ttft); free(tpot); free(e2e); free(rec); free(recs);
@@ -571,7 +572,15 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 
 			/* said even with --quiet: a result short of requests
 			 * must not look like a complete one */
-			if (r->dropped > 0)
+			if (r->dropped > 0 && r->max_admit_pages < r->max_request_pages)
+				fprintf(stderr, "ema: %s: %s: %lld of %lld requests dropped at arrival: "
+					"the KV of each (up to %d pages of %g MiB) exceeds the %d pages "
+					"one request can ever hold, or its prompt's the %d pages one can "
+					"be admitted with, under %s\n", run->policy, r->tenant,
+					(long long)r->dropped, (long long)r->requests,
+					r->dropped_max_pages, cfg->page_mib, r->max_request_pages,
+					r->max_admit_pages, run->policy);
+			else if (r->dropped > 0)
 				fprintf(stderr, "ema: %s: %s: %lld of %lld requests dropped at arrival: "
 					"their KV (up to %d pages of %g MiB) exceeds the %d pages one "
 					"request can ever hold under %s\n", run->policy, r->tenant,

@@ -51,7 +51,7 @@ struct ema_tenant_result {
 	int gpu;
 	int64_t requests, completed;
 	int64_t dropped;        /* rejected at arrival: could never fit */
-	int32_t dropped_max_pages, max_request_pages;
+	int32_t dropped_max_pages, max_request_pages, max_admit_pages;
 	double throughput_tok_s, req_s;
 	double ttft_ms[3];      /* p50 p90 p99 */
 	double tpot_ms[3];

@@ -592,6 +592,55 @@ static void test_livelock_reported(void)
 	free(x);
 }
 
+/* ema staged: its link budgets grow with what is borrowed (a staged step
+ * reads it from HBM too), which what one request can ever hold counts and
+ * admission does not: on a100x4_40gb at 17 GiB with llama-2-7b, t0's
+ * 16,000-token prompts need 4,000 pages, more than the 3,830 one can be
+ * admitted with and less than the 4,169 one can hold, and waited at the
+ * front of the queue until the run stopped with "no progress possible"
+ * (random scenarios found it with Mooncake's long prompts). They are
+ * dropped at arrival now, counted, and the run ends. */
+static void test_admission_bound(void)
+{
+	static const char cfgtext[] =
+		"{\"hardware\": \"a100x4_40gb\", \"model\": \"llama-2-7b\", \"gpu_mem_cap_gib\": 17, "
+		"\"policies\": [\"ema\"], \"policy\": {\"remote_path\": \"staged\", \"lender_floor\": 0.1, "
+		"\"lender_reserve\": 0}, \"tenants\": [{\"name\": \"t0\", \"gpu\": 0, "
+		"\"workload\": {\"source\": \"synthetic\", \"rate_rps\": 0.2, \"duration_s\": 30, "
+		"\"prompt\": {\"kind\": \"lognormal\", \"mean\": 16000, \"cv\": 0, \"min\": 1, "
+		"\"max\": 20000}, \"output\": {\"kind\": \"lognormal\", \"mean\": 10, \"cv\": 0, \"min\": 1, "
+		"\"max\": 20}}}, {\"name\": \"t1\", \"gpu\": 1, \"workload\": {\"source\": \"synthetic\", "
+		"\"rate_rps\": 0.2, \"duration_s\": 30, \"prompt\": {\"kind\": \"lognormal\", "
+		"\"mean\": 2000, \"cv\": 0, \"min\": 1, \"max\": 20000}, \"output\": {\"kind\": \"lognormal\", "
+		"\"mean\": 10, \"cv\": 0, \"min\": 1, \"max\": 20}}}, {\"name\": \"t2\", \"gpu\": 2, "
+		"\"workload\": {\"source\": \"synthetic\", \"rate_rps\": 0.2, \"duration_s\": 30, "
+		"\"prompt\": {\"kind\": \"lognormal\", \"mean\": 2000, \"cv\": 0, \"min\": 1, \"max\": 20000}, "
+		"\"output\": {\"kind\": \"lognormal\", \"mean\": 10, \"cv\": 0, \"min\": 1, \"max\": 20}}}, "
+		"{\"name\": \"t3\", \"gpu\": 3, \"workload\": {\"source\": \"synthetic\", \"rate_rps\": 0.2, "
+		"\"duration_s\": 30, \"prompt\": {\"kind\": \"lognormal\", \"mean\": 2000, \"cv\": 0, "
+		"\"min\": 1, \"max\": 20000}, \"output\": {\"kind\": \"lognormal\", \"mean\": 10, \"cv\": 0, "
+		"\"min\": 1, \"max\": 20}}}]}";
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = {0};
+	const struct ema_tenant_result *t0, *t1;
+
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, write_file("admit.json", cfgtext), NULL, 0,
+					      &err), EMA_OK);
+	x->quiet = true;
+	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
+	t0 = row(x, "ema", "t0");
+	t1 = row(x, "ema", "t1");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t1);
+	CU_ASSERT_EQUAL(t0->max_admit_pages, 3830);
+	CU_ASSERT_EQUAL(t0->max_request_pages, 4169);
+	CU_ASSERT_EQUAL(t0->dropped, t0->requests);
+	CU_ASSERT(t0->requests > 0);
+	CU_ASSERT_EQUAL(t1->completed, t1->requests);
+	ema_experiment_free(x);
+	free(x);
+}
+
 /* The borrowing cap: with max_remote_share s a borrower never holds more
  * than s/(1-s) of its own KV remotely; remote_direct has no cap. */
 static void test_borrow_cap(void)
@@ -1114,6 +1163,7 @@ int main(void)
 		{"a swap-in leaves room for the next token", test_swap_in_room},
 		{"stalled runs go on where they can", test_stalls_resolved},
 		{"a livelock is reported, not run for ever", test_livelock_reported},
+		{"staged ema drops what it could never admit", test_admission_bound},
 		{"per-link budgets on 4 direct GPUs, lenders balanced", test_link_budgets_direct},
 		{"per-link budgets behind a switch: one ingress port", test_link_budgets_switch},
 		{"staged budgets grow with the staged bytes; staging sized to now", test_link_budgets_staged},
