@@ -909,15 +909,21 @@ static int32_t max_borrow_total(const struct ema_policy_ctx *c, struct ema_state
  * more for each page borrowed (a link fast against HBM and many lenders:
  * link_share x the staged rate / the HBM rate, per page, times the
  * lenders): ema_borrowable is then not largest at nothing borrowed, and
- * admit_borrow_total would not bound it. */
+ * admit_borrow_total would not bound it. Behind a switch the borrower's
+ * ingress port caps the sum at its one budget less all it borrowed, which
+ * grows by the slope less one per page: the lenders' count does not
+ * enter. (With the count, an a100x8 tenant alone was bounded by what it
+ * could reach only by borrowing first: a prompt between the two waited
+ * at an idle GPU for ever, "no progress possible".) */
 static bool budgets_outgrow(const struct ema_policy_ctx *c)
 {
 	const struct ema_hw_profile *hw = c->hw;
 	double hbm = hw->hbm_read_gbps * hw->hbm_efficiency;
 	double slope = hbm > 0 ? own(c)->link_share *
 				 ema_cost_link_gbps(hw, true, c->knobs->copy_method) / hbm : INFINITY;
+	int links = c->hw->topology == EMA_TOPO_SWITCH ? 1 : c->n_gpus - 1;
 
-	return !(slope * (c->n_gpus - 1) < 1);
+	return !(slope * links < 1);
 }
 
 /* What `tenant` can be admitted with beyond its own GPU: ema_borrowable

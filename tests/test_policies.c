@@ -641,6 +641,48 @@ static void test_admission_bound(void)
 	free(x);
 }
 
+/* The same bound behind a switch, where the sum of the link budgets is
+ * capped by the borrower's ingress port: llama-2-7b alone on an a100x8 at
+ * 20 GiB, 0.5 MiB pages (a token a page), staged with the batched copy
+ * (300 GB/s). Its ingress budget at nothing borrowed is
+ *     0.85 x 300 GB/s x (13.48e9 + 15,248 x 524,288 bytes) / (2039 x 0.7
+ *     GB/s) = 3.837 GB = 7,317 pages,
+ * and it grows by 0.85 x 300 / 1427.3 = 0.18 of a page for each page
+ * borrowed: less than the page, so nothing borrowed is where the most
+ * is left. (Counting the seven lenders, 1.25 pages, the bound was what
+ * only borrowing first reaches, 8,909 pages: a 23,000-token prompt, over
+ * 15,248 + 7,317 own and borrowable pages, waited at the idle GPUs for
+ * ever, "no progress possible", found by random scenarios.) */
+static void test_admission_bound_switch(void)
+{
+	static const char cfgtext[] =
+		"{\"hardware\": \"a100x8_80gb\", \"model\": \"llama-2-7b\", \"gpu_mem_cap_gib\": 20, "
+		"\"page_mib\": 0.5, \"serving\": {\"block_tokens\": 32}, \"policies\": [\"ema\"], "
+		"\"policy\": {\"remote_path\": \"staged\", \"copy_method\": \"batch\"}, "
+		"\"tenants\": [{\"name\": \"t0\", \"gpu\": 0, \"workload\": {\"source\": \"synthetic\", "
+		"\"rate_rps\": 0.2, \"duration_s\": 30, \"prompt\": {\"kind\": \"lognormal\", "
+		"\"mean\": 23000, \"cv\": 0, \"min\": 1, \"max\": 30000}, \"output\": {\"kind\": "
+		"\"lognormal\", \"mean\": 10, \"cv\": 0, \"min\": 1, \"max\": 20}}}]}";
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = {0};
+	const struct ema_tenant_result *t0;
+
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, write_file("admit_switch.json", cfgtext),
+					      NULL, 0, &err), EMA_OK);
+	x->quiet = true;
+	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
+	t0 = row(x, "ema", "t0");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t0);
+	CU_ASSERT_EQUAL(x->runs[0].engine->tenants[0].kv_capacity_pages, 15248);
+	CU_ASSERT_EQUAL(t0->max_admit_pages, 15248 + 7317);
+	CU_ASSERT(t0->max_request_pages > 23008);
+	CU_ASSERT(t0->requests > 0);
+	CU_ASSERT_EQUAL(t0->dropped, t0->requests);
+	unlink(write_file("admit_switch.json", ""));
+	ema_experiment_free(x);
+	free(x);
+}
+
 /* The borrowing cap: with max_remote_share s a borrower never holds more
  * than s/(1-s) of its own KV remotely; remote_direct has no cap. */
 static void test_borrow_cap(void)
@@ -1164,6 +1206,7 @@ int main(void)
 		{"stalled runs go on where they can", test_stalls_resolved},
 		{"a livelock is reported, not run for ever", test_livelock_reported},
 		{"staged ema drops what it could never admit", test_admission_bound},
+		{"staged ema behind a switch: bounded by the ingress port", test_admission_bound_switch},
 		{"per-link budgets on 4 direct GPUs, lenders balanced", test_link_budgets_direct},
 		{"per-link budgets behind a switch: one ingress port", test_link_budgets_switch},
 		{"staged budgets grow with the staged bytes; staging sized to now", test_link_budgets_staged},
