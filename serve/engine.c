@@ -475,6 +475,25 @@ void ema_engine_preempt_recompute(struct ema_engine *e, struct ema_request *r)
 	r->computed = 0;
 	r->preemptions++;
 	t->stats.preemptions++;
+	if (ema_engine_pages_for_tokens(e, seq_len(r)) > t->max_admit_pages) {
+		/* Its prompt and the tokens it generated are more than any
+		 * admission can take (staged ema: what its link budgets give
+		 * at nothing borrowed): waiting, it would hold the queue
+		 * behind it for ever. Dropped, as at arrival, and counted.
+		 * (Random scenarios: a100x4, a recomputed request 19 pages
+		 * over, "no progress possible".) */
+		int32_t need = ema_engine_pages_for_tokens(e, seq_len(r));
+
+		r->state = EMA_REQ_DROPPED;
+		t->stats.dropped++;
+		t->stats.dropped_recomputed++;
+		if (need > t->stats.dropped_recomputed_max_pages)
+			t->stats.dropped_recomputed_max_pages = need;
+		t->n_done++;
+		e->done_requests++;
+		note_final(t);
+		return;
+	}
 	r->state = EMA_REQ_WAITING;
 	if (waiting_push_front(t, r->id) != EMA_OK)
 		engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");

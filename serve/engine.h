@@ -36,8 +36,10 @@ struct ema_tenant_stats {
 	int64_t reclaim_wait_ns;      /* time this tenant (as lender) waited for its pages */
 	int64_t busy_ns;              /* time with an iteration in flight */
 	uint64_t remote_bytes;        /* KV bytes read from other GPUs */
-	int64_t dropped;              /* requests rejected at arrival */
-	int32_t dropped_max_pages;    /* the largest KV (pages) among them */
+	int64_t dropped;              /* requests rejected: at arrival, or recomputed */
+	int32_t dropped_max_pages;    /* the largest KV (pages) of those at arrival */
+	int64_t dropped_recomputed;   /* of dropped: preempted past what can be admitted */
+	int32_t dropped_recomputed_max_pages; /* the largest prompt + output so far */
 };
 
 /* A reclaim: a lender asked for pages back; latency to pages free. */
@@ -60,7 +62,7 @@ struct ema_request_record {
 	int32_t id;              /* index in its tenant's stream, arrival order */
 	int64_t arrival_ns, first_token_ns, finish_ns;
 	int32_t prompt_tokens, output_tokens, preemptions;
-	bool dropped;            /* rejected at arrival: could never fit */
+	bool dropped;            /* rejected: could never fit, or never be readmitted */
 };
 
 /* Where a run stands, for progress reports. */

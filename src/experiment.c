@@ -249,6 +249,8 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 	res->requests = (int64_t)n;
 	res->dropped = st->dropped;
 	res->dropped_max_pages = st->dropped_max_pages;
+	res->dropped_recomputed = st->dropped_recomputed;
+	res->dropped_recomputed_max_pages = st->dropped_recomputed_max_pages;
 	res->max_request_pages = ema_engine_max_request_pages(e, ti);
 	res->max_admit_pages = ema_engine_max_admit_pages(e, ti);
 	res->vs_static_steady = res->vs_ideal_steady = NAN;
@@ -572,21 +574,31 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 
 			/* said even with --quiet: a result short of requests
 			 * must not look like a complete one */
-			if (r->dropped > 0 && r->max_admit_pages < r->max_request_pages)
+			int64_t at_arrival = r->dropped - r->dropped_recomputed;
+
+			if (at_arrival > 0 && r->max_admit_pages < r->max_request_pages)
 				fprintf(stderr, "ema: %s: %s: %lld of %lld requests dropped at arrival: "
 					"the KV of each (up to %d pages of %g MiB) exceeds the %d pages "
 					"one request can ever hold, or its prompt's the %d pages one can "
 					"be admitted with, under %s\n", run->policy, r->tenant,
-					(long long)r->dropped, (long long)r->requests,
+					(long long)at_arrival, (long long)r->requests,
 					r->dropped_max_pages, cfg->page_mib, r->max_request_pages,
 					r->max_admit_pages, run->policy);
-			else if (r->dropped > 0)
+			else if (at_arrival > 0)
 				fprintf(stderr, "ema: %s: %s: %lld of %lld requests dropped at arrival: "
 					"their KV (up to %d pages of %g MiB) exceeds the %d pages one "
 					"request can ever hold under %s\n", run->policy, r->tenant,
-					(long long)r->dropped, (long long)r->requests,
+					(long long)at_arrival, (long long)r->requests,
 					r->dropped_max_pages, cfg->page_mib, r->max_request_pages,
 					run->policy);
+			if (r->dropped_recomputed > 0)
+				fprintf(stderr, "ema: %s: %s: %lld of %lld requests dropped when preempted: "
+					"the KV of their prompt and the tokens they had generated (up to "
+					"%d pages of %g MiB) exceeds the %d pages one request can be "
+					"admitted with under %s\n", run->policy, r->tenant,
+					(long long)r->dropped_recomputed, (long long)r->requests,
+					r->dropped_recomputed_max_pages, cfg->page_mib,
+					r->max_admit_pages, run->policy);
 		}
 	}
 	compare(x);

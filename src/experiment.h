@@ -50,8 +50,10 @@ struct ema_tenant_result {
 	char tenant[EMA_NAME_MAX];
 	int gpu;
 	int64_t requests, completed;
-	int64_t dropped;        /* rejected at arrival: could never fit */
+	int64_t dropped;        /* rejected: at arrival, or recomputed past admission */
 	int32_t dropped_max_pages, max_request_pages, max_admit_pages;
+	int64_t dropped_recomputed;        /* of dropped: preempted, never readmitted */
+	int32_t dropped_recomputed_max_pages;
 	double throughput_tok_s, req_s;
 	double ttft_ms[3];      /* p50 p90 p99 */
 	double tpot_ms[3];

@@ -683,6 +683,66 @@ static void test_admission_bound_switch(void)
 	free(x);
 }
 
+/* A request admitted within the bound, preempted (recomputed) once it has
+ * generated past it: its prompt and output so far need more pages than
+ * any admission can take, and it is dropped then, not left at the front
+ * of the queue for ever. The config of test_admission_bound with t0's
+ * prompts at 15,200 tokens (3,800 pages of 2 MiB, within its 3,830) and
+ * 1,000 output tokens (3,950 at the end), a busier t1 beside it: its
+ * first request is preempted past 3,830 pages (before the fix, "no
+ * progress possible" at 34.7 s; found by random scenarios). */
+static void test_recomputed_past_bound(void)
+{
+	static const char cfgtext[] =
+		"{\"hardware\": \"a100x4_40gb\", \"model\": \"llama-2-7b\", \"gpu_mem_cap_gib\": 17, "
+		"\"policies\": [\"ema\"], \"policy\": {\"remote_path\": \"staged\", \"lender_floor\": 0.1, "
+		"\"lender_reserve\": 0}, \"tenants\": [{\"name\": \"t0\", \"gpu\": 0, "
+		"\"workload\": {\"source\": \"synthetic\", \"rate_rps\": 0.2, \"duration_s\": 30, "
+		"\"prompt\": {\"kind\": \"lognormal\", \"mean\": 15200, \"cv\": 0, \"min\": 1, "
+		"\"max\": 20000}, \"output\": {\"kind\": \"lognormal\", \"mean\": 1000, \"cv\": 0, "
+		"\"min\": 1, \"max\": 2000}}}, {\"name\": \"t1\", \"gpu\": 1, \"workload\": "
+		"{\"source\": \"synthetic\", \"rate_rps\": 0.5, \"duration_s\": 30, \"prompt\": "
+		"{\"kind\": \"lognormal\", \"mean\": 2000, \"cv\": 1, \"min\": 1, \"max\": 20000}, "
+		"\"output\": {\"kind\": \"lognormal\", \"mean\": 300, \"cv\": 1, \"min\": 1, "
+		"\"max\": 2000}}}]}";
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = {0};
+	const struct ema_tenant_result *t0, *t1;
+	int32_t n_dropped = 0;
+
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, write_file("recomputed.json", cfgtext),
+					      NULL, 0, &err), EMA_OK);
+	x->quiet = true;
+	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
+	t0 = row(x, "ema", "t0");
+	t1 = row(x, "ema", "t1");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t1);
+	CU_ASSERT_EQUAL(t0->max_admit_pages, 3830);
+	CU_ASSERT_EQUAL(t0->dropped, 1);
+	CU_ASSERT_EQUAL(t0->completed + t0->dropped, t0->requests);
+	CU_ASSERT_EQUAL(t0->dropped_recomputed, 1);
+	CU_ASSERT(t0->dropped_recomputed_max_pages > t0->max_admit_pages);
+	CU_ASSERT_EQUAL(t1->completed, t1->requests);
+	/* the dropped one was admitted (prompt within the bound) and
+	 * preempted: not an arrival drop */
+	for (int32_t k = 0; k < ema_engine_n_requests(x->runs[0].engine, 0); k++) {
+		struct ema_request_record rec;
+
+		ema_engine_request(x->runs[0].engine, 0, k, &rec);
+		if (!rec.dropped)
+			continue;
+		n_dropped++;
+		CU_ASSERT(rec.preemptions >= 1);
+		CU_ASSERT_EQUAL(rec.prompt_tokens, 15200);
+		CU_ASSERT(rec.finish_ns < 0);
+	}
+	CU_ASSERT_EQUAL(n_dropped, 1);
+	unlink(write_file("recomputed.json", ""));
+	ema_experiment_free(x);
+	free(x);
+}
+
 /* The borrowing cap: with max_remote_share s a borrower never holds more
  * than s/(1-s) of its own KV remotely; remote_direct has no cap. */
 static void test_borrow_cap(void)
@@ -1207,6 +1267,7 @@ int main(void)
 		{"a livelock is reported, not run for ever", test_livelock_reported},
 		{"staged ema drops what it could never admit", test_admission_bound},
 		{"staged ema behind a switch: bounded by the ingress port", test_admission_bound_switch},
+		{"a recomputed request past the admission bound is dropped", test_recomputed_past_bound},
 		{"per-link budgets on 4 direct GPUs, lenders balanced", test_link_budgets_direct},
 		{"per-link budgets behind a switch: one ingress port", test_link_budgets_switch},
 		{"staged budgets grow with the staged bytes; staging sized to now", test_link_budgets_staged},
