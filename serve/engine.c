@@ -539,6 +539,7 @@ static uint64_t page_tag(const struct ema_request *r, int32_t entry)
 }
 
 static void xfer_done(void *arg, int64_t now);
+static bool livelocked(struct ema_engine *e, int64_t now);
 
 static int xfer_start(struct ema_engine *e, struct xfer_ctx *x, enum ema_transfer_purpose purpose)
 {
@@ -745,6 +746,10 @@ static void xfer_done(void *arg, int64_t now)
 		}
 	}
 	xfer_free(x);
+	/* (swaps alone can go round with no iteration: a swap-in that
+	 * another tenant's growth swaps straight out again) */
+	if (livelocked(e, now))
+		return;
 	kick_all(e);
 	check_leaps(e);
 }
@@ -1253,6 +1258,16 @@ static void livelock_fail(struct ema_engine *e, int64_t now)
 	engine_fail(e, EMA_ERR_INTERNAL, what);
 }
 
+/* Whether the run is livelocked at `now` (then failed): checked at every
+ * iteration's end and transfer's. */
+static bool livelocked(struct ema_engine *e, int64_t now)
+{
+	if (e->preempts_since_token < LIVELOCK_PREEMPTS || now - e->last_token_ns < LIVELOCK_NS)
+		return false;
+	livelock_fail(e, now);
+	return true;
+}
+
 /* The end of an iteration of tenant t at `end`. A leap's iterations are
  * played back with real = false: what stepping did at their ends, where
  * kicking the other tenants did nothing (check_leaps saw to it). */
@@ -1301,9 +1316,7 @@ static void iteration_end(struct ema_engine *e, struct ema_tenant *t, int64_t st
 		t->tokens_seen = t->stats.generated_tokens;
 		e->last_token_ns = end;
 		e->preempts_since_token = 0;
-	} else if (e->preempts_since_token >= LIVELOCK_PREEMPTS &&
-		   end - e->last_token_ns >= LIVELOCK_NS) {
-		livelock_fail(e, end);
+	} else if (livelocked(e, end)) {
 		return;
 	}
 	if (e->policy->after_iteration != NULL)

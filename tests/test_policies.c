@@ -592,6 +592,48 @@ static void test_livelock_reported(void)
 	free(x);
 }
 
+/* The same livelock made of swaps alone: two overloaded tenants under
+ * remote_direct, reclaims to host. A request swapped in onto lent pages
+ * is swapped out by the lender's next growth before it runs a step, and
+ * no iteration ends to notice: the check runs at every transfer's end
+ * too. (Found by random scenarios: it ran for ever, 600 s of run time in
+ * about 7 s without the check at transfers; the horizon, past the
+ * check's 600 s, makes a regression fail here rather than hang.) */
+static void test_livelock_swaps_reported(void)
+{
+	static const char cfgtext[] =
+		"{\"seed\": 446, \"hardware\": \"h200x2\", \"model\": \"llama-2-7b\", \"horizon_s\": 1000, "
+		"\"gpu_mem_cap_gib\": 18, \"policies\": [\"remote_direct\"], \"page_mib\": 1, "
+		"\"serving\": {\"chunked_prefill\": false, \"max_batch_tokens\": 512, "
+		"\"max_batch\": 64, \"watermark\": 0, \"block_tokens\": 8}, "
+		"\"policy\": {\"headroom\": 0.05, \"lender_reserve\": 0.05, \"lender_floor\": 0.1, "
+		"\"prefetch_depth\": 2, \"remote_path\": \"staged\", \"reclaim_mode\": \"host\", "
+		"\"host_gib\": 64, \"borrow_rule\": \"throughput\", \"copy_method\": \"batch\"}, "
+		"\"tenants\": [{\"name\": \"t0\", \"gpu\": 0, \"workload\": {\"source\": \"synthetic\", "
+		"\"arrival\": \"poisson\", \"rate_rps\": 12, \"duration_s\": 20, "
+		"\"prompt\": {\"kind\": \"lognormal\", \"mean\": 3000, \"cv\": 1.0, \"min\": 1, "
+		"\"max\": 8192}, \"output\": {\"kind\": \"lognormal\", \"mean\": 64, \"cv\": 1.0, "
+		"\"min\": 1, \"max\": 2048}}}, {\"name\": \"t1\", \"gpu\": 1, \"workload\": "
+		"{\"source\": \"synthetic\", \"arrival\": \"gamma\", \"rate_rps\": 20, "
+		"\"duration_s\": 20, \"prompt\": {\"kind\": \"lognormal\", \"mean\": 1024, "
+		"\"cv\": 1.0, \"min\": 1, \"max\": 8192}, \"output\": {\"kind\": \"lognormal\", "
+		"\"mean\": 64, \"cv\": 1.0, \"min\": 1, \"max\": 2048}}}]}";
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = {0};
+	int rc;
+
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, write_file("livelock_swaps.json", cfgtext),
+					      NULL, 0, &err), EMA_OK);
+	x->quiet = true;
+	rc = ema_experiment_run(x, &err);
+	CU_ASSERT_EQUAL(rc, EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "livelock"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no token for 600 s"));
+	unlink(write_file("livelock_swaps.json", ""));
+	ema_experiment_free(x);
+	free(x);
+}
+
 /* ema staged: its link budgets grow with what is borrowed (a staged step
  * reads it from HBM too), which what one request can ever hold counts and
  * admission does not: on a100x4_40gb at 17 GiB with llama-2-7b, t0's
@@ -1265,6 +1307,7 @@ int main(void)
 		{"a swap-in leaves room for the next token", test_swap_in_room},
 		{"stalled runs go on where they can", test_stalls_resolved},
 		{"a livelock is reported, not run for ever", test_livelock_reported},
+		{"a livelock of swaps alone is reported too", test_livelock_swaps_reported},
 		{"staged ema drops what it could never admit", test_admission_bound},
 		{"staged ema behind a switch: bounded by the ingress port", test_admission_bound_switch},
 		{"a recomputed request past the admission bound is dropped", test_recomputed_past_bound},
