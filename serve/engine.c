@@ -37,6 +37,10 @@ struct xfer_ctx {
 	int32_t *src_pages;
 	int32_t *dst_pages;
 	int32_t *entry;     /* index into the request's page array */
+	/* the engine's list of transfers it owns: those in flight when a run
+	 * stops early (an error, a livelock, the horizon) are freed with it */
+	struct xfer_ctx *prev, *next;
+	bool linked;
 };
 
 static void tenant_kick(struct ema_engine *e, struct ema_tenant *t);
@@ -501,6 +505,14 @@ void ema_engine_preempt_recompute(struct ema_engine *e, struct ema_request *r)
 
 static void xfer_free(struct xfer_ctx *x)
 {
+	if (x->linked) {
+		if (x->prev != NULL)
+			x->prev->next = x->next;
+		else
+			x->e->xfers = x->next;
+		if (x->next != NULL)
+			x->next->prev = x->prev;
+	}
 	free(x->src_pages);
 	free(x->dst_pages);
 	free(x->entry);
@@ -528,6 +540,11 @@ static struct xfer_ctx *xfer_new(struct ema_engine *e, struct ema_request *r,
 		xfer_free(x);
 		return NULL;
 	}
+	x->next = e->xfers;
+	if (e->xfers != NULL)
+		e->xfers->prev = x;
+	e->xfers = x;
+	x->linked = true;
 	return x;
 }
 
@@ -2951,6 +2968,8 @@ void ema_engine_destroy(struct ema_engine *e)
 	e->policy_ready = false;
 	free(e->victims);
 	e->victims = NULL;
+	while (e->xfers != NULL)
+		xfer_free(e->xfers);
 	for (int i = 0; i < EMA_MAX_TENANTS; i++) {
 		struct ema_tenant *t = &e->tenants[i];
 

@@ -151,6 +151,7 @@ struct ema_engine {
 	struct ema_tenant tenants[EMA_MAX_TENANTS];
 	int64_t admit_counter;
 	int64_t xfers_in_flight;      /* transfers started, not yet done */
+	struct xfer_ctx *xfers;       /* those not yet freed (engine.c's list) */
 	int32_t host_free[EMA_MAX_GPUS];  /* host pages left for swap/demotion */
 	int32_t *host_stack[EMA_MAX_GPUS];/* free host slots per tenant GPU */
 	int32_t host_capacity;
