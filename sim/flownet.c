@@ -806,6 +806,71 @@ static int step_at(struct ema_flownet *net, int64_t t, struct ema_error *err)
 	return EMA_OK;
 }
 
+/* A flow leaves as step_at lets a finished one leave (its engine, its
+ * resources, its GPUs' counts), the order of the rest kept, and a freed
+ * engine goes to the oldest queued flow of its GPU. */
+int ema_flownet_cancel(struct ema_flownet *net, int64_t now_ns, uint64_t id,
+		       double *left_bytes, struct ema_error *err)
+{
+	struct flow *f = NULL;
+	int i, engine;
+	bool moving;
+
+	if (left_bytes != NULL)
+		*left_bytes = 0;
+	if (net->in_advance)
+		return ema_error_set(err, EMA_ERR_INTERNAL,
+				     "flownet: cancel called from a completion callback");
+	if (now_ns < net->now)
+		return ema_error_set(err, EMA_ERR_INTERNAL,
+				     "flownet: cancel at %lld ns, before the net's time %lld ns",
+				     (long long)now_ns, (long long)net->now);
+	progress(net, now_ns);
+	for (i = 0; i < net->n_flows; i++)
+		if (net->flows[i].id == id) {
+			f = &net->flows[i];
+			break;
+		}
+	if (f == NULL)
+		return 0;
+	if (left_bytes != NULL)
+		*left_bytes = f->remaining;
+	moving = f->state == FLOW_DATA;
+	engine = f->state != FLOW_QUEUED ? f->engine_gpu : -1;
+	if (engine >= 0)
+		net->engines_busy[engine]--;
+	if (moving) {
+		if (!isfinite(f->cap))
+			net->n_uncapped--;
+		mark_dirty(net, f);
+	}
+	if (f->src >= 0)
+		net->flows_at[f->src]--;
+	if (f->dst >= 0 && f->dst != f->src)
+		net->flows_at[f->dst]--;
+	memmove(f, f + 1, (size_t)(net->n_flows - i - 1) * sizeof *f);
+	net->n_flows--;
+	net->next_ok = false;
+	for (int j = 0; engine >= 0 && j < net->n_flows; j++) {
+		struct flow *q = &net->flows[j];
+
+		if (q->state == FLOW_QUEUED && q->engine_gpu == engine &&
+		    net->engines_busy[engine] < net->hw.copy_engines) {
+			net->engines_busy[engine]++;
+			flow_begin(net, q, now_ns);
+			if (q->state == FLOW_DATA) {
+				mark_dirty(net, q);
+				moving = true;
+			}
+		}
+	}
+	if (moving)
+		update_rates(net, NULL);
+	else
+		net->generation++;
+	return 1;
+}
+
 int ema_flownet_advance(struct ema_flownet *net, int64_t now_ns,
 			ema_flownet_done_fn fn, void *arg, struct ema_error *err)
 {

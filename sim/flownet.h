@@ -77,6 +77,13 @@ int64_t ema_flownet_next_event_time(struct ema_flownet *net);
 int ema_flownet_advance(struct ema_flownet *net, int64_t now_ns,
 			ema_flownet_done_fn fn, void *arg, struct ema_error *err);
 
+/* Ends flow `id` at now_ns (>= the net's time) without its callback:
+ * what it had not moved by then never moves, and the others' rates are
+ * those of a net without it. *left_bytes (may be NULL) gets the bytes it
+ * had left. Returns 1 if it was in flight, 0 if unknown or finished. */
+int ema_flownet_cancel(struct ema_flownet *net, int64_t now_ns, uint64_t id,
+		       double *left_bytes, struct ema_error *err);
+
 /* Current rate of a flow in GB/s: 0 while queued or in its latency phase,
  * -1 when the id is unknown or finished. */
 double ema_flownet_rate_gbps(const struct ema_flownet *net, uint64_t id);

@@ -385,6 +385,71 @@ static void test_copy_engine_queue(void)
 	ema_flownet_destroy(net);
 }
 
+/* A cancelled flow leaves at once, without its callback: the other
+ * flow on its link gets the whole link from then on, and a copy engine
+ * it held goes to the flow queued for it. */
+static void test_cancel(void)
+{
+	struct ema_hw_profile hw;
+	struct ema_flownet *net;
+	struct ema_error err = { 0 };
+	struct rec r = { 0 };
+	uint64_t a, b, c, d;
+	double left = -1;
+
+	plain_hw(&hw, 2, "direct");
+	hw.copy_engines = 1;
+	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, &hw, &err), EMA_OK);
+	a = raw(net, 0, 0, 1, 1e6, 0, 0, false, 1);
+	b = raw(net, 0, 0, 1, 3e6, 0, 0, false, 2);
+	/* 50 bytes/ns each; at 10000 a has 5e5 left */
+	CU_ASSERT_EQUAL(ema_flownet_advance(net, 10000, rec_fn, &r, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_flownet_cancel(net, 10000, a, &left, &err), 1);
+	CU_ASSERT_DOUBLE_EQUAL(left, 5e5, 1e-6);
+	CU_ASSERT_EQUAL(ema_flownet_active(net), 1);
+	CU_ASSERT_EQUAL(ema_flownet_flows_at(net, 0), 1);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, b), 100, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_hbm_out_gbps(net, 0), 100, 1e-9);
+	CU_ASSERT_EQUAL(ema_flownet_selfcheck(net), 0);
+	/* gone, and never twice; an id never started is unknown */
+	CU_ASSERT_EQUAL(ema_flownet_cancel(net, 10000, a, &left, &err), 0);
+	CU_ASSERT_DOUBLE_EQUAL(left, 0, 0);
+	CU_ASSERT_EQUAL(ema_flownet_cancel(net, 10000, 999, NULL, &err), 0);
+	/* b: 2.5e6 left at 10000, at 100/ns: done at 35000, a never */
+	run_all(net, &r);
+	CU_ASSERT_EQUAL(r.n, 1);
+	CU_ASSERT_EQUAL(done_at(&r, 2), 35000);
+	CU_ASSERT_EQUAL(done_at(&r, 1), -1);
+	/* GPU 1 pulls c then d on its one engine: d waits until c is
+	 * cancelled at 40000, then moves 1e6 at 100/ns */
+	c = raw(net, 35000, 0, 1, 1e6, 0, 0, true, 3);
+	d = raw(net, 35000, 0, 1, 1e6, 0, 0, true, 4);
+	CU_ASSERT_EQUAL(ema_flownet_queued(net), 1);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, d), 0, 0);
+	CU_ASSERT_EQUAL(ema_flownet_cancel(net, 40000, c, &left, &err), 1);
+	CU_ASSERT_DOUBLE_EQUAL(left, 5e5, 1e-6);
+	CU_ASSERT_EQUAL(ema_flownet_queued(net), 0);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, d), 100, 1e-9);
+	CU_ASSERT_EQUAL(ema_flownet_selfcheck(net), 0);
+	run_all(net, &r);
+	CU_ASSERT_EQUAL(done_at(&r, 4), 50000);
+	CU_ASSERT_EQUAL(done_at(&r, 3), -1);
+	/* a queued flow cancelled holds no engine: the next one still waits */
+	c = raw(net, 50000, 0, 1, 1e6, 0, 0, true, 5);
+	d = raw(net, 50000, 0, 1, 1e6, 0, 0, true, 6);
+	raw(net, 50000, 0, 1, 1e6, 0, 0, true, 7);
+	CU_ASSERT_EQUAL(ema_flownet_cancel(net, 50000, d, &left, &err), 1);
+	CU_ASSERT_DOUBLE_EQUAL(left, 1e6, 1e-6);
+	CU_ASSERT_EQUAL(ema_flownet_queued(net), 1);
+	CU_ASSERT_EQUAL(ema_flownet_selfcheck(net), 0);
+	run_all(net, &r);
+	CU_ASSERT_EQUAL(done_at(&r, 5), 60000);
+	CU_ASSERT_EQUAL(done_at(&r, 7), 70000);
+	CU_ASSERT_EQUAL(done_at(&r, 6), -1);
+	(void)c;
+	ema_flownet_destroy(net);
+}
+
 /* Effective GB/s of one transfer alone: bytes / completion time. */
 static double alone_gbps(const struct ema_hw_profile *hw, int s, int d, double bytes,
 			 int n_pages, enum ema_copy_method m, int64_t *t_out)
@@ -570,7 +635,7 @@ static void selfcheck_run(const char *topo, unsigned seed)
 	int64_t now = 0;
 	uint64_t id = 0;
 	double last_cap = 0, rate;
-	int started = 0, at_cap = 0, below_cap = 0;
+	int started = 0, at_cap = 0, below_cap = 0, cancels = 0;
 
 	plain_hw(&hw, 4, topo);
 	hw.copy_engines = 2;
@@ -580,7 +645,16 @@ static void selfcheck_run(const char *topo, unsigned seed)
 		int64_t t = ema_flownet_next_event_time(net);
 
 		s = s * 1103515245u + 12345u;
-		if (started < 400 && (t == INT64_MAX || (s >> 16) % 3 != 0)) {
+		if (started > 0 && (s >> 16) % 11 == 0) {
+			/* an iteration's spread flows end with it (sim_platform.c):
+			 * a flow cancelled in any phase, or one already gone */
+			uint64_t victim = (uint64_t)((s >> 3) % (unsigned)started);
+
+			if (t != INT64_MAX && now + 700 < t)
+				now += 700;
+			CU_ASSERT(ema_flownet_cancel(net, now, victim, NULL, &err) >= 0);
+			cancels++;
+		} else if (started < 400 && (t == INT64_MAX || (s >> 16) % 3 != 0)) {
 			int src = (int)((s >> 4) % 5) - 1;
 			int dst = (int)((s >> 9) % 4);
 			/* caps from far below to above a link's 100 GB/s, or none */
@@ -616,6 +690,7 @@ static void selfcheck_run(const char *topo, unsigned seed)
 	}
 	CU_ASSERT(at_cap > 10);
 	CU_ASSERT(below_cap > 10);
+	CU_ASSERT(cancels > 10);
 	CU_ASSERT_EQUAL(ema_flownet_next_event_time(net), INT64_MAX);
 	CU_ASSERT_EQUAL(ema_flownet_selfcheck(net), 0);
 	ema_flownet_destroy(net);
@@ -627,6 +702,15 @@ static void test_incremental_equals_full(void)
 	selfcheck_run("switch", 99);
 	selfcheck_run("direct", 4242);
 	selfcheck_run("direct", 7);
+}
+
+static struct ema_flownet *cancel_net;
+static int cancel_rc;
+
+static void cancel_fn(void *arg, uint64_t id, uint64_t tag, int64_t now)
+{
+	(void)tag;
+	cancel_rc = ema_flownet_cancel(cancel_net, now, id, NULL, arg);
 }
 
 static void test_errors(void)
@@ -694,6 +778,14 @@ static void test_errors(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "start at 50 ns, before the net's time 100000 ns"));
 	CU_ASSERT_EQUAL(ema_flownet_advance(net, 10, NULL, NULL, &err), EMA_ERR_INTERNAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "advance to 10 ns, before"));
+	CU_ASSERT_EQUAL(ema_flownet_cancel(net, 10, 0, NULL, &err), EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "cancel at 10 ns, before the net's time 100000 ns"));
+	/* a completion callback may start flows, not cancel them */
+	cancel_net = net;
+	CU_ASSERT_EQUAL(ema_flownet_start(net, 100000, 0, 1, 1000, 1, EMA_COPY_BATCH, 0, NULL, &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_flownet_advance(net, 200000, cancel_fn, &err, &err), EMA_OK);
+	CU_ASSERT_EQUAL(cancel_rc, EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "cancel called from a completion callback"));
 	ema_flownet_destroy(net);
 	ema_flownet_destroy(NULL);
 }
@@ -709,6 +801,7 @@ int main(void)
 		{ "switch max-min with a capped flow", test_switch_maxmin },
 		{ "a flow ending speeds the other up, exact times", test_release_speeds_up },
 		{ "latency phase uses no bandwidth", test_latency_phase },
+		{ "a cancelled flow leaves its link and engine at once", test_cancel },
 		{ "copy engines queue FIFO per pulling GPU", test_copy_engine_queue },
 		{ "h200x2: single cudaMemcpyPeerAsync by size", test_h200_single_copy },
 		{ "h200x2: bidirectional 2 x 1 GiB", test_h200_bidirectional },
