@@ -160,6 +160,12 @@ typedef void (*ema_transfer_fn)(void *arg, int64_t now_ns);
 struct ema_link_stats {
 	uint64_t bytes[EMA_MAX_GPUS + 1][EMA_MAX_GPUS + 1]; /* [src+1][dst+1], host at 0 */
 	uint64_t bytes_by_purpose[EMA_XFER_PURPOSES];
+	/* Of the remote KV spread over iterations (in place, or the fast
+	 * path of a prefetch), the bytes contention had not let move when
+	 * their iteration ended, which end with it (the simulator's; 0 on
+	 * hardware): where this is more than a trace, links were asked more
+	 * than the step timing charges them (doc/limitations.md). */
+	uint64_t spread_cut_bytes;
 };
 
 struct ema_platform_ops {

@@ -35,7 +35,10 @@
  * the SMs rather than HBM) capped to spread them over the iteration, so
  * they take their share from other transfers; the iteration ends at its
  * own time even if that flow is slowed down (the link time is charged at
- * the idle rate: an approximation under contention).
+ * the idle rate: an approximation under contention), and the bytes that
+ * flow has not moved by then end with it (iter_done_event; counted in
+ * ema_link_stats.spread_cut_bytes). The same holds for the flows of the
+ * prefetch's fast path below.
  *
  * Link statistics count a transfer's bytes when it starts; remote KV of
  * iterations counts as EMA_XFER_PREFETCH.
@@ -135,6 +138,10 @@ struct iter_slot {
 	int spec_adopted_n;
 	uint64_t spec_bytes[EMA_MAX_GPUS]; /* per group, by lender GPU */
 	bool streaming;       /* the last iteration prefetched on the fast path */
+	/* the flows of its KV spread over the iteration (in place, or the
+	 * prefetch's fast path), ended with it (iter_done_event) */
+	uint64_t spread_id[EMA_MAX_GPUS];
+	int n_spread;
 };
 
 /* A leap of iterations on one GPU (see the top of the file). */
@@ -282,9 +289,34 @@ static void iter_finish(struct iter_slot *s, int64_t now)
 	s->fn(s->arg, &r);
 }
 
+/* The end of an iteration whose remote KV was spread over it: its time
+ * was set when it began, with those bytes read by its end, so a flow of
+ * them that contention slowed ends here too. Left to run on, such flows
+ * would pile up wherever steps ask more of a link than it carries (each
+ * step adds its own; measured: 3,000 in flight under remote_direct), and
+ * their phantom reads would go on slowing lenders and other transfers
+ * after the iteration that made them is gone. */
 static void iter_done_event(void *arg, int64_t now)
 {
-	iter_finish(arg, now);
+	struct iter_slot *s = arg;
+	struct sim *p = s->p;
+	int n = s->n_spread, rc = EMA_OK;
+
+	s->n_spread = 0;
+	for (int i = 0; i < n && rc == EMA_OK; i++) {
+		double left = 0;
+
+		if (ema_flownet_cancel(p->net, now, s->spread_id[i], &left, &p->err) < 0)
+			rc = EMA_ERR_INTERNAL;
+		p->stats.spread_cut_bytes += (uint64_t)llround(left);
+	}
+	if (rc == EMA_OK && n > 0)
+		rc = resched(p);
+	if (rc != EMA_OK) {
+		event_fail(p, rc);
+		return;
+	}
+	iter_finish(s, now);
 }
 
 static int64_t group_ns(const struct iter_slot *s, int g)
@@ -486,6 +518,9 @@ static void overhead_done_event(void *arg, int64_t now)
 static int start_spread_flows(struct sim *p, const struct ema_iteration *it, int64_t span_ns,
 			      bool in_place)
 {
+	struct iter_slot *s = &p->iters[it->gpu];
+
+	s->n_spread = 0;
 	for (int i = 0; i < it->n_remote && span_ns > 0; i++) {
 		struct ema_flow_params fp = {
 			.src = it->remote[i].gpu, .dst = it->gpu,
@@ -500,9 +535,11 @@ static int start_spread_flows(struct sim *p, const struct ema_iteration *it, int
 		if (fp.bytes == 0)
 			continue;
 		rc = ema_flownet_start_params(p->net, p->now, &fp,
-					      TAG(TAG_INPLACE, it->gpu, 0), NULL, &p->err);
+					      TAG(TAG_INPLACE, it->gpu, 0),
+					      &s->spread_id[s->n_spread], &p->err);
 		if (rc != EMA_OK)
 			return rc;
+		s->n_spread++;
 		count_bytes(p, fp.src, fp.dst, fp.bytes, EMA_XFER_PREFETCH);
 	}
 	return EMA_OK;

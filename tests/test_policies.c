@@ -547,11 +547,13 @@ static void test_stalls_resolved(void)
  * throws away its prefill, round and round, with simulated time running
  * on and no token made. The run now stops with a livelock error that
  * names the request, where it ran for ever (static, on the same
- * requests, finishes). */
+ * requests, finishes). The seed is one of many that livelock (seed 407,
+ * the first found, no longer does since in-place reads end with their
+ * steps: the livelock needs the right timing, not a phantom load). */
 static void test_livelock_reported(void)
 {
 	static const char cfgtext[] =
-		"{\"seed\": 407, \"hardware\": \"a100x4_40gb\", \"model\": \"llama-2-13b\", "
+		"{\"seed\": 401, \"hardware\": \"a100x4_40gb\", \"model\": \"llama-2-13b\", "
 		"\"gpu_mem_cap_gib\": 30, \"policies\": [\"static\", \"remote_direct\"], \"page_mib\": 8, "
 		"\"horizon_s\": 0, \"serving\": {\"chunked_prefill\": true, \"max_batch_tokens\": 8192, "
 		"\"max_batch\": 256, \"watermark\": 0.1, \"block_tokens\": 8}, "

@@ -1175,6 +1175,50 @@ static void test_remote_direct_shares_link(void)
 	p->ops->destroy(p);
 }
 
+/* An in-place read that contention slows ends with its iteration: 1 MB
+ * spread over the 40 us step (capped at 25 bytes/ns) shares GPU 1 -> 0
+ * with four reclaims (four copy engines), 20 bytes/ns each, so 0.8 MB
+ * has crossed at 40 us. The step ends at its own time and the other
+ * 0.2 MB never moves (counted in spread_cut_bytes): the reclaims, 0.8 MB
+ * each by then, get 25 bytes/ns for their last 4 MB and end at 200 us
+ * (202 us if the read went on to its end at 50 us). */
+static void test_inplace_ends_with_its_step(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_iteration it;
+	struct ema_transfer t = { 0 };
+	struct ema_error err = { 0 };
+
+	plain_cfg(&cfg, 2);
+	cfg.hw.copy_engines = 4;
+	p = make(&cfg);
+	prefetch_iter(&it, 1000000);
+	it.weight_bytes = 10000000;
+	it.prefetch_depth = 0;
+	t.src_gpu = 1;
+	t.dst_gpu = 0;
+	t.n_pages = 1;
+	t.bytes = 4800000;
+	t.purpose = EMA_XFER_RECLAIM;
+	t.method = EMA_COPY_PER_PAGE;
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, (void *)1, NULL), EMA_OK);
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(p->ops->transfer(p, &t, xfer_done, (void *)2, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n, 5);
+	CU_ASSERT_EQUAL(g_log.who[0], 1);
+	CU_ASSERT_EQUAL(g_log.t[0], 40000);
+	for (int i = 1; i < 5; i++) {
+		CU_ASSERT_EQUAL(g_log.who[i], 2);
+		CU_ASSERT_EQUAL(g_log.t[i], 200000);
+	}
+	CU_ASSERT_EQUAL(p->ops->link_stats(p)->spread_cut_bytes, 200000);
+	/* the bytes a step reads count when it starts, all of them */
+	CU_ASSERT_EQUAL(p->ops->link_stats(p)->bytes_by_purpose[EMA_XFER_PREFETCH], 1000000);
+	p->ops->destroy(p);
+}
+
 /* The time of one in-place iteration alone on a fresh platform. */
 static int64_t inplace_alone(const struct ema_config *cfg, struct ema_iteration *it)
 {
@@ -1452,6 +1496,7 @@ int main(void)
 		{ "interference on compute-bound work", test_interference_compute },
 		{ "remote_direct reads occupy the link", test_remote_direct_shares_link },
 		{ "in place: local and per-link remote reads overlap", test_inplace_overlap },
+		{ "in place: a read slowed by contention ends with its step", test_inplace_ends_with_its_step },
 		{ "staged from two links: the borrower's HBM sees both", test_staged_two_lenders_interference },
 		{ "horizon and stop end a run", test_horizon_and_stop },
 		{ "same ops, same events and times", test_determinism },
