@@ -806,15 +806,16 @@ static int step_at(struct ema_flownet *net, int64_t t, struct ema_error *err)
 	return EMA_OK;
 }
 
-/* A flow leaves as step_at lets a finished one leave (its engine, its
- * resources, its GPUs' counts), the order of the rest kept, and a freed
- * engine goes to the oldest queued flow of its GPU. */
-int ema_flownet_cancel(struct ema_flownet *net, int64_t now_ns, uint64_t id,
+/* Each flow leaves as step_at lets a finished one leave (its engine,
+ * its resources, its GPUs' counts), the order of the rest kept, and a
+ * freed engine goes to the oldest queued flow of its GPU; the rates are
+ * summed again once for all of them (an iteration ends several flows at
+ * once, one per lender). */
+int ema_flownet_cancel(struct ema_flownet *net, int64_t now_ns, const uint64_t *ids, int n_ids,
 		       double *left_bytes, struct ema_error *err)
 {
-	struct flow *f = NULL;
-	int i, engine;
-	bool moving;
+	int w = 0, n_gone = 0;
+	bool moving = false, freed = false;
 
 	if (left_bytes != NULL)
 		*left_bytes = 0;
@@ -825,38 +826,49 @@ int ema_flownet_cancel(struct ema_flownet *net, int64_t now_ns, uint64_t id,
 		return ema_error_set(err, EMA_ERR_INTERNAL,
 				     "flownet: cancel at %lld ns, before the net's time %lld ns",
 				     (long long)now_ns, (long long)net->now);
-	progress(net, now_ns);
-	for (i = 0; i < net->n_flows; i++)
-		if (net->flows[i].id == id) {
-			f = &net->flows[i];
-			break;
-		}
-	if (f == NULL)
+	if (n_ids <= 0)
 		return 0;
-	if (left_bytes != NULL)
-		*left_bytes = f->remaining;
-	moving = f->state == FLOW_DATA;
-	engine = f->state != FLOW_QUEUED ? f->engine_gpu : -1;
-	if (engine >= 0)
-		net->engines_busy[engine]--;
-	if (moving) {
-		if (!isfinite(f->cap))
-			net->n_uncapped--;
-		mark_dirty(net, f);
-	}
-	if (f->src >= 0)
-		net->flows_at[f->src]--;
-	if (f->dst >= 0 && f->dst != f->src)
-		net->flows_at[f->dst]--;
-	memmove(f, f + 1, (size_t)(net->n_flows - i - 1) * sizeof *f);
-	net->n_flows--;
-	net->next_ok = false;
-	for (int j = 0; engine >= 0 && j < net->n_flows; j++) {
-		struct flow *q = &net->flows[j];
+	progress(net, now_ns);
+	for (int i = 0; i < net->n_flows; i++) {
+		struct flow *f = &net->flows[i];
+		bool gone = false;
 
-		if (q->state == FLOW_QUEUED && q->engine_gpu == engine &&
-		    net->engines_busy[engine] < net->hw.copy_engines) {
-			net->engines_busy[engine]++;
+		for (int k = 0; k < n_ids && !gone; k++)
+			gone = ids[k] == f->id;
+		if (!gone) {
+			if (w != i)
+				net->flows[w] = *f;
+			w++;
+			continue;
+		}
+		n_gone++;
+		if (left_bytes != NULL)
+			*left_bytes += f->remaining;
+		if (f->state != FLOW_QUEUED && f->engine_gpu >= 0) {
+			net->engines_busy[f->engine_gpu]--;
+			freed = true;
+		}
+		if (f->state == FLOW_DATA) {
+			if (!isfinite(f->cap))
+				net->n_uncapped--;
+			mark_dirty(net, f);
+			moving = true;
+		}
+		if (f->src >= 0)
+			net->flows_at[f->src]--;
+		if (f->dst >= 0 && f->dst != f->src)
+			net->flows_at[f->dst]--;
+	}
+	if (n_gone == 0)
+		return 0;
+	net->n_flows = w;
+	net->next_ok = false;
+	for (int i = 0; freed && i < net->n_flows; i++) {
+		struct flow *q = &net->flows[i];
+
+		if (q->state == FLOW_QUEUED &&
+		    net->engines_busy[q->engine_gpu] < net->hw.copy_engines) {
+			net->engines_busy[q->engine_gpu]++;
 			flow_begin(net, q, now_ns);
 			if (q->state == FLOW_DATA) {
 				mark_dirty(net, q);
@@ -868,7 +880,7 @@ int ema_flownet_cancel(struct ema_flownet *net, int64_t now_ns, uint64_t id,
 		update_rates(net, NULL);
 	else
 		net->generation++;
-	return 1;
+	return n_gone;
 }
 
 int ema_flownet_advance(struct ema_flownet *net, int64_t now_ns,

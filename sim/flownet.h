@@ -77,11 +77,12 @@ int64_t ema_flownet_next_event_time(struct ema_flownet *net);
 int ema_flownet_advance(struct ema_flownet *net, int64_t now_ns,
 			ema_flownet_done_fn fn, void *arg, struct ema_error *err);
 
-/* Ends flow `id` at now_ns (>= the net's time) without its callback:
- * what it had not moved by then never moves, and the others' rates are
- * those of a net without it. *left_bytes (may be NULL) gets the bytes it
- * had left. Returns 1 if it was in flight, 0 if unknown or finished. */
-int ema_flownet_cancel(struct ema_flownet *net, int64_t now_ns, uint64_t id,
+/* Ends the flows of ids[0..n_ids) at now_ns (>= the net's time) without
+ * their callbacks: what they had not moved by then never moves, and the
+ * others' rates are those of a net without them. *left_bytes (may be
+ * NULL) gets the bytes they had left. Returns how many were in flight
+ * (ids unknown or finished are skipped). */
+int ema_flownet_cancel(struct ema_flownet *net, int64_t now_ns, const uint64_t *ids, int n_ids,
 		       double *left_bytes, struct ema_error *err);
 
 /* Current rate of a flow in GB/s: 0 while queued or in its latency phase,

@@ -301,17 +301,19 @@ static void iter_done_event(void *arg, int64_t now)
 	struct iter_slot *s = arg;
 	struct sim *p = s->p;
 	int n = s->n_spread, rc = EMA_OK;
+	double left = 0;
 
 	s->n_spread = 0;
-	for (int i = 0; i < n && rc == EMA_OK; i++) {
-		double left = 0;
+	if (n > 0) {
+		int cut = ema_flownet_cancel(p->net, now, s->spread_id, n, &left, &p->err);
 
-		if (ema_flownet_cancel(p->net, now, s->spread_id[i], &left, &p->err) < 0)
-			rc = EMA_ERR_INTERNAL;
-		p->stats.spread_cut_bytes += (uint64_t)llround(left);
+		if (cut < 0)
+			rc = cut;
+		else if (cut > 0) {
+			p->stats.spread_cut_bytes += (uint64_t)llround(left);
+			rc = resched(p);
+		}
 	}
-	if (rc == EMA_OK && n > 0)
-		rc = resched(p);
 	if (rc != EMA_OK) {
 		event_fail(p, rc);
 		return;

@@ -404,7 +404,7 @@ static void test_cancel(void)
 	b = raw(net, 0, 0, 1, 3e6, 0, 0, false, 2);
 	/* 50 bytes/ns each; at 10000 a has 5e5 left */
 	CU_ASSERT_EQUAL(ema_flownet_advance(net, 10000, rec_fn, &r, &err), EMA_OK);
-	CU_ASSERT_EQUAL(ema_flownet_cancel(net, 10000, a, &left, &err), 1);
+	CU_ASSERT_EQUAL(ema_flownet_cancel(net, 10000, &a, 1, &left, &err), 1);
 	CU_ASSERT_DOUBLE_EQUAL(left, 5e5, 1e-6);
 	CU_ASSERT_EQUAL(ema_flownet_active(net), 1);
 	CU_ASSERT_EQUAL(ema_flownet_flows_at(net, 0), 1);
@@ -412,9 +412,14 @@ static void test_cancel(void)
 	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_hbm_out_gbps(net, 0), 100, 1e-9);
 	CU_ASSERT_EQUAL(ema_flownet_selfcheck(net), 0);
 	/* gone, and never twice; an id never started is unknown */
-	CU_ASSERT_EQUAL(ema_flownet_cancel(net, 10000, a, &left, &err), 0);
+	CU_ASSERT_EQUAL(ema_flownet_cancel(net, 10000, &a, 1, &left, &err), 0);
 	CU_ASSERT_DOUBLE_EQUAL(left, 0, 0);
-	CU_ASSERT_EQUAL(ema_flownet_cancel(net, 10000, 999, NULL, &err), 0);
+	{
+		const uint64_t unknown = 999;
+
+		CU_ASSERT_EQUAL(ema_flownet_cancel(net, 10000, &unknown, 1, NULL, &err), 0);
+		CU_ASSERT_EQUAL(ema_flownet_cancel(net, 10000, &unknown, 0, NULL, &err), 0);
+	}
 	/* b: 2.5e6 left at 10000, at 100/ns: done at 35000, a never */
 	run_all(net, &r);
 	CU_ASSERT_EQUAL(r.n, 1);
@@ -426,7 +431,7 @@ static void test_cancel(void)
 	d = raw(net, 35000, 0, 1, 1e6, 0, 0, true, 4);
 	CU_ASSERT_EQUAL(ema_flownet_queued(net), 1);
 	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, d), 0, 0);
-	CU_ASSERT_EQUAL(ema_flownet_cancel(net, 40000, c, &left, &err), 1);
+	CU_ASSERT_EQUAL(ema_flownet_cancel(net, 40000, &c, 1, &left, &err), 1);
 	CU_ASSERT_DOUBLE_EQUAL(left, 5e5, 1e-6);
 	CU_ASSERT_EQUAL(ema_flownet_queued(net), 0);
 	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, d), 100, 1e-9);
@@ -438,7 +443,7 @@ static void test_cancel(void)
 	c = raw(net, 50000, 0, 1, 1e6, 0, 0, true, 5);
 	d = raw(net, 50000, 0, 1, 1e6, 0, 0, true, 6);
 	raw(net, 50000, 0, 1, 1e6, 0, 0, true, 7);
-	CU_ASSERT_EQUAL(ema_flownet_cancel(net, 50000, d, &left, &err), 1);
+	CU_ASSERT_EQUAL(ema_flownet_cancel(net, 50000, &d, 1, &left, &err), 1);
 	CU_ASSERT_DOUBLE_EQUAL(left, 1e6, 1e-6);
 	CU_ASSERT_EQUAL(ema_flownet_queued(net), 1);
 	CU_ASSERT_EQUAL(ema_flownet_selfcheck(net), 0);
@@ -446,6 +451,24 @@ static void test_cancel(void)
 	CU_ASSERT_EQUAL(done_at(&r, 5), 60000);
 	CU_ASSERT_EQUAL(done_at(&r, 7), 70000);
 	CU_ASSERT_EQUAL(done_at(&r, 6), -1);
+	/* three at once, one of them unknown: the fourth flow has the link */
+	{
+		uint64_t ids[3];
+
+		ids[0] = raw(net, 70000, 0, 1, 1e6, 0, 0, false, 8);
+		ids[1] = raw(net, 70000, 0, 1, 1e6, 0, 0, false, 9);
+		ids[2] = 12345;
+		d = raw(net, 70000, 0, 1, 1e6, 0, 0, false, 10);
+		/* 100/3 bytes/ns each until 73000: 1e5 moved each */
+		CU_ASSERT_EQUAL(ema_flownet_cancel(net, 73000, ids, 3, &left, &err), 2);
+		CU_ASSERT_DOUBLE_EQUAL(left, 2 * 9e5, 1e-3);
+		CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, d), 100, 1e-9);
+		CU_ASSERT_EQUAL(ema_flownet_selfcheck(net), 0);
+		run_all(net, &r);
+		CU_ASSERT_EQUAL(done_at(&r, 10), 82000);
+		CU_ASSERT_EQUAL(done_at(&r, 8), -1);
+		CU_ASSERT_EQUAL(done_at(&r, 9), -1);
+	}
 	(void)c;
 	ema_flownet_destroy(net);
 }
@@ -648,11 +671,12 @@ static void selfcheck_run(const char *topo, unsigned seed)
 		if (started > 0 && (s >> 16) % 11 == 0) {
 			/* an iteration's spread flows end with it (sim_platform.c):
 			 * a flow cancelled in any phase, or one already gone */
-			uint64_t victim = (uint64_t)((s >> 3) % (unsigned)started);
+			const uint64_t victims[2] = { (uint64_t)((s >> 3) % (unsigned)started),
+						      (uint64_t)((s >> 13) % (unsigned)started) };
 
 			if (t != INT64_MAX && now + 700 < t)
 				now += 700;
-			CU_ASSERT(ema_flownet_cancel(net, now, victim, NULL, &err) >= 0);
+			CU_ASSERT(ema_flownet_cancel(net, now, victims, 1 + (int)((s >> 5) % 2), NULL, &err) >= 0);
 			cancels++;
 		} else if (started < 400 && (t == INT64_MAX || (s >> 16) % 3 != 0)) {
 			int src = (int)((s >> 4) % 5) - 1;
@@ -710,7 +734,7 @@ static int cancel_rc;
 static void cancel_fn(void *arg, uint64_t id, uint64_t tag, int64_t now)
 {
 	(void)tag;
-	cancel_rc = ema_flownet_cancel(cancel_net, now, id, NULL, arg);
+	cancel_rc = ema_flownet_cancel(cancel_net, now, &id, 1, NULL, arg);
 }
 
 static void test_errors(void)
@@ -719,6 +743,7 @@ static void test_errors(void)
 	struct ema_flownet *net;
 	struct ema_error err = { 0 };
 	struct ema_flow_params p;
+	const uint64_t first_id = 0;
 
 	h200x2_hw(&hw);
 	hw.n_gpus = 0;
@@ -778,7 +803,7 @@ static void test_errors(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "start at 50 ns, before the net's time 100000 ns"));
 	CU_ASSERT_EQUAL(ema_flownet_advance(net, 10, NULL, NULL, &err), EMA_ERR_INTERNAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "advance to 10 ns, before"));
-	CU_ASSERT_EQUAL(ema_flownet_cancel(net, 10, 0, NULL, &err), EMA_ERR_INTERNAL);
+	CU_ASSERT_EQUAL(ema_flownet_cancel(net, 10, &first_id, 1, NULL, &err), EMA_ERR_INTERNAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "cancel at 10 ns, before the net's time 100000 ns"));
 	/* a completion callback may start flows, not cancel them */
 	cancel_net = net;
