@@ -48,6 +48,7 @@ TESTS += tests/test_experiment tests/test_outdir tests/test_cli_table tests/test
 tests_test_leap_SOURCES = tests/test_leap.c tests/test_main.h
 tests_test_leap_CFLAGS = $(TEST_CFLAGS)
 tests_test_leap_LDADD = $(TEST_LIBS)
+
 tests_test_experiment_SOURCES = tests/test_experiment.c tests/test_main.h
 tests_test_experiment_CFLAGS = $(TEST_CFLAGS)
 tests_test_experiment_LDADD = $(TEST_LIBS)
@@ -61,6 +62,17 @@ tests_test_sweep_SOURCES = tests/test_sweep.c tests/test_main.h
 tests_test_sweep_CFLAGS = $(TEST_CFLAGS)
 tests_test_sweep_LDADD = $(TEST_LIBS)
 endif
+# Random scenarios by the hundred, each run stepping and leaping, which
+# must write the same files and must run (tests/test_leap.c, "random
+# scenarios"): FUZZ_ROUNDS=300 of each generator from FUZZ_SEED=1 (a few
+# minutes on 2 cores; needs CUnit). A failing round prints its --set
+# options.
+FUZZ_ROUNDS = 300
+FUZZ_SEED = 1
+fuzz-scenarios: tests/test_leap$(EXEEXT)
+	EMA_SRCDIR='$(abs_top_srcdir)' EMA_LEAP_ROUNDS=$(FUZZ_ROUNDS) EMA_LEAP_SEED=$(FUZZ_SEED) \
+		EMA_WIDE_ROUNDS=$(FUZZ_ROUNDS) EMA_WIDE_SEED=$(FUZZ_SEED) tests/test_leap$(EXEEXT)
+.PHONY: fuzz-scenarios
 EXTRA_DIST += tests/test_cli.sh tests/test_sweep.sh tests/test_slurm.sh tests/data/cli/one_request.json tests/data/cli/trace_ok.csv \
 	tests/data/cli/trace_bad_row.csv tests/data/cli/trace_backwards.csv \
 	tests/data/cli/trace_empty.csv
