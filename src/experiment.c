@@ -653,7 +653,8 @@ int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f)
 	      "vs_static_throughput,vs_static_ttft_p50,vs_static_tpot_p50,"
 	      "vs_static_ttft_p99,vs_static_tpot_p99,vs_ideal_throughput,lender_guarantee,"
 	      "steady_tok_s,window_start_s,window_end_s,user_tok_s_mean,user_tok_s_p50,"
-	      "slo_attainment,goodput_req_s,vs_static_steady_tok_s,vs_ideal_steady_tok_s\n", f);
+	      "slo_attainment,goodput_req_s,vs_static_steady_tok_s,vs_ideal_steady_tok_s,"
+	      "dropped_recomputed\n", f);
 	for (int i = 0; i < x->n_runs; i++)
 		for (int ti = 0; ti < x->cfg.n_tenants; ti++) {
 			const struct ema_tenant_result *r = &x->runs[i].results[ti];
@@ -707,7 +708,9 @@ int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f)
 					put_num(f, reg[k]);
 				}
 			}
-			fputc('\n', f);
+			/* (last, so that readers by position of the columns before
+			 * it are not broken) */
+			fprintf(f, ",%lld\n", (long long)r->dropped_recomputed);
 		}
 	return ferror(f) ? EMA_ERR_IO : EMA_OK;
 }

@@ -767,6 +767,27 @@ static void test_recomputed_past_bound(void)
 	CU_ASSERT_EQUAL(t0->completed + t0->dropped, t0->requests);
 	CU_ASSERT_EQUAL(t0->dropped_recomputed, 1);
 	CU_ASSERT(t0->dropped_recomputed_max_pages > t0->max_admit_pages);
+	{
+		/* and summary.csv says so in a column of its own, the last */
+		char *text = NULL, *line;
+		size_t size = 0;
+		FILE *f = open_memstream(&text, &size);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		CU_ASSERT_EQUAL(ema_experiment_write_summary_csv(x, f), EMA_OK);
+		fclose(f);
+		CU_ASSERT_PTR_NOT_NULL(strstr(text, ",vs_ideal_steady_tok_s,dropped_recomputed\n"));
+		line = strstr(text, "\nema,t0,");
+		CU_ASSERT_PTR_NOT_NULL(line);
+		if (line != NULL) {
+			char *end = strchr(line + 1, '\n');
+
+			CU_ASSERT_PTR_NOT_NULL(end);
+			if (end != NULL)
+				CU_ASSERT_EQUAL(strncmp(end - 2, ",1", 2), 0);
+		}
+		free(text);
+	}
 	CU_ASSERT_EQUAL(t1->completed, t1->requests);
 	/* the dropped one was admitted (prompt within the bound) and
 	 * preempted: not an arrival drop */
