@@ -1031,6 +1031,7 @@ static void launch(struct ema_engine *e, struct ema_tenant *t)
 		return; /* a leap's iteration: the platform has run it */
 	if (e->leap_on && try_leap(e, t, &it))
 		return;
+	e->remote_steps += it.n_remote > 0;
 	if (e->platform->ops->iteration(e->platform, &it, iteration_done, t, &e->op_err) != EMA_OK)
 		engine_fail_op(e, EMA_ERR_DEVICE, "engine: iteration failed to start");
 }
@@ -2522,6 +2523,11 @@ void ema_engine_set_plan_leap(struct ema_engine *e, bool on)
 bool ema_engine_leap(const struct ema_engine *e)
 {
 	return e->leap_on;
+}
+
+uint64_t ema_engine_remote_steps(const struct ema_engine *e)
+{
+	return e->remote_steps;
 }
 
 uint64_t ema_engine_leaps(const struct ema_engine *e, uint64_t *steps)

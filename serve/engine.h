@@ -100,6 +100,9 @@ void ema_engine_set_plan_leap(struct ema_engine *e, bool on);
 /* Leaps made so far and the iterations they ran (a check that leaping
  * happened; no output shows them). */
 uint64_t ema_engine_leaps(const struct ema_engine *e, uint64_t *steps);
+/* Iterations started that read remote KV (in place or staged): each is an
+ * event of its own, since a step that reads remote KV never leaps. */
+uint64_t ema_engine_remote_steps(const struct ema_engine *e);
 void ema_engine_on_progress(struct ema_engine *e, ema_progress_fn fn, void *arg);
 /* Tells the configuration which policies exist and their knob tables
  * (the registry, ema_policy_table, or a test's own NULL-terminated list):

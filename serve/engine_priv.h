@@ -190,6 +190,7 @@ struct ema_engine {
 	 * check_leaps that asked leap_holds, which reads only the ledger */
 	uint64_t leap_check_ops, leap_check_leaps;
 	uint64_t leaps, leap_steps;   /* made so far, and the steps they ran */
+	uint64_t remote_steps;        /* iterations started that read remote KV (none leap) */
 	int64_t unstall_at;           /* a stalled run's kick is due then; -1: none (unstall) */
 	/* the livelock watch (iteration_end): when a token was last made,
 	 * and the preemptions since, the last of them */

@@ -558,6 +558,7 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 		if (rc == EMA_OK) {
 			run->events = p->ops->events(p);
 			run->leaps = ema_engine_leaps(run->engine, &run->leapt_steps);
+			run->remote_steps = ema_engine_remote_steps(run->engine);
 			if (p->ops->link_stats(p) != NULL)
 				run->links = *p->ops->link_stats(p);
 		}
@@ -874,9 +875,11 @@ static int write_run_json(const struct ema_experiment *x, FILE *f)
 		x->backend == EMA_BACKEND_HW ? "hw" : "sim", (unsigned long long)x->cfg.seed);
 	fprintf(f, "  \"wall_s\": %.3f,\n  \"policies\": [\n", x->wall_s);
 	for (int i = 0; i < x->n_runs; i++) {
-		fprintf(f, "    {\"policy\": \"%s\", \"events\": %llu, \"wall_s\": %.3f, \"end_s\": %.6f",
+		fprintf(f, "    {\"policy\": \"%s\", \"events\": %llu, \"wall_s\": %.3f, \"end_s\": %.6f, "
+			"\"remote_steps\": %llu",
 			x->runs[i].policy, (unsigned long long)x->runs[i].events, x->runs[i].wall_s,
-			(double)ema_engine_end_ns(x->runs[i].engine) * 1e-9);
+			(double)ema_engine_end_ns(x->runs[i].engine) * 1e-9,
+			(unsigned long long)x->runs[i].remote_steps);
 		if (x->backend != EMA_BACKEND_HW)
 			fprintf(f, ", \"leaps\": %llu, \"leapt_steps\": %llu, \"spread_cut_gib\": %.4f",
 				(unsigned long long)x->runs[i].leaps,

@@ -90,6 +90,7 @@ struct ema_policy_run {
 	/* sim: decode leaps made and the iterations they ran (run.json; the
 	 * outputs are those of stepping, these say how much was leapt) */
 	uint64_t leaps, leapt_steps;
+	uint64_t remote_steps;        /* iterations that read remote KV */
 	double wall_s;
 	struct ema_tenant_result results[EMA_MAX_TENANTS];
 	int32_t lent_peak[EMA_MAX_GPUS];
