@@ -102,6 +102,13 @@ int ema_hw_profile_load(struct ema_hw_profile *hw, const char *name_or_path,
 			struct ema_error *err);
 int ema_model_load(struct ema_model *m, const char *name, struct ema_error *err);
 int ema_hw_profile_write_json(const struct ema_hw_profile *hw, FILE *out);
+/* Copies into hw what only a peer link can measure, from ref: the link
+ * and copy figures (link_gbps, copy_fixed_us, copy_call_us,
+ * batch_page_us, gather_gbps, the copy curve, remote_read_gbps) and the
+ * interference of pulls (interference_*, pull_share_under_load,
+ * inplace_overlap_efficiency). `ema calibrate` on one GPU measures none
+ * of them, and a profile with them at zero does not load. */
+void ema_hw_profile_copy_link(struct ema_hw_profile *hw, const struct ema_hw_profile *ref);
 
 /* Names for `ema list`. Returns the count; names[i] valid for the program's life. */
 int ema_hw_profile_names(const char *const **names);

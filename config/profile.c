@@ -165,6 +165,23 @@ void ema_config_model_defaults(struct ema_model *m)
 }
 
 
+void ema_hw_profile_copy_link(struct ema_hw_profile *hw, const struct ema_hw_profile *ref)
+{
+	hw->link_gbps = ref->link_gbps;
+	hw->copy_fixed_us = ref->copy_fixed_us;
+	hw->copy_call_us = ref->copy_call_us;
+	hw->batch_page_us = ref->batch_page_us;
+	hw->gather_gbps = ref->gather_gbps;
+	memcpy(hw->copy_curve, ref->copy_curve, sizeof hw->copy_curve);
+	hw->n_copy_curve = ref->n_copy_curve;
+	hw->remote_read_gbps = ref->remote_read_gbps;
+	hw->inplace_overlap_efficiency = ref->inplace_overlap_efficiency;
+	hw->interference_lender = ref->interference_lender;
+	hw->interference_borrower = ref->interference_borrower;
+	hw->interference_compute = ref->interference_compute;
+	hw->pull_share_under_load = ref->pull_share_under_load;
+}
+
 int ema_config_check_hw(const struct ema_hw_profile *hw,
 			const struct ema_config_src *src, const char *path,
 			struct ema_error *err)

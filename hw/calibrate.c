@@ -1097,8 +1097,31 @@ static int cal_steps(struct cal *c, struct cal_result *res, struct ema_error *er
 	return 0;
 }
 
-static void cal_profile(const struct cal *c, const struct cal_result *r, const char *name,
-			struct ema_hw_profile *hw)
+/* With one GPU nothing crosses a peer link, so calibrate measures none
+ * of a link's figures; left at zero, the profile would not load
+ * (link_gbps, gather_gbps, remote_read_gbps and the copy curve must be
+ * positive) and its interference factors would claim that pulls cost
+ * nothing. They are taken from the backend's reference pair, h200x2_hw
+ * (the H200s it was calibrated on), and the description says so. */
+static int cal_peer_from_reference(struct ema_hw_profile *hw, struct ema_error *err)
+{
+	struct ema_hw_profile ref;
+	int rc;
+
+	rc = ema_hw_profile_load(&ref, "h200x2_hw", err);
+	if (rc != 0)
+		return rc < 0 ? rc : ema_error_set(err, EMA_ERR_INTERNAL,
+						   "calibrate: no reference profile h200x2_hw");
+	ema_hw_profile_copy_link(hw, &ref);
+	snprintf(hw->description, sizeof hw->description,
+		 "ema calibrate on one GPU: HBM, GEMM, decode and prefill steps, host link "
+		 "and allocation measured (CUDA events, median after warm-up); link, copy "
+		 "and interference figures are h200x2_hw's, not measured");
+	return 0;
+}
+
+static int cal_profile(const struct cal *c, const struct cal_result *r, const char *name,
+		       struct ema_hw_profile *hw, struct ema_error *err)
 {
 	time_t now = time(NULL);
 	struct tm tm;
@@ -1169,6 +1192,7 @@ static void cal_profile(const struct cal *c, const struct cal_result *r, const c
 	hw->map_us_per_page = r->vmm_us[1] + r->vmm_us[2];
 	hw->unmap_us_per_page = r->vmm_us[3];
 	hw->malloc_2mib_us = r->malloc_us[0];
+	return c->n_gpus < 2 ? cal_peer_from_reference(hw, err) : 0;
 }
 
 static void cal_print(const struct cal_result *r)
@@ -1231,7 +1255,18 @@ static void cal_print(const struct cal_result *r)
 
 	printf("%-38s %10s %10s %7s  %s\n", "what", "measured", "reference", "ratio", "unit");
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		char ref[32];
+
+		/* exactly 0: not measured (the peer figures with one GPU, or
+		 * VMM where the driver refuses it) */
 		if (rows[i].ref > 0)
+			snprintf(ref, sizeof ref, "%.2f", rows[i].ref);
+		else
+			snprintf(ref, sizeof ref, "-");
+		if (rows[i].got == 0)
+			printf("%-38s %10s %10s %7s  %s\n", rows[i].what, "-", ref, "-",
+			       rows[i].unit);
+		else if (rows[i].ref > 0)
 			printf("%-38s %10.2f %10.2f %7.3f  %s\n", rows[i].what, rows[i].got,
 			       rows[i].ref, rows[i].got / rows[i].ref, rows[i].unit);
 		else
@@ -1307,7 +1342,9 @@ int ema_hw_calibrate(const struct ema_hw_cal_opts *o, FILE *csv,
 		return ema_error_set(err, rc, "calibrate: %.900s", why);
 	}
 	cal_print(&res);
-	cal_profile(&c, &res, o->name, profile);
+	rc = cal_profile(&c, &res, o->name, profile, err);
+	if (rc != 0)
+		return rc;
 	{
 		double ei[8] = {0}, es[8] = {0};
 

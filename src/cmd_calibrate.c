@@ -85,8 +85,10 @@ const struct ema_cli_cmd ema_cmd_calibrate = {
 		"copy paths (CUDA events, median after warm-up), prints the figures against the "
 		"H200x2 reference, and writes a hardware profile that --set hardware=FILE then "
 		"uses. Progress goes to stderr. Without a GPU (or a CUDA build) it says so and "
-		"exits with status 1. The files are checked before anything is measured and "
-		"written under a temporary name, then renamed.",
+		"exits with status 1. With one GPU nothing crosses a peer link: the link, copy "
+		"and interference figures are the reference pair's (h200x2_hw), and the "
+		"profile's description says so. The files are checked before anything is "
+		"measured and written under a temporary name, then renamed.",
 	.examples = calibrate_examples,
 	.fn = calibrate_exec,
 };

@@ -780,6 +780,70 @@ static void test_random_overrides(void)
 
 /* --- hardware profiles and models --------------------------------------- */
 
+/* What `ema calibrate` writes on one GPU: the peer figures it cannot
+ * measure are zero, which the reader refuses, until
+ * ema_hw_profile_copy_link fills them from a reference; the measured
+ * figures stay as they were. */
+static char *profile_text(const struct ema_hw_profile *hw)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	CU_ASSERT_EQUAL(ema_hw_profile_write_json(hw, f), 0);
+	fclose(f);
+	return text;
+}
+
+static void test_profile_one_gpu(void)
+{
+	struct ema_hw_profile one, ref, back;
+	struct ema_error err = { 0, "" };
+	char *text;
+
+	CU_ASSERT_EQUAL_FATAL(ema_hw_profile_load(&one, "h200x2_hw", &err), 0);
+	CU_ASSERT_EQUAL_FATAL(ema_hw_profile_load(&ref, "h100x8", &err), 0);
+	one.n_gpus = 1;
+	one.hbm_read_gbps = 4000.5;  /* as measured */
+	one.host_link_gbps = 50.25;
+	one.link_gbps = one.copy_fixed_us = one.copy_call_us = one.batch_page_us = 0;
+	one.gather_gbps = one.remote_read_gbps = 0;
+	one.n_copy_curve = 0;
+	memset(one.copy_curve, 0, sizeof one.copy_curve);
+	one.interference_lender = one.interference_borrower = one.interference_compute = 0;
+	one.pull_share_under_load = one.inplace_overlap_efficiency = 1;
+	text = profile_text(&one);
+	CU_ASSERT_EQUAL(ema_hw_profile_load(&back, scratch("one.json", text), &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "one.json:"));
+	free(text);
+
+	ema_hw_profile_copy_link(&one, &ref);
+	text = profile_text(&one);
+	err.msg[0] = '\0';
+	if (ema_hw_profile_load(&back, scratch("one.json", text), &err) != 0)
+		printf("\n  %s\n", err.msg);
+	free(text);
+	CU_ASSERT_EQUAL(back.n_gpus, 1);
+	CU_ASSERT_EQUAL(back.hbm_read_gbps, 4000.5);
+	CU_ASSERT_EQUAL(back.host_link_gbps, 50.25);
+	CU_ASSERT_EQUAL(back.link_gbps, ref.link_gbps);
+	CU_ASSERT_EQUAL(back.copy_fixed_us, ref.copy_fixed_us);
+	CU_ASSERT_EQUAL(back.copy_call_us, ref.copy_call_us);
+	CU_ASSERT_EQUAL(back.batch_page_us, ref.batch_page_us);
+	CU_ASSERT_EQUAL(back.gather_gbps, ref.gather_gbps);
+	CU_ASSERT_EQUAL(back.remote_read_gbps, ref.remote_read_gbps);
+	CU_ASSERT_EQUAL(back.interference_lender, ref.interference_lender);
+	CU_ASSERT_EQUAL(back.interference_borrower, ref.interference_borrower);
+	CU_ASSERT_EQUAL(back.interference_compute, ref.interference_compute);
+	CU_ASSERT_EQUAL(back.pull_share_under_load, ref.pull_share_under_load);
+	CU_ASSERT_EQUAL(back.inplace_overlap_efficiency, ref.inplace_overlap_efficiency);
+	CU_ASSERT_EQUAL_FATAL(back.n_copy_curve, ref.n_copy_curve);
+	for (int i = 0; i < ref.n_copy_curve; i++) {
+		CU_ASSERT_EQUAL(back.copy_curve[i].bytes, ref.copy_curve[i].bytes);
+		CU_ASSERT_EQUAL(back.copy_curve[i].gbps, ref.copy_curve[i].gbps);
+	}
+}
+
 static void test_profiles_load(void)
 {
 	const char *const *names;
@@ -1054,6 +1118,7 @@ int main(void)
 		{ "relative paths", test_relative_paths },
 		{ "random overrides", test_random_overrides },
 		{ "embedded profiles load", test_profiles_load },
+		{ "a one-GPU calibration's profile loads with a reference's link", test_profile_one_gpu },
 		{ "h200x2 figures", test_h200x2_figures },
 		{ "profile and model errors", test_profile_errors },
 		{ "models and sizes", test_models },
