@@ -379,7 +379,8 @@ int32_t ema_request_pages_on(const struct ema_request *r, int gpu)
 
 /* One more KV page for tenant t: its own GPU first; then its lent pages
  * back (the lender's guarantee); then a page borrowed from a peer. */
-static int alloc_page(struct ema_engine *e, struct ema_tenant *t, int *gpu_out, int32_t *page_out)
+static int alloc_page(struct ema_engine *e, struct ema_tenant *t, bool may_borrow, int *gpu_out,
+		      int32_t *page_out)
 {
 	int32_t p = -1;
 
@@ -405,7 +406,7 @@ static int alloc_page(struct ema_engine *e, struct ema_tenant *t, int *gpu_out, 
 		if (ema_ledger_lent_pages(&e->ledger, t->gpu) > 0)
 			return ALLOC_WAIT;
 	}
-	if (e->policy->choose_lender != NULL) {
+	if (may_borrow && e->policy->choose_lender != NULL) {
 		int g = e->policy->choose_lender(&e->ctx, e->policy_state, t->index);
 
 		if (g >= 0 && g != t->gpu) {
@@ -447,8 +448,16 @@ static int32_t obtainable_pages(struct ema_engine *e, struct ema_tenant *t)
  * t) >= need). With a policy that has borrowable_below (whose
  * borrowable changes no state, policy.h), borrowable is asked only where
  * the tenant's own pages do not settle it, and the quick test first. */
-static bool can_obtain(struct ema_engine *e, struct ema_tenant *t, int64_t need)
+static bool can_obtain(struct ema_engine *e, struct ema_tenant *t, int64_t need, bool may_borrow)
 {
+	if (!may_borrow) {
+		/* a request under reclaim backoff: its own GPU's pages alone */
+		int64_t own = ema_ledger_free_pages(&e->ledger, t->gpu);
+
+		if (e->policy->reclaim != NULL)
+			own += ema_ledger_lent_pages(&e->ledger, t->gpu);
+		return own >= need;
+	}
 	if (e->policy->borrowable != NULL && e->policy->borrowable_below != NULL) {
 		int64_t own = ema_ledger_free_pages(&e->ledger, t->gpu);
 
@@ -466,6 +475,34 @@ static bool can_obtain(struct ema_engine *e, struct ema_tenant *t, int64_t need)
 
 /* ---- preemption -------------------------------------------------------- */
 
+/* Reclaim backoff. A lender takes its pages back from whatever borrowed
+ * them; where every tenant is overloaded that can go round for ever (a
+ * request admitted on borrowed pages, taken back before its step
+ * completes, admitted again: doc/limitations.md). A request that
+ * reclaims preempted or demoted EMA_RECLAIM_BACKOFF times runs on its
+ * own GPU's pages only from then on, as under static, and one whose
+ * whole KV its own GPU can never hold is dropped, counted in
+ * dropped_recomputed. No request of the shipped scenarios comes near
+ * (the most preempted one, for any cause, 35 times: the bench's
+ * replay with every tenant overloaded), so their outputs are what they
+ * were; the random scenarios that livelocked took requests back
+ * thousands of times. */
+static bool own_never_fits(const struct ema_engine *e, const struct ema_request *r)
+{
+	return ema_engine_pages_for_tokens(e, (int64_t)r->prompt_tokens + r->output_tokens) >
+	       e->tenants[r->tenant].kv_capacity_pages;
+}
+
+static void reclaim_backoff(struct ema_engine *e, struct ema_request *r)
+{
+	if (r->reclaimed < INT32_MAX - 1)  /* (INT32_MAX: the backoff is off) */
+		r->reclaimed++;
+	if (r->reclaimed >= e->reclaim_backoff && !r->own_only) {
+		r->own_only = 1;
+		e->tenants[r->tenant].stats.reclaim_backoffs++;
+	}
+}
+
 void ema_engine_preempt_recompute(struct ema_engine *e, struct ema_request *r)
 {
 	struct ema_tenant *t = &e->tenants[r->tenant];
@@ -479,20 +516,31 @@ void ema_engine_preempt_recompute(struct ema_engine *e, struct ema_request *r)
 	r->computed = 0;
 	r->preemptions++;
 	t->stats.preemptions++;
-	if (ema_engine_pages_for_tokens(e, seq_len(r)) > t->max_admit_pages) {
+	if (ema_engine_pages_for_tokens(e, seq_len(r)) > t->max_admit_pages ||
+	    (r->own_only && own_never_fits(e, r))) {
 		/* Its prompt and the tokens it generated are more than any
 		 * admission can take (staged ema: what its link budgets give
-		 * at nothing borrowed): waiting, it would hold the queue
-		 * behind it for ever. Dropped, as at arrival, and counted.
-		 * (Random scenarios: a100x4, a recomputed request 19 pages
-		 * over, "no progress possible".) */
+		 * at nothing borrowed), or, under reclaim backoff, its whole
+		 * KV more than its own GPU holds: waiting, it would hold the
+		 * queue behind it for ever. Dropped, as at arrival, and
+		 * counted. (Random scenarios: a100x4, a recomputed request
+		 * 19 pages over, "no progress possible".) */
 		int32_t need = ema_engine_pages_for_tokens(e, seq_len(r));
 
 		r->state = EMA_REQ_DROPPED;
 		t->stats.dropped++;
 		t->stats.dropped_recomputed++;
-		if (need > t->stats.dropped_recomputed_max_pages)
-			t->stats.dropped_recomputed_max_pages = need;
+		if (need > t->max_admit_pages) {
+			if (need > t->stats.dropped_recomputed_max_pages)
+				t->stats.dropped_recomputed_max_pages = need;
+		} else {
+			int32_t whole = ema_engine_pages_for_tokens(
+				e, (int64_t)r->prompt_tokens + r->output_tokens);
+
+			t->stats.dropped_backoff++;
+			if (whole > t->stats.dropped_backoff_max_pages)
+				t->stats.dropped_backoff_max_pages = whole;
+		}
 		t->n_done++;
 		e->done_requests++;
 		note_final(t);
@@ -788,7 +836,7 @@ static int swap_in(struct ema_engine *e, struct ema_tenant *t, struct ema_reques
 		return ALLOC_NOSPACE;
 	}
 	for (got = 0; got < n; got++) {
-		rc = alloc_page(e, t, &where[got], &pages[got]);
+		rc = alloc_page(e, t, !r->own_only, &where[got], &pages[got]);
 		if (rc != ALLOC_OK)
 			break;
 	}
@@ -932,7 +980,7 @@ static int grow_request_pages(struct ema_engine *e, struct ema_tenant *t, struct
 	while (r->n_pages < need) {
 		int gpu;
 		int32_t page;
-		int rc = alloc_page(e, t, &gpu, &page);
+		int rc = alloc_page(e, t, !r->own_only, &gpu, &page);
 
 		if (rc != ALLOC_OK)
 			return rc;
@@ -1130,7 +1178,8 @@ static int64_t admit(struct ema_engine *e, struct ema_tenant *t, int64_t budget,
 		 * a tenant with nothing running needs none, and a request
 		 * larger than capacity - watermark would otherwise never start
 		 * (requests that can never fit were dropped at arrival). */
-		if (!can_obtain(e, t, (int64_t)need_pages + (tenant_idle(t) ? 0 : watermark)))
+		if (!can_obtain(e, t, (int64_t)need_pages + (tenant_idle(t) ? 0 : watermark),
+				!r->own_only))
 			break;
 		rc = grow_request(e, t, r, r->computed + chunk);
 		if (rc == ALLOC_WAIT) {
@@ -1227,7 +1276,7 @@ static void tenant_try_start(struct ema_engine *e, struct ema_tenant *t)
 
 			if (need < r->n_pages)
 				need = r->n_pages;
-			if (!can_obtain(e, t, need + (tenant_idle(t) ? 0 : watermark)))
+			if (!can_obtain(e, t, need + (tenant_idle(t) ? 0 : watermark), !r->own_only))
 				break;
 			if (swap_in(e, t, r) != ALLOC_OK)
 				break;
@@ -2520,6 +2569,16 @@ void ema_engine_set_plan_leap(struct ema_engine *e, bool on)
 	e->plan_leap_on = on;
 }
 
+void ema_engine_set_reclaim_backoff(struct ema_engine *e, int32_t n)
+{
+	e->reclaim_backoff = n > 0 ? n : INT32_MAX;
+}
+
+int32_t ema_engine_reclaim_backoff(const struct ema_engine *e)
+{
+	return e->reclaim_backoff;
+}
+
 bool ema_engine_leap(const struct ema_engine *e)
 {
 	return e->leap_on;
@@ -2571,14 +2630,24 @@ int64_t ema_policy_now(const struct ema_policy_ctx *c)
 	return ema_engine_now(c->engine);
 }
 
+/* (the policy's preemptions and demotions are its reclaims': they count
+ * towards the reclaim backoff) */
 void ema_policy_preempt_recompute(const struct ema_policy_ctx *c, struct ema_request *r)
 {
+	reclaim_backoff(c->engine, r);
 	ema_engine_preempt_recompute(c->engine, r);
 }
 
 bool ema_policy_demote(const struct ema_policy_ctx *c, struct ema_request *r)
 {
-	return ema_engine_demote(c->engine, r);
+	/* one that would come back under backoff to a GPU that can never
+	 * hold it is recomputed instead (the caller's fallback), and dropped */
+	if (r->reclaimed >= c->engine->reclaim_backoff - 1 && own_never_fits(c->engine, r))
+		return false;
+	if (!ema_engine_demote(c->engine, r))
+		return false;
+	reclaim_backoff(c->engine, r);
+	return true;
 }
 
 int32_t ema_policy_move_home(const struct ema_policy_ctx *c, struct ema_request *r, int lender)
@@ -2817,6 +2886,7 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 		e->timeline_last_k[g] = -1;
 	ema_engine_set_leap(e, EMA_LEAP_DEFAULT);
 	e->plan_leap_on = true;
+	e->reclaim_backoff = EMA_RECLAIM_BACKOFF;
 	e->unstall_at = -1;
 	return EMA_OK;
 fail:

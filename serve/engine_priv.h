@@ -48,6 +48,11 @@ struct ema_request {
 	 * count (ema_ledger_alloc_counted), with no records in pages[]
 	 * until something needs their numbers (req_number). */
 	int8_t counted;
+	/* Taken back by lenders (a reclaim preempted or demoted it) at
+	 * least EMA_RECLAIM_BACKOFF times: it runs on its own GPU's pages
+	 * only from then on (engine.c, "reclaim backoff"). */
+	int8_t own_only;
+	int32_t reclaimed;    /* times a reclaim preempted or demoted it */
 	/* Tokens its pages hold (whole blocks), computed for cap_tok_pages
 	 * pages: growing is a comparison until the next page is due. */
 	int32_t cap_tok_pages;
@@ -182,6 +187,8 @@ struct ema_engine {
 	/* leapt steps' plans through the policy's plan_leap, where it has one
 	 * (ema_engine_set_plan_leap) */
 	bool plan_leap_on;
+	/* reclaims that put a request on its own GPU's pages (INT32_MAX: never) */
+	int32_t reclaim_backoff;
 	int32_t *page_scratch; int32_t cap_page_scratch; /* pages taken or given at once */
 	int n_leaping;                /* tenants in a leap */
 	int n_leap_waiting;           /* ... of them with leap_waiting */

@@ -251,6 +251,11 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 	res->dropped_max_pages = st->dropped_max_pages;
 	res->dropped_recomputed = st->dropped_recomputed;
 	res->dropped_recomputed_max_pages = st->dropped_recomputed_max_pages;
+	res->reclaim_backoffs = st->reclaim_backoffs;
+	res->reclaim_backoff_after = ema_engine_reclaim_backoff(e);
+	res->dropped_backoff = st->dropped_backoff;
+	res->dropped_backoff_max_pages = st->dropped_backoff_max_pages;
+	res->kv_capacity_pages = ema_engine_kv_capacity(e, ti);
 	res->max_request_pages = ema_engine_max_request_pages(e, ti);
 	res->max_admit_pages = ema_engine_max_admit_pages(e, ti);
 	res->vs_static_steady = res->vs_ideal_steady = NAN;
@@ -480,8 +485,22 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 {
 	const struct ema_config *cfg = &x->cfg;
 	double t0 = ema_wall_now();
+	int32_t backoff = -1;
 	int rc;
 
+	/* EMA_RECLAIM_BACKOFF=N: the reclaim backoff after N reclaims of one
+	 * request (0: off, which shows the livelock it breaks) */
+	if (getenv("EMA_RECLAIM_BACKOFF") != NULL) {
+		const char *v = getenv("EMA_RECLAIM_BACKOFF");
+		char *end;
+		long n = strtol(v, &end, 10);
+
+		if (*v == '\0' || *end != '\0' || n < 0 || n > INT32_MAX)
+			return ema_error_set(err, EMA_ERR_INPUT,
+					     "EMA_RECLAIM_BACKOFF=%s: expected a whole number of "
+					     "reclaims, 0 (off) to %d", v, INT32_MAX);
+		backoff = (int32_t)n;
+	}
 	for (int i = 0; i < cfg->n_policies; i++)
 		if (ema_policy_find(cfg->policies[i]) == NULL)
 			return ema_error_set(err, EMA_ERR_INPUT,
@@ -527,6 +546,8 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 		 * the check that leaping changes nothing, from the command line */
 		if (getenv("EMA_LEAP") != NULL)
 			ema_engine_set_leap(run->engine, strcmp(getenv("EMA_LEAP"), "0") != 0);
+		if (backoff >= 0)
+			ema_engine_set_reclaim_backoff(run->engine, backoff);
 		/* EMA_PLAN_LEAP=0: a leap's steps planned one by one (the same) */
 		if (getenv("EMA_PLAN_LEAP") != NULL)
 			ema_engine_set_plan_leap(run->engine, strcmp(getenv("EMA_PLAN_LEAP"), "0") != 0);
@@ -592,14 +613,30 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 					(long long)at_arrival, (long long)r->requests,
 					r->dropped_max_pages, cfg->page_mib, r->max_request_pages,
 					run->policy);
-			if (r->dropped_recomputed > 0)
+			if (r->dropped_recomputed > r->dropped_backoff)
 				fprintf(stderr, "ema: %s: %s: %lld of %lld requests dropped when preempted: "
 					"the KV of their prompt and the tokens they had generated (up to "
 					"%d pages of %g MiB) exceeds the %d pages one request can be "
 					"admitted with under %s\n", run->policy, r->tenant,
-					(long long)r->dropped_recomputed, (long long)r->requests,
-					r->dropped_recomputed_max_pages, cfg->page_mib,
-					r->max_admit_pages, run->policy);
+					(long long)(r->dropped_recomputed - r->dropped_backoff),
+					(long long)r->requests, r->dropped_recomputed_max_pages,
+					cfg->page_mib, r->max_admit_pages, run->policy);
+			/* the lenders took pages back from the same request round
+			 * and round (doc/limitations.md, "reclaim backoff") */
+			if (r->reclaim_backoffs > 0 && r->dropped_backoff > 0)
+				fprintf(stderr, "ema: %s: %s: %lld of %lld requests taken back by reclaims "
+					"%d times ran on their own GPU's pages from then on (reclaim "
+					"backoff); %lld of them dropped when preempted, their KV (up to "
+					"%d pages of %g MiB) more than the GPU's %d\n", run->policy,
+					r->tenant, (long long)r->reclaim_backoffs, (long long)r->requests,
+					r->reclaim_backoff_after, (long long)r->dropped_backoff,
+					r->dropped_backoff_max_pages, cfg->page_mib, r->kv_capacity_pages);
+			else if (r->reclaim_backoffs > 0)
+				fprintf(stderr, "ema: %s: %s: %lld of %lld requests taken back by reclaims "
+					"%d times ran on their own GPU's pages from then on (reclaim "
+					"backoff)\n", run->policy, r->tenant,
+					(long long)r->reclaim_backoffs, (long long)r->requests,
+					r->reclaim_backoff_after);
 		}
 		{
 			/* said even with --quiet: where contention left much of

@@ -54,6 +54,11 @@ struct ema_tenant_result {
 	int32_t dropped_max_pages, max_request_pages, max_admit_pages;
 	int64_t dropped_recomputed;        /* of dropped: preempted, never readmitted */
 	int32_t dropped_recomputed_max_pages;
+	int64_t reclaim_backoffs;          /* requests put on their own GPU's pages */
+	int32_t reclaim_backoff_after;     /* ... after that many reclaims */
+	int64_t dropped_backoff;           /* of dropped_recomputed: for that */
+	int32_t dropped_backoff_max_pages;
+	int32_t kv_capacity_pages;
 	double throughput_tok_s, req_s;
 	double ttft_ms[3];      /* p50 p90 p99 */
 	double tpot_ms[3];
