@@ -47,6 +47,10 @@ struct ema_tenant_stats {
 	int64_t reclaim_backoffs;
 	int64_t dropped_backoff;
 	int32_t dropped_backoff_max_pages;
+	/* of dropped_recomputed, swapped-out requests that could never come
+	 * back (engine.c, drop_stuck_swapped), the most pages one needed */
+	int64_t dropped_swapped;
+	int32_t dropped_swapped_max_pages;
 };
 
 /* Reclaims that take a request back this many times put it on its own

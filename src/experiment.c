@@ -255,6 +255,8 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 	res->reclaim_backoff_after = ema_engine_reclaim_backoff(e);
 	res->dropped_backoff = st->dropped_backoff;
 	res->dropped_backoff_max_pages = st->dropped_backoff_max_pages;
+	res->dropped_swapped = st->dropped_swapped;
+	res->dropped_swapped_max_pages = st->dropped_swapped_max_pages;
 	res->kv_capacity_pages = ema_engine_kv_capacity(e, ti);
 	res->max_request_pages = ema_engine_max_request_pages(e, ti);
 	res->max_admit_pages = ema_engine_max_admit_pages(e, ti);
@@ -613,14 +615,22 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 					(long long)at_arrival, (long long)r->requests,
 					r->dropped_max_pages, cfg->page_mib, r->max_request_pages,
 					run->policy);
-			if (r->dropped_recomputed > r->dropped_backoff)
+			if (r->dropped_recomputed > r->dropped_backoff + r->dropped_swapped)
 				fprintf(stderr, "ema: %s: %s: %lld of %lld requests dropped when preempted: "
 					"the KV of their prompt and the tokens they had generated (up to "
 					"%d pages of %g MiB) exceeds the %d pages one request can be "
 					"admitted with under %s\n", run->policy, r->tenant,
-					(long long)(r->dropped_recomputed - r->dropped_backoff),
+					(long long)(r->dropped_recomputed - r->dropped_backoff -
+						    r->dropped_swapped),
 					(long long)r->requests, r->dropped_recomputed_max_pages,
 					cfg->page_mib, r->max_admit_pages, run->policy);
+			if (r->dropped_swapped > 0)
+				fprintf(stderr, "ema: %s: %s: %lld of %lld requests dropped when swapped out: "
+					"with nothing else left to run, their KV (up to %d pages of %g MiB) "
+					"needed more pages than the tenant could get back under %s\n",
+					run->policy, r->tenant, (long long)r->dropped_swapped,
+					(long long)r->requests, r->dropped_swapped_max_pages, cfg->page_mib,
+					run->policy);
 			/* the lenders took pages back from the same request round
 			 * and round (doc/limitations.md, "reclaim backoff") */
 			if (r->reclaim_backoffs > 0 && r->dropped_backoff > 0)

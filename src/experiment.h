@@ -58,6 +58,8 @@ struct ema_tenant_result {
 	int32_t reclaim_backoff_after;     /* ... after that many reclaims */
 	int64_t dropped_backoff;           /* of dropped_recomputed: for that */
 	int32_t dropped_backoff_max_pages;
+	int64_t dropped_swapped;           /* of dropped_recomputed: swapped out for good */
+	int32_t dropped_swapped_max_pages;
 	int32_t kv_capacity_pages;
 	double throughput_tok_s, req_s;
 	double ttft_ms[3];      /* p50 p90 p99 */

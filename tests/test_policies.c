@@ -738,6 +738,75 @@ static void test_livelock_backoff_ema(void)
 	livelock_reported("livelock_ema.json", cfgtext, "1513 prompt");
 }
 
+/* A swapped-out request that can never come back (random scenarios,
+ * seed 81, wide round 39): staged ema with reclaims to host on
+ * a100x4_40gb at 34 GiB, opt-13b, the Mooncake trace at 4x beside three
+ * synthetic tenants. A 23,479-token request admitted while its tenant's
+ * link budgets were grown by what it borrowed was demoted to host; with
+ * nothing borrowed any more it needed 36,750 pages and the tenant could
+ * get 36,733, nothing else was left to run, and the run stopped with "no
+ * progress possible". It is dropped now and counted, and the run ends
+ * the same stepping and leaping (test_leap's rounds). */
+static void test_stuck_swapped_dropped(void)
+{
+	const char *dir = ema_test_shared_traces();
+	char cfgtext[8192];
+	struct ema_experiment *x;
+	struct ema_error err = {0};
+	int64_t swapped = 0;
+
+	if (dir == NULL) {
+		fprintf(stderr, "  skipped: ../shared/traces not found\n");
+		return;
+	}
+	snprintf(cfgtext, sizeof cfgtext,
+		 "{\"seed\": 296, \"hardware\": \"a100x4_40gb\", \"model\": \"opt-13b\", "
+		 "\"gpu_mem_cap_gib\": 34, \"policies\": [\"ema\"], \"page_mib\": 0.5, "
+		 "\"horizon_s\": 0, \"serving\": {\"chunked_prefill\": true, \"max_batch_tokens\": 8192, "
+		 "\"max_batch\": 16, \"watermark\": 0.01, \"block_tokens\": 32}, "
+		 "\"policy\": {\"headroom\": 0.05, \"lender_reserve\": 0.05, \"lender_floor\": 0.1, "
+		 "\"prefetch_depth\": 1, \"remote_path\": \"staged\", \"reclaim_mode\": \"host\", "
+		 "\"host_gib\": 64, \"max_remote_share\": 0, \"borrow_rule\": \"always\", "
+		 "\"copy_method\": \"per_page\", \"ema\": {\"tpot_slack\": 0.08, \"lender_slowdown\": 0}}, "
+		 "\"tenants\": ["
+		 "{\"name\": \"t0\", \"gpu\": 0, \"workload\": {\"source\": \"synthetic\", "
+		 "\"arrival\": \"gamma\", \"rate_rps\": 6, \"duration_s\": 20, \"prompt\": "
+		 "{\"kind\": \"lognormal\", \"mean\": 3000, \"cv\": 1.0, \"min\": 1, \"max\": 8192}, "
+		 "\"output\": {\"kind\": \"lognormal\", \"mean\": 256, \"cv\": 1.0, \"min\": 1, "
+		 "\"max\": 2048}}}, "
+		 "{\"name\": \"t1\", \"gpu\": 1, \"workload\": {\"source\": \"synthetic\", "
+		 "\"arrival\": \"gamma\", \"rate_rps\": 40, \"duration_s\": 20, \"prompt\": "
+		 "{\"kind\": \"lognormal\", \"mean\": 3000, \"cv\": 1.0, \"min\": 1, \"max\": 8192}, "
+		 "\"output\": {\"kind\": \"lognormal\", \"mean\": 256, \"cv\": 1.0, \"min\": 1, "
+		 "\"max\": 2048}}}, "
+		 "{\"name\": \"t2\", \"gpu\": 2, \"workload\": {\"source\": \"synthetic\", "
+		 "\"arrival\": \"gamma\", \"rate_rps\": 12, \"duration_s\": 40, \"prompt\": "
+		 "{\"kind\": \"lognormal\", \"mean\": 256, \"cv\": 1.0, \"min\": 1, \"max\": 8192}, "
+		 "\"output\": {\"kind\": \"lognormal\", \"mean\": 64, \"cv\": 1.0, \"min\": 1, "
+		 "\"max\": 2048}}}, "
+		 "{\"name\": \"t3\", \"gpu\": 3, \"workload\": {\"source\": \"trace\", "
+		 "\"trace\": \"%s/mooncake_synthetic_trace.jsonl\", \"format\": \"auto\", "
+		 "\"duration_s\": 60, \"start_s\": 0, \"rate_scale\": 4}}]}", dir);
+	x = calloc(1, sizeof *x);
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, write_file("stuck_swapped.json", cfgtext), NULL,
+					      0, &err), EMA_OK);
+	x->quiet = true;
+	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
+	for (int t = 0; t < x->cfg.n_tenants; t++) {
+		const struct ema_tenant_result *r = &x->runs[0].results[t];
+
+		CU_ASSERT_EQUAL(r->completed + r->dropped, r->requests);
+		CU_ASSERT(r->dropped_swapped + r->dropped_backoff <= r->dropped_recomputed);
+		swapped += r->dropped_swapped;
+		if (r->dropped_swapped > 0)
+			CU_ASSERT_EQUAL(r->dropped_swapped_max_pages, 36750);
+	}
+	CU_ASSERT_EQUAL(swapped, 1);
+	unlink(write_file("stuck_swapped.json", ""));
+	ema_experiment_free(x);
+	free(x);
+}
+
 /* ema staged: its link budgets grow with what is borrowed (a staged step
  * reads it from HBM too), which what one request can ever hold counts and
  * admission does not: on a100x4_40gb at 17 GiB with llama-2-7b, t0's
@@ -1438,6 +1507,8 @@ int main(void)
 		{"the reclaim backoff ends both livelocks", test_livelock_backoff},
 		{"the reclaim backoff ends ema's livelock on the Azure code trace",
 		 test_livelock_backoff_ema},
+		{"a swapped request that can never come back is dropped, not stalled",
+		 test_stuck_swapped_dropped},
 		{"staged ema drops what it could never admit", test_admission_bound},
 		{"staged ema behind a switch: bounded by the ingress port", test_admission_bound_switch},
 		{"a recomputed request past the admission bound is dropped", test_recomputed_past_bound},
