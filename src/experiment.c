@@ -543,7 +543,12 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 			p->ops->destroy(p);
 			return rc;
 		}
-		ema_engine_set_page_lists(run->engine, x->backend == EMA_BACKEND_HW);
+		/* (EMA_PAGE_LISTS=1: the hardware backend's page lists in the
+		 * simulator, the same outputs: its bookkeeping checked without
+		 * GPUs) */
+		ema_engine_set_page_lists(run->engine, x->backend == EMA_BACKEND_HW ||
+						       (getenv("EMA_PAGE_LISTS") != NULL &&
+							strcmp(getenv("EMA_PAGE_LISTS"), "1") == 0));
 		/* EMA_LEAP=0 steps one iteration at a time (same outputs, slower):
 		 * the check that leaping changes nothing, from the command line */
 		if (getenv("EMA_LEAP") != NULL)

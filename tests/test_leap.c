@@ -633,7 +633,9 @@ static void test_random_scenarios(void)
  * model documents (doc/limitations.md) only if it does so both ways; it
  * is counted, not failed. Every third round (by its seed) puts requests
  * on their own pages after two reclaims (EMA_RECLAIM_BACKOFF=2), so that
- * the reclaim backoff's paths run too. `make fuzz-scenarios` runs hundreds (with
+ * the reclaim backoff's paths run too, and every fifth steps with the
+ * page lists the hardware backend keeps (EMA_PAGE_LISTS=1), which must
+ * change nothing either. `make fuzz-scenarios` runs hundreds (with
  * EMA_WIDE_ROUNDS and EMA_WIDE_SEED; EMA_KEEP_LEAP keeps the folders,
  * whose config.json replays a round). A generator like this one, outside
  * the tree, found the bugs doc/limitations.md and the log tell of since
@@ -690,7 +692,7 @@ static void wide_round(uint32_t seed, int round, int *livelocks)
 	int n = 0, h, m, nt, len, ra, rb;
 	uint32_t s = seed;
 	char ea[EMA_ERROR_MSG_MAX];
-	bool backoff_set = false;
+	bool backoff_set = false, lists;
 
 	h = (int)(wide_next(&s) % 5);
 	m = (int)(wide_next(&s) % 4);
@@ -760,9 +762,16 @@ static void wide_round(uint32_t seed, int round, int *livelocks)
 		setenv("EMA_RECLAIM_BACKOFF", "2", 1);
 		backoff_set = true;
 	}
+	/* and every fifth steps with the page lists the hardware backend
+	 * keeps (EMA_PAGE_LISTS=1): its bookkeeping, checked without GPUs */
+	lists = seed % 5 == 1;
+	if (lists)
+		setenv("EMA_PAGE_LISTS", "1", 1);
 	quiet_errors = true;
 	ra = run_once(NULL, argv, n, false, a, sizeof a, &la);
 	snprintf(ea, sizeof ea, "%s", last_error);
+	if (lists)
+		unsetenv("EMA_PAGE_LISTS");
 	rb = run_once(NULL, argv, n, true, b, sizeof b, &lb);
 	quiet_errors = false;
 	if (backoff_set)
@@ -777,6 +786,8 @@ static void wide_round(uint32_t seed, int round, int *livelocks)
 				round, seed, ra, ea, rb, last_error);
 			if (backoff_set)
 				fprintf(stderr, "  (with EMA_RECLAIM_BACKOFF=2)\n");
+			if (lists)
+				fprintf(stderr, "  (stepping with EMA_PAGE_LISTS=1)\n");
 			for (int k = 0; k < n; k++)
 				fprintf(stderr, "  --set '%s'\n", argv[k]);
 		}
@@ -793,9 +804,10 @@ static void wide_round(uint32_t seed, int round, int *livelocks)
 		tb = slurp(pb, &nb);
 		if (ta == NULL || tb == NULL || na != nb || memcmp(ta, tb, na) != 0) {
 			CU_FAIL("stepping and leaping wrote different files");
-			fprintf(stderr, "\nwide round %d (seed %u): %s differs (%s, %s)%s\n", round,
+			fprintf(stderr, "\nwide round %d (seed %u): %s differs (%s, %s)%s%s\n", round,
 				seed, files[i], pa, pb,
-				backoff_set ? " with EMA_RECLAIM_BACKOFF=2" : "");
+				backoff_set ? " with EMA_RECLAIM_BACKOFF=2" : "",
+				lists ? ", stepping with EMA_PAGE_LISTS=1" : "");
 		}
 		free(ta);
 		free(tb);
