@@ -53,6 +53,9 @@ struct ema_serving_cfg {
 	bool chunked_prefill;
 	double watermark;             /* share of KV pages kept free at admission */
 	int layer_groups;             /* granularity of prefetch pipelining */
+	/* reclaims that take one request back before it runs on its own
+	 * GPU's pages only (serve/engine.c, the reclaim backoff); 0: never */
+	int reclaim_backoff;
 };
 
 /* Knobs of the elastic policies (issue 3). Each policy reads the ones it

@@ -145,6 +145,13 @@ static const struct ema_config_key serving_keys[] = {
 	  "layer groups",
 	  "Granularity of the prefetch pipeline (ema, hw backend); capped at the "
 	  "model's layers." },
+	{ "reclaim_backoff", EMA_CFG_INT, SV(reclaim_backoff), 0, 0, 0, 1000000000, 0, NULL, NULL,
+	  NULL, "reclaims",
+	  "Lending policies: a request that lenders' reclaims took back this many "
+	  "times runs on its own GPU's pages only from then on, and is dropped if "
+	  "its whole KV is more than its GPU's; it ends the livelock of every "
+	  "tenant overloaded (doc/limitations.md). 0: never (such a run then stops "
+	  "with the livelock error)." },
 	END
 };
 
@@ -316,6 +323,7 @@ static int config_defaults(struct ema_config *c, struct ema_error *err)
 	c->serving = (struct ema_serving_cfg){
 		.block_tokens = 16, .max_batch = 256, .max_batch_tokens = 8192,
 		.chunked_prefill = false, .watermark = 0.01, .layer_groups = 8,
+		.reclaim_backoff = 64,
 	};
 	c->policy = (struct ema_policy_cfg){
 		.ideal_factor = 2, .lender_floor = 0.25, .lender_reserve = 0.05,

@@ -479,7 +479,7 @@ static bool can_obtain(struct ema_engine *e, struct ema_tenant *t, int64_t need,
  * them; where every tenant is overloaded that can go round for ever (a
  * request admitted on borrowed pages, taken back before its step
  * completes, admitted again: doc/limitations.md). A request that
- * reclaims preempted or demoted EMA_RECLAIM_BACKOFF times runs on its
+ * reclaims preempted or demoted serving.reclaim_backoff times (64) runs on its
  * own GPU's pages only from then on, as under static, and one whose
  * whole KV its own GPU can never hold is dropped, counted in
  * dropped_recomputed. No request of the shipped scenarios comes near
@@ -2569,11 +2569,6 @@ void ema_engine_set_plan_leap(struct ema_engine *e, bool on)
 	e->plan_leap_on = on;
 }
 
-void ema_engine_set_reclaim_backoff(struct ema_engine *e, int32_t n)
-{
-	e->reclaim_backoff = n > 0 ? n : INT32_MAX;
-}
-
 int32_t ema_engine_reclaim_backoff(const struct ema_engine *e)
 {
 	return e->reclaim_backoff;
@@ -2886,7 +2881,8 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 		e->timeline_last_k[g] = -1;
 	ema_engine_set_leap(e, EMA_LEAP_DEFAULT);
 	e->plan_leap_on = true;
-	e->reclaim_backoff = EMA_RECLAIM_BACKOFF;
+	e->reclaim_backoff = cfg->serving.reclaim_backoff > 0 ? cfg->serving.reclaim_backoff
+							      : INT32_MAX;
 	e->unstall_at = -1;
 	return EMA_OK;
 fail:

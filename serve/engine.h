@@ -41,7 +41,7 @@ struct ema_tenant_stats {
 	int64_t dropped_recomputed;   /* of dropped: preempted past what can be admitted */
 	int32_t dropped_recomputed_max_pages; /* the largest prompt + output so far */
 	/* Reclaim backoff (engine.c): requests that reclaims took back
-	 * EMA_RECLAIM_BACKOFF times and that ran on their own GPU's pages
+	 * serving.reclaim_backoff times and that ran on their own GPU's pages
 	 * from then on; of dropped_recomputed, those dropped because their
 	 * whole KV is more than their GPU's, the largest of them (pages). */
 	int64_t reclaim_backoffs;
@@ -52,10 +52,6 @@ struct ema_tenant_stats {
 	int64_t dropped_swapped;
 	int32_t dropped_swapped_max_pages;
 };
-
-/* Reclaims that take a request back this many times put it on its own
- * GPU's pages for good (the reclaim backoff, engine.c). */
-#define EMA_RECLAIM_BACKOFF 64
 
 /* A reclaim: a lender asked for pages back; latency to pages free. */
 struct ema_reclaim_record {
@@ -112,11 +108,9 @@ bool ema_engine_leap(const struct ema_engine *e);
  * plan_iteration step by step, the check that plan_leap changes nothing
  * (EMA_PLAN_LEAP=0 from the command line; tests/test_leap.c). */
 void ema_engine_set_plan_leap(struct ema_engine *e, bool on);
-/* The reclaim backoff: a request that lenders' reclaims took back `n`
- * times runs on its own GPU's pages only (EMA_RECLAIM_BACKOFF by
- * default; n <= 0 switches it off, as EMA_RECLAIM_BACKOFF=0 does from
- * the command line, so that the livelock it breaks can still be shown). */
-void ema_engine_set_reclaim_backoff(struct ema_engine *e, int32_t n);
+/* The reclaim backoff's count (serving.reclaim_backoff; INT32_MAX when
+ * it is off): a request that lenders' reclaims took back that many times
+ * runs on its own GPU's pages only. */
 int32_t ema_engine_reclaim_backoff(const struct ema_engine *e);
 /* Leaps made so far and the iterations they ran (a check that leaping
  * happened; no output shows them). */

@@ -49,7 +49,7 @@ struct ema_request {
 	 * until something needs their numbers (req_number). */
 	int8_t counted;
 	/* Taken back by lenders (a reclaim preempted or demoted it) at
-	 * least EMA_RECLAIM_BACKOFF times: it runs on its own GPU's pages
+	 * least serving.reclaim_backoff times: it runs on its own GPU's pages
 	 * only from then on (engine.c, "reclaim backoff"). */
 	int8_t own_only;
 	int32_t reclaimed;    /* times a reclaim preempted or demoted it */

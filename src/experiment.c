@@ -487,22 +487,8 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 {
 	const struct ema_config *cfg = &x->cfg;
 	double t0 = ema_wall_now();
-	int32_t backoff = -1;
 	int rc;
 
-	/* EMA_RECLAIM_BACKOFF=N: the reclaim backoff after N reclaims of one
-	 * request (0: off, which shows the livelock it breaks) */
-	if (getenv("EMA_RECLAIM_BACKOFF") != NULL) {
-		const char *v = getenv("EMA_RECLAIM_BACKOFF");
-		char *end;
-		long n = strtol(v, &end, 10);
-
-		if (*v == '\0' || *end != '\0' || n < 0 || n > INT32_MAX)
-			return ema_error_set(err, EMA_ERR_INPUT,
-					     "EMA_RECLAIM_BACKOFF=%s: expected a whole number of "
-					     "reclaims, 0 (off) to %d", v, INT32_MAX);
-		backoff = (int32_t)n;
-	}
 	for (int i = 0; i < cfg->n_policies; i++)
 		if (ema_policy_find(cfg->policies[i]) == NULL)
 			return ema_error_set(err, EMA_ERR_INPUT,
@@ -553,8 +539,6 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 		 * the check that leaping changes nothing, from the command line */
 		if (getenv("EMA_LEAP") != NULL)
 			ema_engine_set_leap(run->engine, strcmp(getenv("EMA_LEAP"), "0") != 0);
-		if (backoff >= 0)
-			ema_engine_set_reclaim_backoff(run->engine, backoff);
 		/* EMA_PLAN_LEAP=0: a leap's steps planned one by one (the same) */
 		if (getenv("EMA_PLAN_LEAP") != NULL)
 			ema_engine_set_plan_leap(run->engine, strcmp(getenv("EMA_PLAN_LEAP"), "0") != 0);

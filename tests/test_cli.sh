@@ -390,14 +390,9 @@ check "replay cut by max_requests: warned ($(cat "$T/log/err"))" grep -qF \
 
 I=$T/in
 bad_input missing_config "$I/nosuch.json: cannot open" --config "$I/nosuch.json"
-# the reclaim backoff's switch is read before anything runs
-export EMA_RECLAIM_BACKOFF=often
-bad_input reclaim_backoff_env "EMA_RECLAIM_BACKOFF=often: expected a whole number of reclaims" \
-	$SHORT
-EMA_RECLAIM_BACKOFF=-1
-bad_input reclaim_backoff_negative "EMA_RECLAIM_BACKOFF=-1: expected a whole number of reclaims" \
-	$SHORT
-unset EMA_RECLAIM_BACKOFF
+bad_input reclaim_backoff_negative "serving.reclaim_backoff" $SHORT \
+	--set serving.reclaim_backoff=-1
+bad_input reclaim_backoff_word "serving.reclaim_backoff" $SHORT --set serving.reclaim_backoff=often
 # the rule: whatever the user names that cannot be read is bad input, exit 2
 bad_input config_folder "$I: expected a JSON file, got a folder" --config "$I"
 bad_input profile_folder "--set hardware=$I/: \"$I/\" is a folder; expected a hardware profile file" \

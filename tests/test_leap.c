@@ -632,7 +632,7 @@ static void test_random_scenarios(void)
  * the same files, and must run. A run may stop with the livelock the
  * model documents (doc/limitations.md) only if it does so both ways; it
  * is counted, not failed. Every third round (by its seed) puts requests
- * on their own pages after two reclaims (EMA_RECLAIM_BACKOFF=2), so that
+ * on their own pages after two reclaims (serving.reclaim_backoff=2), so that
  * the reclaim backoff's paths run too, and every fifth steps with the
  * page lists the hardware backend keeps (EMA_PAGE_LISTS=1), which must
  * change nothing either. `make fuzz-scenarios` runs hundreds (with
@@ -756,10 +756,10 @@ static void wide_round(uint32_t seed, int round, int *livelocks)
 
 	/* every third round puts requests on their own pages after two
 	 * reclaims (the backoff's paths, which the default of 64 reaches
-	 * only in a livelock), derived from the seed so that the scenarios
-	 * stay those of earlier runs; unless the caller set it */
-	if (getenv("EMA_RECLAIM_BACKOFF") == NULL && seed % 3 == 0) {
-		setenv("EMA_RECLAIM_BACKOFF", "2", 1);
+	 * only in a livelock), chosen by the seed so that the rest of the
+	 * scenario is what earlier runs made */
+	if (seed % 3 == 0) {
+		argv[n++] = "serving.reclaim_backoff=2";
 		backoff_set = true;
 	}
 	/* and every fifth steps with the page lists the hardware backend
@@ -774,8 +774,6 @@ static void wide_round(uint32_t seed, int round, int *livelocks)
 		unsetenv("EMA_PAGE_LISTS");
 	rb = run_once(NULL, argv, n, true, b, sizeof b, &lb);
 	quiet_errors = false;
-	if (backoff_set)
-		unsetenv("EMA_RECLAIM_BACKOFF");
 	if (ra != EMA_OK || rb != EMA_OK) {
 		bool known = ra == rb && strcmp(ea, last_error) == 0 && strstr(ea, "livelock") != NULL;
 
@@ -784,8 +782,6 @@ static void wide_round(uint32_t seed, int round, int *livelocks)
 			CU_FAIL("a random scenario failed to run");
 			fprintf(stderr, "\nwide round %d (seed %u): stepping %d \"%s\", leaping %d \"%s\"\n",
 				round, seed, ra, ea, rb, last_error);
-			if (backoff_set)
-				fprintf(stderr, "  (with EMA_RECLAIM_BACKOFF=2)\n");
 			if (lists)
 				fprintf(stderr, "  (stepping with EMA_PAGE_LISTS=1)\n");
 			for (int k = 0; k < n; k++)
@@ -806,7 +802,7 @@ static void wide_round(uint32_t seed, int round, int *livelocks)
 			CU_FAIL("stepping and leaping wrote different files");
 			fprintf(stderr, "\nwide round %d (seed %u): %s differs (%s, %s)%s%s\n", round,
 				seed, files[i], pa, pb,
-				backoff_set ? " with EMA_RECLAIM_BACKOFF=2" : "",
+				backoff_set ? " with serving.reclaim_backoff=2" : "",
 				lists ? ", stepping with EMA_PAGE_LISTS=1" : "");
 		}
 		free(ta);

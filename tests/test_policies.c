@@ -602,20 +602,19 @@ static const char livelock_swaps_cfg[] =
 		"\"mean\": 64, \"cv\": 1.0, \"min\": 1, \"max\": 2048}}}]}";
 
 /* Runs `cfgtext` with the reclaim backoff switched off
- * (EMA_RECLAIM_BACKOFF=0): the run stops with the livelock error, which
- * names the request, where it used to run for ever. */
+ * (serving.reclaim_backoff=0): the run stops with the livelock error,
+ * which names the request, where it used to run for ever. */
 static void livelock_reported(const char *name, const char *cfgtext, const char *names)
 {
 	struct ema_experiment *x = calloc(1, sizeof *x);
 	struct ema_error err = {0};
+	const char *off[] = { "serving.reclaim_backoff=0" };
 	int rc;
 
-	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, write_file(name, cfgtext), NULL, 0, &err),
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, write_file(name, cfgtext), off, 1, &err),
 			      EMA_OK);
 	x->quiet = true;
-	setenv("EMA_RECLAIM_BACKOFF", "0", 1);
 	rc = ema_experiment_run(x, &err);
-	unsetenv("EMA_RECLAIM_BACKOFF");
 	CU_ASSERT_EQUAL(rc, EMA_ERR_INTERNAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "livelock"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no token for 600 s"));
@@ -665,7 +664,7 @@ static void livelock_ended(const char *name, const char *cfgtext, const char *fi
 			CU_ASSERT(r->dropped_backoff <= r->dropped_recomputed);
 			CU_ASSERT(r->dropped_recomputed <= r->dropped);
 			CU_ASSERT(r->dropped_backoff <= r->reclaim_backoffs);
-			CU_ASSERT_EQUAL(r->reclaim_backoff_after, EMA_RECLAIM_BACKOFF);
+			CU_ASSERT_EQUAL(r->reclaim_backoff_after, 64); /* the default */
 			if (i == lender) {
 				backoffs += r->reclaim_backoffs;
 				dropped += r->dropped_backoff;
