@@ -911,11 +911,15 @@ static int write_run_json(const struct ema_experiment *x, FILE *f)
 		x->backend == EMA_BACKEND_HW ? "hw" : "sim", (unsigned long long)x->cfg.seed);
 	fprintf(f, "  \"wall_s\": %.3f,\n  \"policies\": [\n", x->wall_s);
 	for (int i = 0; i < x->n_runs; i++) {
+		long long backoffs = 0;
+
+		for (int t = 0; t < x->cfg.n_tenants; t++)
+			backoffs += x->runs[i].results[t].reclaim_backoffs;
 		fprintf(f, "    {\"policy\": \"%s\", \"events\": %llu, \"wall_s\": %.3f, \"end_s\": %.6f, "
-			"\"remote_steps\": %llu",
+			"\"remote_steps\": %llu, \"reclaim_backoffs\": %lld",
 			x->runs[i].policy, (unsigned long long)x->runs[i].events, x->runs[i].wall_s,
 			(double)ema_engine_end_ns(x->runs[i].engine) * 1e-9,
-			(unsigned long long)x->runs[i].remote_steps);
+			(unsigned long long)x->runs[i].remote_steps, backoffs);
 		if (x->backend != EMA_BACKEND_HW)
 			fprintf(f, ", \"leaps\": %llu, \"leapt_steps\": %llu, \"spread_cut_gib\": %.4f",
 				(unsigned long long)x->runs[i].leaps,
