@@ -133,6 +133,14 @@ int32_t ema_policy_move_home(const struct ema_policy_ctx *c, struct ema_request 
  * first, in *out (the engine's array, valid until the next call); returns
  * the count. */
 int ema_policy_borrowers_on(const struct ema_policy_ctx *c, int gpu, struct ema_request *const **out);
+/* The pages the next request of `tenant` to start asks its GPU for, as
+ * the engine asks them: a swapped-out request first (they come back
+ * before admissions), else the front of its waiting queue; its whole
+ * sequence, plus serving.watermark x its KV capacity unless nothing of
+ * the tenant runs. 0: nothing of the tenant waits, or nothing of it
+ * runs, moves or waits for a reclaim (its queue then waits for memory
+ * only other tenants can free: the engine starts what its own can). */
+int32_t ema_policy_queue_need(const struct ema_policy_ctx *c, int tenant);
 /* Records a reclaim (for the latency figures). */
 void ema_policy_record_reclaim(const struct ema_policy_ctx *c, int gpu, int32_t pages,
 			       int64_t start_ns, int64_t latency_ns);

@@ -2650,6 +2650,38 @@ int32_t ema_policy_move_home(const struct ema_policy_ctx *c, struct ema_request 
 	return ema_engine_move_home(c->engine, r, lender);
 }
 
+/* (the figures tenant_try_start asks can_obtain for: the front of the
+ * swapped list first, which comes back before any admission; an idle
+ * tenant's queue waits on others: tenant_try_start would have started
+ * it) */
+int32_t ema_policy_queue_need(const struct ema_policy_ctx *c, int tenant)
+{
+	struct ema_engine *e = c->engine;
+	const struct ema_tenant *t = &e->tenants[tenant];
+	const struct ema_request *r;
+	int64_t need;
+
+	if (t->swapped_n > 0) {
+		r = &t->reqs[t->swapped[0]];
+		need = ema_engine_pages_for_tokens(e, seq_len(r));
+		if (need < r->n_pages)
+			need = r->n_pages;
+	} else if (t->waiting_n > 0) {
+		need = ema_engine_pages_for_tokens(e, seq_len(&t->reqs[waiting_front(t)]));
+	} else {
+		return 0;
+	}
+	if (tenant_idle(t)) {
+		/* its queue waits for pages only others can free: a
+		 * reclaim it waits for, or none */
+		if (t->reclaim_wait_since < 0)
+			return 0;
+	} else {
+		need += (int32_t)ceil(e->cfg->serving.watermark * t->kv_capacity_pages);
+	}
+	return need < INT32_MAX ? (int32_t)need : INT32_MAX;
+}
+
 int ema_policy_borrowers_on(const struct ema_policy_ctx *c, int gpu, struct ema_request *const **out)
 {
 	int n = borrowers_on(c->engine, gpu);
