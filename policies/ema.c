@@ -31,9 +31,11 @@ struct ema_knobs {
 	double link_share;   /* share of a link's step the per-link budget plans to use */
 	double tpot_slack;   /* borrow while the predicted TPOT stays within 1 + this of local-only; 0 = no guard */
 	double lender_slowdown; /* lend while the reads a lender serves slow it by less than this; 0 = no guard */
+	bool queue_guard;    /* a GPU whose tenant queues requests it will start itself lends less */
 };
 
-static const struct ema_knobs ema_knob_defaults = { 0.85, TPOT_SLACK_DEFAULT, LENDER_SLOWDOWN_DEFAULT };
+static const struct ema_knobs ema_knob_defaults = { 0.85, TPOT_SLACK_DEFAULT, LENDER_SLOWDOWN_DEFAULT,
+						   true };
 
 /* EMA_KNOB_DBL with a unit, for the key reference (doc/keys.md). */
 #define EMA_OWN_DBL(field, lo, hi, unit, text) \
@@ -55,6 +57,12 @@ static const struct ema_config_key ema_knob_keys[] = {
 		    "pages by borrowers over the last 10 s predict, at interference_lender, a "
 		    "slowdown of its memory-bound work of this share or more (doc/model.md, "
 		    "\"ema's lender guard\")."),
+	{ "queue_guard", EMA_CFG_BOOL, offsetof(struct ema_knobs, queue_guard), 0, 0, 0, 0, 0,
+	  NULL, NULL, NULL, "",
+	  "ema: queue guard. A GPU whose own tenant has a request queued that the GPU "
+	  "will start by itself lends no pages for new requests, and no page at all "
+	  "while that request's pages are not free (doc/policies.md, \"ema's guards\"); "
+	  "false lends them, to be reclaimed when the request starts."},
 	EMA_KNOB_END
 };
 
@@ -826,8 +834,26 @@ static int32_t headroom_pages(const struct ema_policy_ctx *c, int g)
 	return (int32_t)ceil(c->knobs->headroom * ema_lending_kv_capacity(c, g));
 }
 
-/* What GPU g may still lend under the lending rules, the headroom band
- * and the slowdown cap, and for an admission (`admit`) the lender guard:
+/* The queue guard: GPU g's own tenant has a request queued that the GPU
+ * will start by itself (it fits the GPU, and the tenant runs or waits
+ * for a reclaim), so pages lent now would be reclaimed when it starts:
+ * under load on every GPU, lending what a queue is about to take turned
+ * into reclaims, recomputations and worse TTFT than static for everyone
+ * (8 x h200 at 20 GiB, every tenant at 4x the Azure conversation trace:
+ * ~1,100 reclaims a tenant, throughput 1.5% under static's). No page
+ * for a new request then, nor, while its pages are not free, for a
+ * running one (which static would not have had either). */
+static bool queue_guard_refuses(const struct ema_policy_ctx *c, int g, int home, bool admit)
+{
+	int32_t need = ema_policy_queue_need(c, home);
+
+	if (need <= 0 || need > c->kv_capacity_pages[home])
+		return false;
+	return admit || need >= ema_ledger_free_pages(c->ledger, g);
+}
+
+/* What GPU g may still lend under the lending rules, the headroom band,
+ * the slowdown cap and the queue guard, and for an admission (`admit`) the lender guard:
  * like the TPOT budget it stops new requests on borrowed pages, not the
  * next page of a running one (refused, that request is preempted and
  * recomputed: on h200x2 the borrower then preempted 158 times against
@@ -850,6 +876,8 @@ static inline __attribute__((always_inline)) int32_t lendable(const struct ema_p
 		return 0;
 	if (band < n)
 		n = band;
+	if (n > 0 && home >= 0 && own(c)->queue_guard && queue_guard_refuses(c, g, home, admit))
+		n = 0;
 	if (admit && n > 0 && own(c)->lender_slowdown > 0 && c->ledger->gpu[g].home_tenant >= 0 &&
 	    lender_guard_refuses(c, st, g))
 		n = 0;
@@ -1152,11 +1180,13 @@ static bool ema_borrowable_below(const struct ema_policy_ctx *c, void *state, in
 		int32_t n = st->lent_limit[g] - ema_ledger_lent_pages(l, g);
 		int32_t band = ema_ledger_free_pages(l, g) - st->band_keep[g];
 
-		/* lendable() without its guard: at least lendable() */
+		/* lendable() without its lender guard: at least lendable() */
 		if (g == home || (h >= 0 && ema_ledger_borrowed_pages(l, h) > 0))
 			continue;
 		if (band < n)
 			n = band;
+		if (n > 0 && h >= 0 && own(c)->queue_guard && queue_guard_refuses(c, g, h, true))
+			continue;
 		if (n > 0)
 			bound += n;
 	}
@@ -1567,10 +1597,14 @@ static int64_t ema_stalled(const struct ema_policy_ctx *c, void *state, int tena
 	}
 	if (own(c)->lender_slowdown > 0 && !st->never[tenant])
 		for (int g = 0; g < c->n_gpus; g++) {
+			int home = c->ledger->gpu[g].home_tenant;
 			int64_t w;
 
-			if (g == c->tenant_gpu[tenant] || c->ledger->gpu[g].home_tenant < 0 ||
-			    lendable(c, st, g, false) == 0 || lendable(c, st, g, true) > 0)
+			/* (only the lender guard changes with time: a GPU
+			 * whose queue guard refuses waits for its tenant) */
+			if (g == c->tenant_gpu[tenant] || home < 0 ||
+			    lendable(c, st, g, false) == 0 || lendable(c, st, g, true) > 0 ||
+			    (own(c)->queue_guard && queue_guard_refuses(c, g, home, true)))
 				continue;
 			w = guard_lifts_at(c, st, g, now);
 			if (w >= now && (at < 0 || w < at))

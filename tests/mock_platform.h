@@ -171,7 +171,7 @@ static void tiny_config(struct ema_config *c, int tenants, double mem_mib)
 	}
 }
 
-/* Sets a double knob of a policy's own table (policy.NAME.KEY) in c;
+/* Sets a double (or, 0 or not, a bool) knob of a policy's own table (policy.NAME.KEY) in c;
  * false when the policy's table is not registered or has no such key. */
 static inline bool set_own_knob(struct ema_config *c, const char *policy, const char *key, double v)
 {
@@ -183,6 +183,11 @@ static inline bool set_own_knob(struct ema_config *c, const char *policy, const 
 	for (const struct ema_config_key *k = ops->knobs; k->key != NULL; k++)
 		if (strcmp(k->key, key) == 0 && k->type == EMA_CFG_DBL) {
 			memcpy(own + k->off, &v, sizeof v);
+			return true;
+		} else if (strcmp(k->key, key) == 0 && k->type == EMA_CFG_BOOL) {
+			bool b = v != 0;
+
+			memcpy(own + k->off, &b, sizeof b);
 			return true;
 		}
 	return false;

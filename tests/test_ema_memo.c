@@ -48,6 +48,14 @@ static int32_t lendable_by_rules(const struct ema_policy_ctx *c, struct ema_stat
 
 	n = left < n ? left : n;
 	n = band < n ? band : n;
+	if (n > 0 && c->ledger->gpu[g].home_tenant >= 0 && own(c)->queue_guard) {
+		/* the queue guard: its tenant's queued request, if it fits the GPU */
+		int32_t need = ema_policy_queue_need(c, c->ledger->gpu[g].home_tenant);
+
+		if (need > 0 && need <= c->kv_capacity_pages[c->ledger->gpu[g].home_tenant] &&
+		    (admit || need >= ema_ledger_free_pages(c->ledger, g)))
+			n = 0;
+	}
 	if (admit && n > 0 && c->ledger->gpu[g].home_tenant >= 0 &&
 	    lender_slowdown_now(c, fresh, g) >= own(c)->lender_slowdown)
 		n = 0;

@@ -633,7 +633,8 @@ static void test_random_scenarios(void)
  * model documents (doc/limitations.md) only if it does so both ways; it
  * is counted, not failed. Every third round (by its seed) puts requests
  * on their own pages after two reclaims (serving.reclaim_backoff=2), so that
- * the reclaim backoff's paths run too, and every fifth steps with the
+ * the reclaim backoff's paths run too, every fourth switches ema's
+ * queue guard off (policy.ema.queue_guard=false), and every fifth steps with the
  * page lists the hardware backend keeps (EMA_PAGE_LISTS=1), which must
  * change nothing either. `make fuzz-scenarios` runs hundreds (with
  * EMA_WIDE_ROUNDS and EMA_WIDE_SEED; EMA_KEEP_LEAP keeps the folders,
@@ -762,6 +763,10 @@ static void wide_round(uint32_t seed, int round, int *livelocks)
 		argv[n++] = "serving.reclaim_backoff=2";
 		backoff_set = true;
 	}
+	/* every fourth lends as ema did before its queue guard (what a
+	 * lender's queue is about to take, reclaimed when it starts) */
+	if (seed % 4 == 2)
+		argv[n++] = "policy.ema.queue_guard=false";
 	/* and every fifth steps with the page lists the hardware backend
 	 * keeps (EMA_PAGE_LISTS=1): its bookkeeping, checked without GPUs */
 	lists = seed % 5 == 1;

@@ -697,19 +697,21 @@ static void test_livelock_backoff(void)
  * random scenarios (seed 71, case 52): a100x4_40gb unpartitioned,
  * opt-13b (about 10 GB of KV a GPU), reclaims that drop, three tenants
  * replaying the Azure code trace at half and twice its rate beside a
- * synthetic one. Without the backoff it stopped at t = 1,072 s, a
- * 1,513-token request taken back 4,520 times; static and the others
- * finish. */
-static void test_livelock_backoff_ema(void)
+ * synthetic one: every GPU has a queue. Without the backoff, and with
+ * ema lending what its lenders' queues were about to take (queue_guard
+ * false, as ema lent then), it stopped at t = 1,072 s, a 1,513-token
+ * request taken back 4,520 times; static and the others finish. In
+ * cfgtext (size bytes), with the queue guard `guard` ("true" or
+ * "false"); false without the shared traces. */
+static bool livelock_ema_cfg(char *cfgtext, size_t size, const char *guard)
 {
 	const char *dir = ema_test_shared_traces();
-	char cfgtext[16384];
 
 	if (dir == NULL) {
 		fprintf(stderr, "  skipped: ../shared/traces not found\n");
-		return;
+		return false;
 	}
-	snprintf(cfgtext, sizeof cfgtext,
+	snprintf(cfgtext, size,
 		 "{\"seed\": 204, \"hardware\": \"a100x4_40gb\", \"model\": \"opt-13b\", "
 		 "\"gpu_mem_cap_gib\": 0, \"policies\": [\"static\", \"ema\"], \"page_mib\": 4, "
 		 "\"horizon_s\": 0, \"serving\": {\"chunked_prefill\": false, \"max_batch_tokens\": 512, "
@@ -717,7 +719,8 @@ static void test_livelock_backoff_ema(void)
 		 "\"policy\": {\"headroom\": 0, \"lender_reserve\": 0, \"lender_floor\": 0.1, "
 		 "\"prefetch_depth\": 1, \"remote_path\": \"staged\", \"reclaim_mode\": \"drop\", "
 		 "\"host_gib\": 64, \"max_remote_share\": 0, \"borrow_rule\": \"throughput\", "
-		 "\"copy_method\": \"batch\", \"ema\": {\"tpot_slack\": 0, \"lender_slowdown\": 0.035}}, "
+		 "\"copy_method\": \"batch\", \"ema\": {\"tpot_slack\": 0, \"lender_slowdown\": 0.035, "
+		 "\"queue_guard\": %s}}, "
 		 "\"tenants\": ["
 		 "{\"name\": \"t0\", \"gpu\": 0, \"workload\": {\"source\": \"trace\", "
 		 "\"trace\": \"%s/AzureLLMInferenceTrace_code.csv\", \"format\": \"azure\", "
@@ -732,9 +735,55 @@ static void test_livelock_backoff_ema(void)
 		 "\"arrival\": \"gamma\", \"rate_rps\": 6, \"duration_s\": 20, "
 		 "\"prompt\": {\"kind\": \"lognormal\", \"mean\": 1024, \"cv\": 1.0, \"min\": 1, "
 		 "\"max\": 8192}, \"output\": {\"kind\": \"lognormal\", \"mean\": 64, \"cv\": 1.0, "
-		 "\"min\": 1, \"max\": 2048}}}]}", dir, dir, dir);
+		 "\"min\": 1, \"max\": 2048}}}]}", guard, dir, dir, dir);
+	return true;
+}
+
+static void test_livelock_backoff_ema(void)
+{
+	char cfgtext[16384];
+
+	if (!livelock_ema_cfg(cfgtext, sizeof cfgtext, "false"))
+		return;
 	livelock_ended("livelock_ema.json", cfgtext, NULL, 1, 0);
 	livelock_reported("livelock_ema.json", cfgtext, "1513 prompt");
+}
+
+/* The queue guard (its default) keeps ema from the thrash above in the
+ * first place: no lender lends what its own queue is about to take, so
+ * nothing is taken back 64 times, reclaims fall from some 1,700 to a few
+ * dozen, and every tenant stays near static (without the guard the
+ * overloaded tenants got a third of static's throughput at the default
+ * backoff, TTFT p50 58-193 s against 1-6 s). */
+static void test_queue_guard_ema(void)
+{
+	char cfgtext[16384];
+	struct ema_experiment *x;
+	struct ema_error err = {0};
+	int64_t reclaims = 0;
+
+	if (!livelock_ema_cfg(cfgtext, sizeof cfgtext, "true"))
+		return;
+	x = calloc(1, sizeof *x);
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, write_file("queue_guard.json", cfgtext), NULL,
+					      0, &err), EMA_OK);
+	x->quiet = true;
+	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(x->n_runs, 2); /* static, ema */
+	for (int t = 0; t < x->cfg.n_tenants; t++) {
+		const struct ema_tenant_result *st = &x->runs[0].results[t];
+		const struct ema_tenant_result *em = &x->runs[1].results[t];
+
+		CU_ASSERT_EQUAL(em->completed, em->requests);
+		CU_ASSERT_EQUAL(em->reclaim_backoffs, 0);
+		CU_ASSERT(em->throughput_tok_s >= 0.95 * st->throughput_tok_s);
+		CU_ASSERT(em->ttft_ms[0] <= 1.25 * st->ttft_ms[0]);
+		reclaims += em->reclaims;
+	}
+	CU_ASSERT(reclaims < 100);
+	unlink(write_file("queue_guard.json", ""));
+	ema_experiment_free(x);
+	free(x);
 }
 
 /* A swapped-out request that can never come back (random scenarios,
@@ -745,7 +794,8 @@ static void test_livelock_backoff_ema(void)
  * nothing borrowed any more it needed 36,750 pages and the tenant could
  * get 36,733, nothing else was left to run, and the run stopped with "no
  * progress possible". It is dropped now and counted, and the run ends
- * the same stepping and leaping (test_leap's rounds). */
+ * the same stepping and leaping (test_leap's rounds). (As found: ema
+ * without its queue guard, which keeps this one from borrowing so.) */
 static void test_stuck_swapped_dropped(void)
 {
 	const char *dir = ema_test_shared_traces();
@@ -766,7 +816,8 @@ static void test_stuck_swapped_dropped(void)
 		 "\"policy\": {\"headroom\": 0.05, \"lender_reserve\": 0.05, \"lender_floor\": 0.1, "
 		 "\"prefetch_depth\": 1, \"remote_path\": \"staged\", \"reclaim_mode\": \"host\", "
 		 "\"host_gib\": 64, \"max_remote_share\": 0, \"borrow_rule\": \"always\", "
-		 "\"copy_method\": \"per_page\", \"ema\": {\"tpot_slack\": 0.08, \"lender_slowdown\": 0}}, "
+		 "\"copy_method\": \"per_page\", \"ema\": {\"tpot_slack\": 0.08, \"lender_slowdown\": 0, "
+		 "\"queue_guard\": false}}, "
 		 "\"tenants\": ["
 		 "{\"name\": \"t0\", \"gpu\": 0, \"workload\": {\"source\": \"synthetic\", "
 		 "\"arrival\": \"gamma\", \"rate_rps\": 6, \"duration_s\": 20, \"prompt\": "
@@ -1245,6 +1296,74 @@ static void test_lender_guard(void)
 	}
 }
 
+/* The queue guard by hand: 2 GPUs of 100 KV pages, GPU 0 full with
+ * tenant 0's pages, tenant 1 on GPU 1 with a request of `prompt` tokens
+ * (16 a page) queued. borrowable(0) is GPU 1's link budget, 50 pages,
+ * and choose_lender(0) GPU 1, unless the guard refuses: for a new
+ * request whenever tenant 1 runs (or waits for a reclaim) and its
+ * request fits its GPU, and for a running one's next page once the
+ * queued request's pages are not all free beside it. */
+static void queue_guard_case(bool guard, int prompt, bool runs, int64_t reclaim_wait,
+			     int32_t used, int32_t want_borrowable, int want_lender)
+{
+	const struct ema_policy_ops *ema = ema_policy_find("ema");
+	struct ema_request_spec r0[1] = {{0, 1, 1}}, r1[1] = {{0, prompt, 1}};
+	struct ema_workload w[2] = {{r0, 1, 1}, {r1, 1, 1}};
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_error err = {0};
+	struct ema_tenant *t1;
+	struct mock *m;
+
+	tiny_config(&cfg, 2, (489 + 100) * 4.0 / 1024);
+	CU_ASSERT_FATAL(set_own_knob(&cfg, "ema", "tpot_slack", 0));
+	CU_ASSERT_FATAL(set_own_knob(&cfg, "ema", "lender_slowdown", 0));
+	CU_ASSERT_FATAL(set_own_knob(&cfg, "ema", "queue_guard", guard));
+	m = mock_new(&cfg);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, ema, &m->base, w, &err), EMA_OK);
+	for (int i = 0; i < 100; i++)
+		CU_ASSERT_FATAL(ema_ledger_alloc(&e.ledger, 0, 0, EMA_PAGE_KV) >= 0);
+	for (int i = 0; i < used; i++)
+		CU_ASSERT_FATAL(ema_ledger_alloc(&e.ledger, 1, 1, EMA_PAGE_KV) >= 0);
+	/* tenant 1's request queued, as an arrival leaves it */
+	t1 = &e.tenants[1];
+	t1->waiting = malloc(4 * sizeof *t1->waiting);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t1->waiting);
+	t1->waiting_cap = 4;
+	t1->waiting_head = 0;
+	t1->waiting[0] = 0;
+	t1->waiting_n = 1;
+	t1->running_n = runs ? 1 : 0;
+	t1->reclaim_wait_since = reclaim_wait;
+	CU_ASSERT_EQUAL(ema_policy_queue_need(&e.ctx, 1),
+			runs || reclaim_wait >= 0 ? (prompt + 15) / 16 : 0);
+	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), want_borrowable);
+	CU_ASSERT_EQUAL(ema->choose_lender(&e.ctx, e.policy_state, 0), want_lender);
+	/* borrowable_below agrees */
+	CU_ASSERT_EQUAL(ema->borrowable_below(&e.ctx, e.policy_state, 0, 1), want_borrowable < 1);
+	t1->running_n = 0;
+	t1->waiting_n = 0;
+	e.platform = NULL;
+	mock_destroy(&m->base);
+	ema_engine_destroy(&e);
+}
+
+static void test_queue_guard(void)
+{
+	/* a 30-page request queued while tenant 1 runs */
+	queue_guard_case(false, 480, true, -1, 0, 50, 1);  /* no guard: lends */
+	queue_guard_case(true, 480, true, -1, 0, 0, 1);    /* no new request; the next page yes */
+	queue_guard_case(true, 480, true, -1, 69, 0, 1);   /* 31 free: 30 still fit beside one lent */
+	queue_guard_case(true, 480, true, -1, 70, 0, -1);  /* 30 free: not one page */
+	queue_guard_case(false, 480, true, -1, 70, 30, 1); /* (no guard: the 30 the band leaves) */
+	/* tenant 1 idle: its queue waits on nothing of its own */
+	queue_guard_case(true, 480, false, -1, 0, 50, 1);
+	/* ... unless it waits for a reclaim */
+	queue_guard_case(true, 480, false, 0, 0, 0, 1);
+	/* a 107-page request its GPU cannot hold alone: it will borrow */
+	queue_guard_case(true, 1700, true, -1, 0, 50, 1);
+}
+
 /* policy.borrow_rule=throughput, staged: on the default setup W = 16.1
  * GB of weights, L = 9.7 GB of local KV and k = 2.79 x 0.7 = 1.95, so
  * k L = 19 GB > W: staging would cost throughput, and ema stays static
@@ -1496,6 +1615,7 @@ int main(void)
 		{"ema lends down to reserve + headroom, not to the reclaim line", test_headroom_band},
 		{"the TPOT budget by hand: p0 measured, R <= 218 pages", test_tpot_budget},
 		{"the lender guard: a GPU serving reads at 5% lends no more at 4%", test_lender_guard},
+		{"the queue guard by hand: no lending of what a queue will take", test_queue_guard},
 		{"borrowing cap", test_borrow_cap},
 		{"a swap-in leaves room for the next token", test_swap_in_room},
 		{"stalled runs go on where they can", test_stalls_resolved},
@@ -1506,6 +1626,8 @@ int main(void)
 		{"the reclaim backoff ends both livelocks", test_livelock_backoff},
 		{"the reclaim backoff ends ema's livelock on the Azure code trace",
 		 test_livelock_backoff_ema},
+		{"ema's queue guard keeps it near static where every GPU has a queue",
+		 test_queue_guard_ema},
 		{"a swapped request that can never come back is dropped, not stalled",
 		 test_stuck_swapped_dropped},
 		{"staged ema drops what it could never admit", test_admission_bound},
