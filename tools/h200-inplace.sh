@@ -26,6 +26,11 @@
 #       or above static's throughput, TTFT p50 at or below, TPOT p50 within
 #       1.05 x; the lender within 5%; validate within 5% / 15%)
 #   04  a summary table of 02 and 03 from the validate CSVs
+#   05  ema's queue guard on the GPUs: the validation scenario with both
+#       tenants at 14 req/s (every queue waits), ema with
+#       policy.ema.queue_guard true and false, each through `ema validate`
+#       (doc/model.md, "ema's queue guard": in the simulator, static's
+#       figures with it, reclaims and slower steps without)
 #
 # The hw backend's in-place iterations split the read grid between local
 # pages and each lender's (hw/hw_split.c; the measured point L 924 + R 132
@@ -40,7 +45,7 @@
 # results/h200x2/ with their date.
 #
 # STEPS="01 03" (environment) runs only those steps (each device call has
-# 10 minutes; 02 takes about 16 validate runs, 03 four).
+# 10 minutes; 02 takes about 16 validate runs, 03 four, 05 two).
 set -eu
 
 dry=
@@ -88,7 +93,7 @@ run() {
 	"$@" >"$out/$log" 2>&1 || echo "h200-inplace: failed ($?): see $out/$log" >&2
 }
 
-steps=${STEPS:-00 01 02 03}
+steps=${STEPS:-00 01 02 03 05}
 want() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 
 want 00 && run 00-machine.txt sh -c "nvidia-smi -L; nvidia-smi topo -m; $ema version"
@@ -123,6 +128,14 @@ want 03 && for seed in 1 2; do
 		run "$tag.txt" "$ema" validate $base --set seed=$seed --set policy.remote_path=$path \
 			--csv "$out/$tag.csv"
 	done
+done
+
+want 05 && for guard in true false; do
+	tag="05-overload-guard-$guard"
+	# shellcheck disable=SC2086
+	run "$tag.txt" "$ema" validate $base --set tenants.0.workload.rate_rps=14 \
+		--set tenants.1.workload.rate_rps=14 --set policy.ema.queue_guard=$guard \
+		--csv "$out/$tag.csv"
 done
 
 [ -z "$dry" ] || { echo "Commands: $out/commands.txt" >&2; exit 0; }
