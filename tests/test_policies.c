@@ -1361,16 +1361,17 @@ static void test_lender_guard(void)
 
 /* The queue guard by hand: 2 GPUs of 100 KV pages, GPU 0 full with
  * tenant 0's pages, tenant 1 on GPU 1 with a request of `prompt` tokens
- * (16 a page) queued. borrowable(0) is GPU 1's link budget, 50 pages,
+ * (16 a page) queued (or swapped out). borrowable(0) is GPU 1's link budget, 50 pages,
  * and choose_lender(0) GPU 1, unless the guard refuses: for a new
  * request whenever tenant 1 runs (or waits for a reclaim) and its
  * request fits its GPU, and for a running one's next page once the
  * queued request's pages are not all free beside it. */
-static void queue_guard_case(bool guard, int prompt, bool runs, int64_t reclaim_wait,
-			     int32_t used, int32_t want_borrowable, int want_lender)
+static void queue_guard_case(bool guard, int prompt, int swapped_generated, bool runs,
+			     int64_t reclaim_wait, int32_t used, int32_t want_borrowable,
+			     int want_lender)
 {
 	const struct ema_policy_ops *ema = ema_policy_find("ema");
-	struct ema_request_spec r0[1] = {{0, 1, 1}}, r1[1] = {{0, prompt, 1}};
+	struct ema_request_spec r0[1] = {{0, 1, 1}}, r1[1] = {{0, prompt, 1000}};
 	struct ema_workload w[2] = {{r0, 1, 1}, {r1, 1, 1}};
 	struct ema_config cfg;
 	struct ema_engine e;
@@ -1388,24 +1389,34 @@ static void queue_guard_case(bool guard, int prompt, bool runs, int64_t reclaim_
 		CU_ASSERT_FATAL(ema_ledger_alloc(&e.ledger, 0, 0, EMA_PAGE_KV) >= 0);
 	for (int i = 0; i < used; i++)
 		CU_ASSERT_FATAL(ema_ledger_alloc(&e.ledger, 1, 1, EMA_PAGE_KV) >= 0);
-	/* tenant 1's request queued, as an arrival leaves it */
+	/* tenant 1's request queued, as an arrival leaves it, or swapped
+	 * out after `swapped_generated` tokens (its KV then on the host:
+	 * it comes back before any admission, with its whole sequence) */
 	t1 = &e.tenants[1];
-	t1->waiting = malloc(4 * sizeof *t1->waiting);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(t1->waiting);
-	t1->waiting_cap = 4;
-	t1->waiting_head = 0;
-	t1->waiting[0] = 0;
-	t1->waiting_n = 1;
+	if (swapped_generated > 0) {
+		t1->reqs[0].generated = swapped_generated;
+		t1->swapped[0] = 0;
+		t1->swapped_n = 1;
+	} else {
+		t1->waiting = malloc(4 * sizeof *t1->waiting);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(t1->waiting);
+		t1->waiting_cap = 4;
+		t1->waiting_head = 0;
+		t1->waiting[0] = 0;
+		t1->waiting_n = 1;
+	}
 	t1->running_n = runs ? 1 : 0;
 	t1->reclaim_wait_since = reclaim_wait;
 	CU_ASSERT_EQUAL(ema_policy_queue_need(&e.ctx, 1),
-			runs || reclaim_wait >= 0 ? (prompt + 15) / 16 : 0);
+			runs || reclaim_wait >= 0 ? (prompt + swapped_generated + 15) / 16 : 0);
 	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), want_borrowable);
 	CU_ASSERT_EQUAL(ema->choose_lender(&e.ctx, e.policy_state, 0), want_lender);
 	/* borrowable_below agrees */
 	CU_ASSERT_EQUAL(ema->borrowable_below(&e.ctx, e.policy_state, 0, 1), want_borrowable < 1);
 	t1->running_n = 0;
 	t1->waiting_n = 0;
+	t1->swapped_n = 0;
+	t1->reqs[0].generated = 0;
 	e.platform = NULL;
 	mock_destroy(&m->base);
 	ema_engine_destroy(&e);
@@ -1414,17 +1425,21 @@ static void queue_guard_case(bool guard, int prompt, bool runs, int64_t reclaim_
 static void test_queue_guard(void)
 {
 	/* a 30-page request queued while tenant 1 runs */
-	queue_guard_case(false, 480, true, -1, 0, 50, 1);  /* no guard: lends */
-	queue_guard_case(true, 480, true, -1, 0, 0, 1);    /* no new request; the next page yes */
-	queue_guard_case(true, 480, true, -1, 69, 0, 1);   /* 31 free: 30 still fit beside one lent */
-	queue_guard_case(true, 480, true, -1, 70, 0, -1);  /* 30 free: not one page */
-	queue_guard_case(false, 480, true, -1, 70, 30, 1); /* (no guard: the 30 the band leaves) */
+	queue_guard_case(false, 480, 0, true, -1, 0, 50, 1);  /* no guard: lends */
+	queue_guard_case(true, 480, 0, true, -1, 0, 0, 1);    /* no new request; the next page yes */
+	queue_guard_case(true, 480, 0, true, -1, 69, 0, 1);   /* 31 free: 30 still fit beside one lent */
+	queue_guard_case(true, 480, 0, true, -1, 70, 0, -1);  /* 30 free: not one page */
+	queue_guard_case(false, 480, 0, true, -1, 70, 30, 1); /* (no guard: the 30 the band leaves) */
 	/* tenant 1 idle: its queue waits on nothing of its own */
-	queue_guard_case(true, 480, false, -1, 0, 50, 1);
+	queue_guard_case(true, 480, 0, false, -1, 0, 50, 1);
 	/* ... unless it waits for a reclaim */
-	queue_guard_case(true, 480, false, 0, 0, 0, 1);
+	queue_guard_case(true, 480, 0, false, 0, 0, 0, 1);
 	/* a 107-page request its GPU cannot hold alone: it will borrow */
-	queue_guard_case(true, 1700, true, -1, 0, 50, 1);
+	queue_guard_case(true, 1700, 0, true, -1, 0, 50, 1);
+	/* swapped out after 160 tokens: 40 pages, so 39 free refuse a page
+	 * that 41 free give */
+	queue_guard_case(true, 480, 160, true, -1, 61, 0, -1);
+	queue_guard_case(true, 480, 160, true, -1, 59, 0, 1);
 }
 
 /* policy.borrow_rule=throughput, staged: on the default setup W = 16.1
