@@ -20,6 +20,7 @@
 #include "lending.h"
 #include "mock_platform.h"
 #include "outdir.h"
+#include "random_scenario.h"
 #include "policy.h"
 #include "sim.h"
 #include "test_main.h"
@@ -628,7 +629,8 @@ static void test_random_scenarios(void)
  * platform do (servers, models, page and block sizes, batch limits,
  * chunked prefills, horizons, ema's and the reclaims' knobs, remote
  * paths and copy methods, traces beside synthetic loads; the embedded
- * scenario's five policies): each run stepping and leaping must write
+ * scenario's five policies; drawn by tests/random_scenario.h, which
+ * `make vs-static` shares): each run stepping and leaping must write
  * the same files, and must run. A run may stop with the livelock the
  * model documents (doc/limitations.md) only if it does so both ways; it
  * is counted, not failed. Every third round (by its seed) puts requests
@@ -641,119 +643,19 @@ static void test_random_scenarios(void)
  * whose config.json replays a round). A generator like this one, outside
  * the tree, found the bugs doc/limitations.md and the log tell of since
  * leaping came, and a simulated hour that took 58 s for 0.3 s of work. */
-static uint32_t wide_next(uint32_t *s)
-{
-	*s = *s * 1103515245u + 12345u;
-	return *s >> 8;
-}
-
-#define PICK(s, arr) (arr[wide_next(s) % (sizeof arr / sizeof arr[0])])
-
 static void wide_round(uint32_t seed, int round, int *livelocks)
 {
-	static const char *const hw[] = { "h200x2", "a100x4_40gb", "h200x8", "h100x8",
-					  "a100x8_80gb" };
-	static const int gpus[] = { 2, 4, 8, 8, 8 };
-	static const char *const models[] = { "llama-3-8b", "llama-2-7b", "llama-2-13b",
-					      "opt-13b" };
-	static const char *const small_caps[] = { "0", "17", "18", "20", "24", "28" };
-	static const char *const big_caps[] = { "0", "30", "34" };
-	static const char *const page_mib[] = { "0.5", "1", "2", "4", "8" };
-	static const char *const horizon[] = { "0", "0", "0", "15" };
-	static const char *const batch_tokens[] = { "64", "128", "512", "2048", "8192" };
-	static const char *const max_batch[] = { "4", "16", "64", "256" };
-	static const char *const watermark[] = { "0", "0.01", "0.1" };
-	static const char *const block[] = { "8", "16", "32" };
-	static const char *const headroom[] = { "0", "0.05", "0.2" };
-	static const char *const reserve[] = { "0", "0.05" };
-	static const char *const floor_[] = { "0.1", "0.25" };
-	static const char *const depth[] = { "0", "1", "2" };
-	static const char *const path[] = { "auto", "inplace", "staged" };
-	static const char *const reclaim[] = { "auto", "move", "host", "drop" };
-	static const char *const host_gib[] = { "0.5", "1", "64" };
-	static const char *const share[] = { "0", "0", "0.2" };
-	static const char *const rule[] = { "always", "always", "throughput" };
-	static const char *const method[] = { "gather", "batch", "per_page" };
-	static const char *const slack[] = { "0", "0.08", "0.3" };
-	static const char *const slowdown[] = { "0", "0.035" };
-	static const char *const rates[] = { "0.5", "2", "6", "12", "20", "40" };
-	static const char *const durations[] = { "20", "40" };
-	static const char *const prompts[] = { "256", "1024", "3000" };
-	static const char *const outputs[] = { "64", "256" };
-	static const char *const scales[] = { "0.5", "1", "2", "4" };
-	static const char *const starts[] = { "0", "300", "1200" };
-	static const char *const trace_files[] = { "AzureLLMInferenceTrace_conv.csv",
-						   "AzureLLMInferenceTrace_code.csv",
-						   "mooncake_synthetic_trace.jsonl" };
 	const char *traces = ema_test_shared_traces();
-	char sets[32][96], tenants[8192];
-	const char *argv[32];
+	struct ema_random_scenario rs;
+	const char **argv = rs.argv;
 	char a[4200], b[4200];
 	uint64_t la, lb;
-	int n = 0, h, m, nt, len, ra, rb;
-	uint32_t s = seed;
+	int n, ra, rb;
 	char ea[EMA_ERROR_MSG_MAX];
 	bool backoff_set = false, lists;
 
-	h = (int)(wide_next(&s) % 5);
-	m = (int)(wide_next(&s) % 4);
-	snprintf(sets[n++], sizeof sets[0], "hardware=%s", hw[h]);
-	snprintf(sets[n++], sizeof sets[0], "model=%s", models[m]);
-	snprintf(sets[n++], sizeof sets[0], "gpu_mem_cap_gib=%s",
-		 m >= 2 ? PICK(&s, big_caps) : PICK(&s, small_caps));
-	snprintf(sets[n++], sizeof sets[0], "seed=%u", 1 + wide_next(&s) % 1000);
-	snprintf(sets[n++], sizeof sets[0], "page_mib=%s", PICK(&s, page_mib));
-	snprintf(sets[n++], sizeof sets[0], "horizon_s=%s", PICK(&s, horizon));
-	snprintf(sets[n++], sizeof sets[0], "serving.chunked_prefill=%s",
-		 wide_next(&s) % 2 ? "true" : "false");
-	snprintf(sets[n++], sizeof sets[0], "serving.max_batch_tokens=%s", PICK(&s, batch_tokens));
-	snprintf(sets[n++], sizeof sets[0], "serving.max_batch=%s", PICK(&s, max_batch));
-	snprintf(sets[n++], sizeof sets[0], "serving.watermark=%s", PICK(&s, watermark));
-	snprintf(sets[n++], sizeof sets[0], "serving.block_tokens=%s", PICK(&s, block));
-	snprintf(sets[n++], sizeof sets[0], "policy.headroom=%s", PICK(&s, headroom));
-	snprintf(sets[n++], sizeof sets[0], "policy.lender_reserve=%s", PICK(&s, reserve));
-	snprintf(sets[n++], sizeof sets[0], "policy.lender_floor=%s", PICK(&s, floor_));
-	snprintf(sets[n++], sizeof sets[0], "policy.prefetch_depth=%s", PICK(&s, depth));
-	snprintf(sets[n++], sizeof sets[0], "policy.remote_path=%s", PICK(&s, path));
-	snprintf(sets[n++], sizeof sets[0], "policy.reclaim_mode=%s", PICK(&s, reclaim));
-	snprintf(sets[n++], sizeof sets[0], "policy.host_gib=%s", PICK(&s, host_gib));
-	snprintf(sets[n++], sizeof sets[0], "policy.max_remote_share=%s", PICK(&s, share));
-	snprintf(sets[n++], sizeof sets[0], "policy.borrow_rule=%s", PICK(&s, rule));
-	snprintf(sets[n++], sizeof sets[0], "policy.copy_method=%s", PICK(&s, method));
-	snprintf(sets[n++], sizeof sets[0], "policy.ema.tpot_slack=%s", PICK(&s, slack));
-	snprintf(sets[n++], sizeof sets[0], "policy.ema.lender_slowdown=%s", PICK(&s, slowdown));
-	nt = 1 + (int)(wide_next(&s) % (unsigned)(gpus[h] < 5 ? gpus[h] : 5));
-	len = snprintf(tenants, sizeof tenants, "tenants=[");
-	for (int i = 0; i < nt; i++) {
-		const char *sep = i > 0 ? ", " : "";
-
-		if (traces != NULL && wide_next(&s) % 10 < 3) {
-			const char *f = PICK(&s, trace_files);
-			bool mooncake = strstr(f, "mooncake") != NULL;
-
-			len += snprintf(tenants + len, sizeof tenants - (size_t)len,
-					"%s{\"name\": \"t%d\", \"gpu\": %d, \"workload\": {\"source\": "
-					"\"trace\", \"trace\": \"%s/%s\", \"format\": \"%s\", "
-					"\"duration_s\": %s, \"start_s\": %s, \"rate_scale\": %s}}",
-					sep, i, i, traces, f, mooncake ? "auto" : "azure",
-					wide_next(&s) % 2 ? "30" : "60",
-					mooncake ? "0" : PICK(&s, starts), PICK(&s, scales));
-			continue;
-		}
-		len += snprintf(tenants + len, sizeof tenants - (size_t)len,
-				"%s{\"name\": \"t%d\", \"gpu\": %d, \"workload\": {\"source\": "
-				"\"synthetic\", \"arrival\": \"%s\", \"rate_rps\": %s, \"duration_s\": %s, "
-				"\"prompt\": {\"kind\": \"lognormal\", \"mean\": %s, \"cv\": 1.0, \"min\": 1, "
-				"\"max\": 8192}, \"output\": {\"kind\": \"lognormal\", \"mean\": %s, "
-				"\"cv\": 1.0, \"min\": 1, \"max\": 2048}}}",
-				sep, i, i, wide_next(&s) % 2 ? "poisson" : "gamma", PICK(&s, rates),
-				PICK(&s, durations), PICK(&s, prompts), PICK(&s, outputs));
-	}
-	snprintf(tenants + len, sizeof tenants - (size_t)len, "]");
-	CU_ASSERT_FATAL(len < (int)sizeof tenants - 2);
-	for (int k = 0; k < n; k++)
-		argv[k] = sets[k];
-	argv[n++] = tenants;
+	CU_ASSERT_FATAL(ema_random_scenario(&rs, seed, traces, true));
+	n = rs.n;
 
 	/* every third round puts requests on their own pages after two
 	 * reclaims (the backoff's paths, which the default of 64 reaches
