@@ -45,7 +45,7 @@ check_PROGRAMS += tests/test_experiment tests/test_outdir tests/test_cli_table t
 	tests/test_leap
 TESTS += tests/test_experiment tests/test_outdir tests/test_cli_table tests/test_cli.sh \
 	tests/test_sweep tests/test_sweep.sh tests/test_slurm.sh tests/test_leap
-tests_test_leap_SOURCES = tests/test_leap.c tests/test_main.h
+tests_test_leap_SOURCES = tests/test_leap.c tests/test_main.h tests/random_scenario.h
 tests_test_leap_CFLAGS = $(TEST_CFLAGS)
 tests_test_leap_LDADD = $(TEST_LIBS)
 
@@ -61,6 +61,13 @@ tests_test_cli_table_LDADD = $(TEST_LIBS)
 tests_test_sweep_SOURCES = tests/test_sweep.c tests/test_main.h
 tests_test_sweep_CFLAGS = $(TEST_CFLAGS)
 tests_test_sweep_LDADD = $(TEST_LIBS)
+
+# ema against static on random scenarios: a report (`make vs-static`),
+# built with the tests so that it always compiles, not run by them.
+check_PROGRAMS += tests/vs_static
+tests_vs_static_SOURCES = tests/vs_static.c tests/test_main.h tests/random_scenario.h
+tests_vs_static_CFLAGS = $(TEST_CFLAGS)
+tests_vs_static_LDADD = $(TEST_LIBS)
 endif
 # Random scenarios by the hundred, each run stepping and leaping, which
 # must write the same files and must run (tests/test_leap.c, "random
@@ -73,6 +80,17 @@ fuzz-scenarios: tests/test_leap$(EXEEXT)
 	EMA_SRCDIR='$(abs_top_srcdir)' EMA_LEAP_ROUNDS=$(FUZZ_ROUNDS) EMA_LEAP_SEED=$(FUZZ_SEED) \
 		EMA_WIDE_ROUNDS=$(FUZZ_ROUNDS) EMA_WIDE_SEED=$(FUZZ_SEED) tests/test_leap$(EXEEXT)
 .PHONY: fuzz-scenarios
+# Is ema ever worse than static? VS_ROUNDS random scenarios from VS_SEED
+# (tests/vs_static.c), ema at its default protections: the tenants past
+# the design's lines and the worst ratios (about 1 s a scenario; needs
+# CUnit). VS_SET=KEY=VALUE adds a --set to every run.
+VS_ROUNDS = 100
+VS_SEED = 1
+VS_SET =
+vs-static: tests/vs_static$(EXEEXT)
+	EMA_SRCDIR='$(abs_top_srcdir)' EMA_VS_ROUNDS=$(VS_ROUNDS) EMA_VS_SEED=$(VS_SEED) \
+		EMA_VS_SET='$(VS_SET)' tests/vs_static$(EXEEXT)
+.PHONY: vs-static
 EXTRA_DIST += tests/test_cli.sh tests/test_sweep.sh tests/test_slurm.sh tests/data/cli/one_request.json tests/data/cli/trace_ok.csv \
 	tests/data/cli/trace_bad_row.csv tests/data/cli/trace_backwards.csv \
 	tests/data/cli/trace_empty.csv
