@@ -141,6 +141,11 @@ int ema_policy_borrowers_on(const struct ema_policy_ctx *c, int gpu, struct ema_
  * runs, moves or waits for a reclaim (its queue then waits for memory
  * only other tenants can free: the engine starts what its own can). */
 int32_t ema_policy_queue_need(const struct ema_policy_ctx *c, int tenant);
+/* The last run time at which a try to start requests of `tenant` (at a
+ * step's end, mostly) left one queued whose queue_need its GPU could
+ * hold, or -1 for never: a request that arrives during a step and starts
+ * at its end is not counted. */
+int64_t ema_policy_queue_waited_ns(const struct ema_policy_ctx *c, int tenant);
 /* Records a reclaim (for the latency figures). */
 void ema_policy_record_reclaim(const struct ema_policy_ctx *c, int gpu, int32_t pages,
 			       int64_t start_ns, int64_t latency_ns);

@@ -1201,6 +1201,49 @@ static int64_t admit(struct ema_engine *e, struct ema_tenant *t, int64_t budget,
 	return used;
 }
 
+/* The pages the next request of t to start asks its GPU for
+ * (ema_policy_queue_need, which says how), or 0. */
+static int32_t queue_need(const struct ema_engine *e, const struct ema_tenant *t)
+{
+	const struct ema_request *r;
+	int64_t need;
+
+	if (t->swapped_n > 0) {
+		r = &t->reqs[t->swapped[0]];
+		need = ema_engine_pages_for_tokens(e, seq_len(r));
+		if (need < r->n_pages)
+			need = r->n_pages;
+	} else if (t->waiting_n > 0) {
+		need = ema_engine_pages_for_tokens(e, seq_len(&t->reqs[waiting_front(t)]));
+	} else {
+		return 0;
+	}
+	if (tenant_idle(t)) {
+		/* its queue waits for pages only others can free: a
+		 * reclaim it waits for, or none */
+		if (t->reclaim_wait_since < 0)
+			return 0;
+	} else {
+		need += (int32_t)ceil(e->cfg->serving.watermark * t->kv_capacity_pages);
+	}
+	return need < INT32_MAX ? (int32_t)need : INT32_MAX;
+}
+
+/* After a try to start (a step's end, mostly): whether it left a request
+ * queued that t's GPU could hold, noted at `now` for ema's queue guard.
+ * (A request that arrived during a step is admitted at its end, so only
+ * a queue that waits past a try is noted; a leap that waits notes each
+ * step's end as it plays them back, leap_play.) */
+static inline void note_queue_left(struct ema_engine *e, struct ema_tenant *t, int64_t now)
+{
+	if (t->waiting_n > 0 || t->swapped_n > 0) {
+		int32_t need = queue_need(e, t);
+
+		if (need > 0 && need <= t->kv_capacity_pages)
+			t->queue_left_ns = now;
+	}
+}
+
 static void tenant_try_start(struct ema_engine *e, struct ema_tenant *t)
 {
 	const struct ema_serving_cfg *s = &e->cfg->serving;
@@ -1215,6 +1258,7 @@ static void tenant_try_start(struct ema_engine *e, struct ema_tenant *t)
 		 * a waiting request can be admitted. */
 		admit(e, t, budget, &wait);
 		if (t->iter_n > 0) {
+			note_queue_left(e, t, ema_engine_now(e));
 			launch(e, t);
 			return;
 		}
@@ -1286,6 +1330,7 @@ static void tenant_try_start(struct ema_engine *e, struct ema_tenant *t)
 		admit(e, t, budget, &wait);
 	if (wait && t->reclaim_wait_since < 0)
 		t->reclaim_wait_since = ema_engine_now(e);
+	note_queue_left(e, t, ema_engine_now(e));
 	if (t->iter_n > 0)
 		launch(e, t);
 }
@@ -2353,6 +2398,10 @@ static void leap_play(struct ema_engine *e, struct ema_tenant *t, int32_t m)
 				     &t->leap_end[first]);
 	t->stats.kv_page_ns = kv_ns;
 	t->stats.remote_page_ns = remote_ns;
+	/* each played step's end tried the queue's front, and a queue that
+	 * waits in a leap waits at all of them (try_leap's admit_at) */
+	if (j - 1 >= first)
+		note_queue_left(e, t, end[j - 1]);
 	t->leap_played = j - 1;
 	t->leap_xf = xf;
 	t->leap_xg = xg;
@@ -2656,30 +2705,12 @@ int32_t ema_policy_move_home(const struct ema_policy_ctx *c, struct ema_request 
  * it) */
 int32_t ema_policy_queue_need(const struct ema_policy_ctx *c, int tenant)
 {
-	struct ema_engine *e = c->engine;
-	const struct ema_tenant *t = &e->tenants[tenant];
-	const struct ema_request *r;
-	int64_t need;
+	return queue_need(c->engine, &c->engine->tenants[tenant]);
+}
 
-	if (t->swapped_n > 0) {
-		r = &t->reqs[t->swapped[0]];
-		need = ema_engine_pages_for_tokens(e, seq_len(r));
-		if (need < r->n_pages)
-			need = r->n_pages;
-	} else if (t->waiting_n > 0) {
-		need = ema_engine_pages_for_tokens(e, seq_len(&t->reqs[waiting_front(t)]));
-	} else {
-		return 0;
-	}
-	if (tenant_idle(t)) {
-		/* its queue waits for pages only others can free: a
-		 * reclaim it waits for, or none */
-		if (t->reclaim_wait_since < 0)
-			return 0;
-	} else {
-		need += (int32_t)ceil(e->cfg->serving.watermark * t->kv_capacity_pages);
-	}
-	return need < INT32_MAX ? (int32_t)need : INT32_MAX;
+int64_t ema_policy_queue_waited_ns(const struct ema_policy_ctx *c, int tenant)
+{
+	return c->engine->tenants[tenant].queue_left_ns;
 }
 
 int ema_policy_borrowers_on(const struct ema_policy_ctx *c, int gpu, struct ema_request *const **out)
@@ -2856,6 +2887,7 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 		t->gpu = cfg->tenants[i].gpu;
 		t->cfg = &cfg->tenants[i];
 		t->reclaim_wait_since = -1;
+		t->queue_left_ns = -1;
 		rc = ema_ledger_reserve_weights(&e->ledger, t->gpu, e->weight_pages, err);
 		if (rc != EMA_OK)
 			goto fail;
