@@ -25,6 +25,14 @@
  * 0.5-1 point above (h200x2 at 28 GiB, 8 seeds: 0.04 gives TPOT p50
  * 1.047-1.048, too close to the 5% of issue 11; 0.035 gives 1.040-1.043). */
 #define LENDER_SLOWDOWN_DEFAULT 0.035
+/* The queue guard's hold (policy.ema.queue_hold_s): a lender whose queue
+ * waited lends nothing for new requests until it has been empty this
+ * long. On the README's validation scenario with both tenants at 14
+ * req/s, t1's queue empties between bursts for well under a second, and
+ * pages lent then came back by reclaims when the next burst came (0.99 x
+ * static's throughput for the borrower, TPOT p50 +3.4%); 0.5 s left
+ * TPOT +2.1%, 1 s gives static's throughput and +1.1%. */
+#define QUEUE_HOLD_DEFAULT_S 1.0
 
 /* ema's own knobs, policy.ema.KEY (doc/policies.md, "ema's guards"). */
 struct ema_knobs {
@@ -32,10 +40,11 @@ struct ema_knobs {
 	double tpot_slack;   /* borrow while the predicted TPOT stays within 1 + this of local-only; 0 = no guard */
 	double lender_slowdown; /* lend while the reads a lender serves slow it by less than this; 0 = no guard */
 	bool queue_guard;    /* a GPU whose tenant queues requests it will start itself lends less */
+	double queue_hold_s; /* ... and none for new requests until its queue has been empty this long */
 };
 
 static const struct ema_knobs ema_knob_defaults = { 0.85, TPOT_SLACK_DEFAULT, LENDER_SLOWDOWN_DEFAULT,
-						   true };
+						   true, QUEUE_HOLD_DEFAULT_S };
 
 /* EMA_KNOB_DBL with a unit, for the key reference (doc/keys.md). */
 #define EMA_OWN_DBL(field, lo, hi, unit, text) \
@@ -63,6 +72,11 @@ static const struct ema_config_key ema_knob_keys[] = {
 	  "will start by itself lends no pages for new requests, and no page at all "
 	  "while that request's pages are not free (doc/policies.md, \"ema's guards\"); "
 	  "false lends them, to be reclaimed when the request starts."},
+	EMA_OWN_DBL(queue_hold_s, 0, 3600, "s",
+		    "ema: the queue guard's hold. A GPU whose own tenant left a request queued "
+		    "at a step's end lends no pages for new requests until this long after the "
+		    "last such step (doc/policies.md, \"ema's guards\"); 0 = no hold, and no "
+		    "hold without queue_guard."),
 	EMA_KNOB_END
 };
 
@@ -843,13 +857,39 @@ static int32_t headroom_pages(const struct ema_policy_ctx *c, int g)
  * ~1,100 reclaims a tenant, throughput 1.5% under static's). No page
  * for a new request then, nor, while its pages are not free, for a
  * running one (which static would not have had either). */
-static bool queue_guard_refuses(const struct ema_policy_ctx *c, int g, int home, bool admit)
+static bool queue_waits(const struct ema_policy_ctx *c, int g, int home, bool admit)
 {
 	int32_t need = ema_policy_queue_need(c, home);
 
 	if (need <= 0 || need > c->kv_capacity_pages[home])
 		return false;
 	return admit || need >= ema_ledger_free_pages(c->ledger, g);
+}
+
+/* The run time until which the queue guard's hold keeps GPU g (whose
+ * tenant is `home`) from lending for new requests, or -1 if it does not
+ * now: a queue that waited at a step's end is often one that empties for
+ * a moment between bursts, and pages lent in that moment came back by
+ * reclaims with the next burst (QUEUE_HOLD_DEFAULT_S). */
+static int64_t queue_hold_until(const struct ema_policy_ctx *c, int home)
+{
+	double hold = own(c)->queue_hold_s;
+	int64_t last, until;
+
+	if (!(hold > 0))
+		return -1;
+	last = ema_policy_queue_waited_ns(c, home);
+	if (last < 0)
+		return -1;
+	until = last + (int64_t)llround(hold * 1e9);
+	return until > ema_policy_now(c) ? until : -1;
+}
+
+/* The queue guard as lendable() applies it: the queue now, and for new
+ * requests its hold. */
+static bool queue_guard_refuses(const struct ema_policy_ctx *c, int g, int home, bool admit)
+{
+	return queue_waits(c, g, home, admit) || (admit && queue_hold_until(c, home) >= 0);
 }
 
 /* What GPU g may still lend under the lending rules, the headroom band,
@@ -1595,6 +1635,20 @@ static int64_t ema_stalled(const struct ema_policy_ctx *c, void *state, int tena
 		set_reserve(c, st, tenant, 0);
 		at = now;
 	}
+	/* the queue guard's hold ends with time alone, where it is all that
+	 * keeps a GPU from lending for new requests */
+	if (own(c)->queue_guard && own(c)->queue_hold_s > 0 && !st->never[tenant])
+		for (int g = 0; g < c->n_gpus; g++) {
+			int home = c->ledger->gpu[g].home_tenant;
+			int64_t w;
+
+			if (g == c->tenant_gpu[tenant] || home < 0 ||
+			    lendable(c, st, g, false) == 0 || queue_waits(c, g, home, true))
+				continue;
+			w = queue_hold_until(c, home);
+			if (w >= now && (at < 0 || w < at))
+				at = w;
+		}
 	if (own(c)->lender_slowdown > 0 && !st->never[tenant])
 		for (int g = 0; g < c->n_gpus; g++) {
 			int home = c->ledger->gpu[g].home_tenant;
