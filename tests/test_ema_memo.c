@@ -55,6 +55,15 @@ static int32_t lendable_by_rules(const struct ema_policy_ctx *c, struct ema_stat
 		if (need > 0 && need <= c->kv_capacity_pages[c->ledger->gpu[g].home_tenant] &&
 		    (admit || need >= ema_ledger_free_pages(c->ledger, g)))
 			n = 0;
+		/* and its hold: for new requests, until queue_hold_s after the
+		 * tenant last left a request queued */
+		if (admit && own(c)->queue_hold_s > 0) {
+			int64_t waited = ema_policy_queue_waited_ns(c, c->ledger->gpu[g].home_tenant);
+
+			if (waited >= 0 && waited + (int64_t)llround(own(c)->queue_hold_s * 1e9) >
+						   ema_policy_now(c))
+				n = 0;
+		}
 	}
 	if (admit && n > 0 && c->ledger->gpu[g].home_tenant >= 0 &&
 	    lender_slowdown_now(c, fresh, g) >= own(c)->lender_slowdown)
@@ -161,7 +170,7 @@ static void test_memos_random(void)
 	static struct held held[4096];
 	struct ema_state *fresh = malloc(sizeof *fresh);
 	int checks = 0, bad_short = 0, bad_lend = 0, bad_slow = 0, bad_decay = 0, bad_borrow = 0;
-	int shorts = 0, guarded = 0, readers = 0, bad_bound = 0, undecided = 0;
+	int shorts = 0, guarded = 0, on_hold = 0, readers = 0, bad_bound = 0, undecided = 0;
 	int bad_below = 0, shortcuts = 0, bad_tpot = 0, tpot_tight = 0, tpot_asked = 0;
 
 	CU_ASSERT_FATAL(fresh != NULL);
@@ -218,6 +227,10 @@ static void test_memos_random(void)
 				plan_random(&e, (int)rnd(3));
 			} else {
 				m->now += gaps[rnd(8)];
+				/* now and then a tenant's try to start leaves a
+				 * request queued: the queue guard's hold */
+				if (rnd(4) == 0)
+					e.tenants[rnd(3)].queue_left_ns = m->now;
 			}
 			readers += __builtin_popcount(st->readers) > 1;
 			/* every memo, against what a first call computes */
@@ -230,6 +243,9 @@ static void test_memos_random(void)
 				int32_t a = lendable(c, st, g, true), b = lendable_by_rules(c, fresh, g, true);
 
 				guarded += lendable_by_rules(c, fresh, g, false) > 0 && b == 0;
+				on_hold += lendable_by_rules(c, fresh, g, false) > 0 && b == 0 &&
+					e.ledger.gpu[g].home_tenant >= 0 &&
+					queue_hold_until(c, e.ledger.gpu[g].home_tenant) >= 0;
 				bad_lend += a != b;
 				bad_lend += lendable(c, st, g, false) != lendable_by_rules(c, fresh, g, false);
 				bad_slow += lender_slowdown_now(c, st, g) != lender_slowdown_now(c, fresh, g);
@@ -312,6 +328,7 @@ static void test_memos_random(void)
 	 * its headroom, some not; the guard refusing a lender */
 	CU_ASSERT(shorts > 0 && shorts < checks);
 	CU_ASSERT(guarded > 0);
+	CU_ASSERT(on_hold > 0);
 	/* and cases the bound leaves to the exact figure, not refused */
 	CU_ASSERT(undecided > 0);
 	CU_ASSERT(readers > 0);

@@ -636,9 +636,10 @@ static void test_random_scenarios(void)
  * is counted, not failed. Every third round (by its seed) puts requests
  * on their own pages after two reclaims (serving.reclaim_backoff=2), so that
  * the reclaim backoff's paths run too, every fourth switches ema's
- * queue guard off (policy.ema.queue_guard=false), and every fifth steps with the
- * page lists the hardware backend keeps (EMA_PAGE_LISTS=1), which must
- * change nothing either. `make fuzz-scenarios` runs hundreds (with
+ * queue guard off (policy.ema.queue_guard=false), every eighth holds its
+ * lenders 0.05 s and another eighth 5 s (policy.ema.queue_hold_s), and
+ * every fifth steps with the page lists the hardware backend keeps
+ * (EMA_PAGE_LISTS=1), which must change nothing either. `make fuzz-scenarios` runs hundreds (with
  * EMA_WIDE_ROUNDS and EMA_WIDE_SEED; EMA_KEEP_LEAP keeps the folders,
  * whose config.json replays a round). A generator like this one, outside
  * the tree, found the bugs doc/limitations.md and the log tell of since
@@ -669,6 +670,13 @@ static void wide_round(uint32_t seed, int round, int *livelocks)
 	 * lender's queue is about to take, reclaimed when it starts) */
 	if (seed % 4 == 2)
 		argv[n++] = "policy.ema.queue_guard=false";
+	/* of those with the guard, two in eight hold its lenders shorter
+	 * or longer than the default second: a hold that lapses between
+	 * most steps, or one that a tenant may wait out (ema_stalled) */
+	if (seed % 8 == 0)
+		argv[n++] = "policy.ema.queue_hold_s=0.05";
+	if (seed % 8 == 4)
+		argv[n++] = "policy.ema.queue_hold_s=5";
 	/* and every fifth steps with the page lists the hardware backend
 	 * keeps (EMA_PAGE_LISTS=1): its bookkeeping, checked without GPUs */
 	lists = seed % 5 == 1;
