@@ -27,10 +27,13 @@
 #       1.05 x; the lender within 5%; validate within 5% / 15%)
 #   04  a summary table of 02 and 03 from the validate CSVs
 #   05  ema's queue guard on the GPUs: the validation scenario with both
-#       tenants at 14 req/s (every queue waits), ema with
-#       policy.ema.queue_guard true and false, each through `ema validate`
-#       (doc/model.md, "ema's queue guard": in the simulator, static's
-#       figures with it, reclaims and slower steps without)
+#       tenants at 14 req/s (every queue waits), ema with the guard and
+#       its hold (policy.ema.queue_hold_s=1, the default), the guard
+#       alone (hold 0) and no guard, each through `ema validate`
+#       (doc/model.md, "ema's queue guard" and "The queue guard's hold":
+#       in the simulator, static's throughput with both, the borrower at
+#       0.99 x and TPOT +3.4% with the guard alone, more reclaims and
+#       slower steps without)
 #
 # The hw backend's in-place iterations split the read grid between local
 # pages and each lender's (hw/hw_split.c; the measured point L 924 + R 132
@@ -45,7 +48,7 @@
 # results/h200x2/ with their date.
 #
 # STEPS="01 03" (environment) runs only those steps (each device call has
-# 10 minutes; 02 takes about 16 validate runs, 03 four, 05 two).
+# 10 minutes; 02 takes about 16 validate runs, 03 four, 05 three).
 set -eu
 
 dry=
@@ -130,12 +133,14 @@ want 03 && for seed in 1 2; do
 	done
 done
 
-want 05 && for guard in true false; do
-	tag="05-overload-guard-$guard"
+want 05 && for guard in true:1 true:0 false:0; do
+	hold=${guard#*:}
+	guard=${guard%:*}
+	tag="05-overload-guard-$guard-hold-$hold"
 	# shellcheck disable=SC2086
 	run "$tag.txt" "$ema" validate $base --set tenants.0.workload.rate_rps=14 \
 		--set tenants.1.workload.rate_rps=14 --set policy.ema.queue_guard=$guard \
-		--csv "$out/$tag.csv"
+		--set policy.ema.queue_hold_s=$hold --csv "$out/$tag.csv"
 done
 
 [ -z "$dry" ] || { echo "Commands: $out/commands.txt" >&2; exit 0; }
