@@ -857,7 +857,7 @@ static int32_t headroom_pages(const struct ema_policy_ctx *c, int g)
  * ~1,100 reclaims a tenant, throughput 1.5% under static's). No page
  * for a new request then, nor, while its pages are not free, for a
  * running one (which static would not have had either). */
-static bool queue_waits(const struct ema_policy_ctx *c, int g, int home, bool admit)
+static inline bool queue_waits(const struct ema_policy_ctx *c, int g, int home, bool admit)
 {
 	int32_t need = ema_policy_queue_need(c, home);
 
@@ -871,7 +871,7 @@ static bool queue_waits(const struct ema_policy_ctx *c, int g, int home, bool ad
  * now: a queue that waited at a step's end is often one that empties for
  * a moment between bursts, and pages lent in that moment came back by
  * reclaims with the next burst (QUEUE_HOLD_DEFAULT_S). */
-static int64_t queue_hold_until(const struct ema_policy_ctx *c, int home)
+static inline int64_t queue_hold_until(const struct ema_policy_ctx *c, int home)
 {
 	double hold = own(c)->queue_hold_s;
 	int64_t last, until;
@@ -887,7 +887,7 @@ static int64_t queue_hold_until(const struct ema_policy_ctx *c, int home)
 
 /* The queue guard as lendable() applies it: the queue now, and for new
  * requests its hold. */
-static bool queue_guard_refuses(const struct ema_policy_ctx *c, int g, int home, bool admit)
+static inline bool queue_guard_refuses(const struct ema_policy_ctx *c, int g, int home, bool admit)
 {
 	return queue_waits(c, g, home, admit) || (admit && queue_hold_until(c, home) >= 0);
 }

@@ -1203,7 +1203,7 @@ static int64_t admit(struct ema_engine *e, struct ema_tenant *t, int64_t budget,
 
 /* The pages the next request of t to start asks its GPU for
  * (ema_policy_queue_need, which says how), or 0. */
-static int32_t queue_need(const struct ema_engine *e, const struct ema_tenant *t)
+static inline int32_t queue_need(const struct ema_engine *e, const struct ema_tenant *t)
 {
 	const struct ema_request *r;
 	int64_t need;
