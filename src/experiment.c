@@ -461,7 +461,7 @@ static int build_workload(struct ema_experiment *x, int ti, struct ema_trace_cac
 		/* not progress: shown with --quiet too */
 		char note[EMA_ERROR_MSG_MAX + EMA_PATH_MAX];
 
-		if (ema_workload_cut_note(&x->workloads[ti], &cut, wc, note, sizeof note))
+		if (!x->silent && ema_workload_cut_note(&x->workloads[ti], &cut, wc, note, sizeof note))
 			fprintf(stderr, "ema: warning: tenants.%d.workload: %s\n", ti, note);
 	}
 	return EMA_OK;
@@ -582,7 +582,7 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 		run->wall_s = ema_wall_now() - w0;
 		lent_peaks(run);
 		tenant_results(run, cfg);
-		for (int ti = 0; ti < cfg->n_tenants; ti++) {
+		for (int ti = 0; !x->silent && ti < cfg->n_tenants; ti++) {
 			const struct ema_tenant_result *r = &run->results[ti];
 
 			/* said even with --quiet: a result short of requests
@@ -644,7 +644,7 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 			const struct ema_link_stats *l = &run->links;
 			uint64_t spread = l->bytes_by_purpose[EMA_XFER_PREFETCH];
 
-			if (spread > 0 && l->spread_cut_bytes > spread / 100)
+			if (!x->silent && spread > 0 && l->spread_cut_bytes > spread / 100)
 				fprintf(stderr, "ema: %s: %.1f%% of the remote KV bytes (%.1f GiB) "
 					"could not cross the links within the steps that read them "
 					"(contention); the steps' times charge them at the idle "

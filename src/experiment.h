@@ -117,6 +117,10 @@ struct ema_experiment {
 	enum ema_backend backend;
 	bool verify;
 	bool quiet;
+	/* no notes on stderr either (a trace replay cut short, requests
+	 * dropped, link contention): for a caller that runs many scenarios
+	 * and reports what it needs from the results (tests/vs_static.c) */
+	bool silent;
 	/* requests.csv's rows are formatted beside each run (rows.h) where
 	 * the machine has cores to spare (EMA_ROWS_MIN_CPUS online), else
 	 * after the runs; rows_after and rows_beside force one way (the
