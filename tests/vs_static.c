@@ -15,7 +15,16 @@
  * that replay it with `ema run`. Tenants that completed or dropped
  * other counts (ema admits what static drops at arrival, or a horizon
  * cuts one short) are counted apart: their ratios compare different
- * work. */
+ * work.
+ *
+ * EMA_VS_AGAINST=KEY=VALUE (`make vs-static VS_AGAINST=...`) runs ema a
+ * second time on each scenario with that --set as well, and pairs the
+ * two scenario by scenario: how many scenarios the setting changes, and
+ * per tenant the largest loss and gain it brings against static (the
+ * first run's ratio less the second's, in points of static's figure),
+ * with the tenants past a line under each. That is the question a
+ * change of a knob's default asks: what it changes, where, and by how
+ * much. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +49,7 @@ struct worst {
 	double v;
 	uint32_t seed;
 	char tenant[EMA_NAME_MAX];
+	double a, b; /* with EMA_VS_AGAINST: the two ratios it is the difference of */
 };
 
 static void note_min(struct worst *w, double v, uint32_t seed, const char *tenant)
@@ -73,33 +83,88 @@ static void print_worst(const char *what, const struct worst *w)
 		printf("  %-36s %.3f  (seed %u, %s)\n", what, w->v, w->seed, w->tenant);
 }
 
+/* The pairing's extremes: d = a - b, in points of static's figure. */
+static void note_pair(struct worst *lo, struct worst *hi, double a, double b, uint32_t seed,
+		      const char *tenant)
+{
+	double d = 100.0 * (a - b);
+
+	if (!isfinite(d))
+		return;
+	if (lo->seed == 0 || d < lo->v) {
+		*lo = (struct worst){ d, seed, "", a, b };
+		snprintf(lo->tenant, sizeof lo->tenant, "%s", tenant);
+	}
+	if (hi->seed == 0 || d > hi->v) {
+		*hi = (struct worst){ d, seed, "", a, b };
+		snprintf(hi->tenant, sizeof hi->tenant, "%s", tenant);
+	}
+}
+
+static void print_pair(const char *what, const struct worst *w)
+{
+	if (w->seed == 0)
+		printf("  %-40s -\n", what);
+	else
+		printf("  %-40s %+.1f points  (seed %u, %s: %.3f against %.3f x static's)\n", what,
+		       w->v, w->seed, w->tenant, w->a, w->b);
+}
+
+/* Runs the scenario rs (argv[0 .. n - 1]) into *x; false (with the reason
+ * printed) if it did not run with `want` runs. */
+static bool run_scenario(struct ema_experiment *x, const char **argv, int n, int want,
+			 uint32_t seed)
+{
+	struct ema_error err = {0};
+	int rc = ema_config_load(&x->cfg, NULL, argv, n, &err);
+
+	if (rc == EMA_OK) {
+		x->quiet = true;
+		x->silent = true;
+		rc = ema_experiment_run(x, &err);
+	}
+	if (rc != EMA_OK || x->n_runs != want) {
+		printf("  seed %u: did not run: %s\n", seed, err.msg);
+		return false;
+	}
+	return true;
+}
+
 int main(void)
 {
 	const char *env_rounds = getenv("EMA_VS_ROUNDS"), *env_seed = getenv("EMA_VS_SEED");
-	const char *extra = getenv("EMA_VS_SET");
+	const char *extra = getenv("EMA_VS_SET"), *against = getenv("EMA_VS_AGAINST");
 	int rounds = env_rounds != NULL && atoi(env_rounds) > 0 ? atoi(env_rounds) : 20;
 	uint32_t seed0 = env_seed != NULL ? (uint32_t)strtoul(env_seed, NULL, 10) : 1;
 	const char *traces = ema_test_shared_traces();
 	struct worst thr_b = {0}, thr_l = {0}, ttft_b = {0}, ttft_l = {0}, tpot_b = {0},
 		     tpot_l = {0};
 	int failed = 0, compared = 0, apart = 0, past = 0, lenders = 0, changed = 0;
+	/* the pairing (EMA_VS_AGAINST) */
+	struct worst thr_lo = {0}, thr_hi = {0}, ttft_lo = {0}, ttft_hi = {0}, tpot_lo = {0},
+		     tpot_hi = {0};
+	int paired = 0, scen_changed = 0, tenants_changed = 0, past_b = 0;
 
 	if (extra != NULL && extra[0] == '\0')
 		extra = NULL;
+	if (against != NULL && against[0] == '\0')
+		against = NULL;
 	if (ema_engine_register_policies(ema_policy_table) != EMA_OK)
 		return 99;
 	printf("ema against static on %d random scenarios from seed %u%s%s%s\n", rounds, seed0,
 	       extra ? " (--set " : "", extra ? extra : "", extra ? ")" : "");
+	if (against != NULL)
+		printf("paired with ema under --set %s on each (\"B\"; the first run is \"A\")\n",
+		       against);
 	printf("tenants past a line (throughput < %.2f or TTFT p50 > %.2f x static's; a "
 	       "lender: throughput < %.2f or a p50 > %.2f):\n",
 	       VS_THROUGHPUT_MIN, VS_TTFT_MAX, VS_LENDER_THROUGHPUT_MIN, VS_LENDER_P50_MAX);
 	for (int round = 0; round < rounds; round++) {
 		uint32_t seed = seed0 * 100003u + (uint32_t)round;
 		struct ema_random_scenario rs;
-		struct ema_experiment *x = calloc(1, sizeof *x);
-		struct ema_error err = {0};
-		int n, rc;
-		bool shown = false;
+		struct ema_experiment *x = calloc(1, sizeof *x), *y = NULL;
+		int n;
+		bool shown = false, ran, ran_b = false, scen_moved = false;
 
 		if (x == NULL || !ema_random_scenario(&rs, seed, traces, false)) {
 			free(x);
@@ -109,16 +174,25 @@ int main(void)
 		rs.argv[n++] = "policies=static,ema";
 		if (extra != NULL)
 			rs.argv[n++] = extra;
-		rc = ema_config_load(&x->cfg, NULL, rs.argv, n, &err);
-		if (rc == EMA_OK) {
-			x->quiet = true;
-			rc = ema_experiment_run(x, &err);
+		ran = run_scenario(x, rs.argv, n, 2, seed);
+		if (ran && against != NULL) {
+			/* ema again, with the setting it is paired against */
+			const char *argv_b[40];
+			int nb = 0;
+
+			for (int k = 0; k < n; k++)
+				argv_b[nb++] = strcmp(rs.argv[k], "policies=static,ema") == 0 ?
+						       "policies=ema" : rs.argv[k];
+			argv_b[nb++] = against;
+			y = calloc(1, sizeof *y);
+			if (y == NULL)
+				return 99;
+			ran_b = run_scenario(y, argv_b, nb, 1, seed);
+			ran = ran && ran_b;
+			paired += ran_b;
 		}
-		if (rc != EMA_OK || x->n_runs != 2) {
-			printf("  seed %u: did not run: %s\n", seed, err.msg);
-			failed++;
-		}
-		for (int t = 0; rc == EMA_OK && x->n_runs == 2 && t < x->cfg.n_tenants; t++) {
+		failed += !ran;
+		for (int t = 0; ran && t < x->cfg.n_tenants; t++) {
 			const struct ema_tenant_result *st = &x->runs[0].results[t];
 			const struct ema_tenant_result *em = &x->runs[1].results[t];
 			bool lender = em->lent_peak_gib > 0 && em->borrowed_peak_gib == 0;
@@ -126,6 +200,14 @@ int main(void)
 			double ttft = ratio(em->ttft_ms[0], st->ttft_ms[0]);
 			double tpot = ratio(em->tpot_ms[0], st->tpot_ms[0]);
 
+			if (y != NULL) {
+				const struct ema_tenant_result *eb = &y->runs[0].results[t];
+
+				if (eb->throughput_tok_s != em->throughput_tok_s ||
+				    eb->ttft_ms[0] != em->ttft_ms[0] || eb->tpot_ms[0] != em->tpot_ms[0] ||
+				    eb->completed != em->completed || eb->dropped != em->dropped)
+					scen_moved = true;
+			}
 			if (em->completed != st->completed || em->dropped != st->dropped) {
 				apart++;
 				continue;
@@ -136,6 +218,27 @@ int main(void)
 			note_min(lender ? &thr_l : &thr_b, thr, seed, em->tenant);
 			note_max(lender ? &ttft_l : &ttft_b, ttft, seed, em->tenant);
 			note_max(lender ? &tpot_l : &tpot_b, tpot, seed, em->tenant);
+			if (y != NULL) {
+				/* the pairing: B's ratios, where B completed and dropped
+				 * what static did too */
+				const struct ema_tenant_result *eb = &y->runs[0].results[t];
+				bool lender_b = eb->lent_peak_gib > 0 && eb->borrowed_peak_gib == 0;
+				double thr2 = ratio(eb->throughput_tok_s, st->throughput_tok_s);
+				double ttft2 = ratio(eb->ttft_ms[0], st->ttft_ms[0]);
+				double tpot2 = ratio(eb->tpot_ms[0], st->tpot_ms[0]);
+
+				if (eb->completed == st->completed && eb->dropped == st->dropped) {
+					tenants_changed += thr != thr2 || ttft != ttft2 || tpot != tpot2;
+					note_pair(&thr_lo, &thr_hi, thr, thr2, seed, em->tenant);
+					/* (latencies: a rise is the loss) */
+					note_pair(&ttft_lo, &ttft_hi, ttft, ttft2, seed, em->tenant);
+					note_pair(&tpot_lo, &tpot_hi, tpot, tpot2, seed, em->tenant);
+					past_b += thr2 < VS_THROUGHPUT_MIN || ttft2 > VS_TTFT_MAX ||
+						  (lender_b && (thr2 < VS_LENDER_THROUGHPUT_MIN ||
+								ttft2 > VS_LENDER_P50_MAX ||
+								tpot2 > VS_LENDER_P50_MAX));
+				}
+			}
 			if (thr < VS_THROUGHPUT_MIN || ttft > VS_TTFT_MAX ||
 			    (lender && (thr < VS_LENDER_THROUGHPUT_MIN || ttft > VS_LENDER_P50_MAX ||
 					tpot > VS_LENDER_P50_MAX))) {
@@ -149,6 +252,11 @@ int main(void)
 					printf("      --set '%s'\n", rs.argv[k]);
 				shown = true;
 			}
+		}
+		scen_changed += scen_moved;
+		if (y != NULL) {
+			ema_experiment_free(y);
+			free(y);
 		}
 		ema_experiment_free(x);
 		free(x);
@@ -169,5 +277,18 @@ int main(void)
 	print_worst("TTFT p50, highest, lenders", &ttft_l);
 	print_worst("TPOT p50, highest, others", &tpot_b);
 	print_worst("TPOT p50, highest, lenders", &tpot_l);
+	if (against != NULL) {
+		printf("A against B (--set %s), ema / static under A less under B, in points of "
+		       "static's figure:\n", against);
+		printf("  %d of %d scenarios changed; %d tenants' figures changed; past a line: "
+		       "%d under A, %d under B\n",
+		       scen_changed, paired, tenants_changed, past, past_b);
+		print_pair("throughput, largest loss under A", &thr_lo);
+		print_pair("throughput, largest gain under A", &thr_hi);
+		print_pair("TTFT p50, largest fall under A", &ttft_lo);
+		print_pair("TTFT p50, largest rise under A", &ttft_hi);
+		print_pair("TPOT p50, largest fall under A", &tpot_lo);
+		print_pair("TPOT p50, largest rise under A", &tpot_hi);
+	}
 	return failed > 0 ? 1 : 0;
 }
