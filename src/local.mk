@@ -69,6 +69,9 @@ tests_vs_static_SOURCES = tests/vs_static.c tests/test_main.h tests/random_scena
 tests_vs_static_CFLAGS = $(TEST_CFLAGS)
 tests_vs_static_LDADD = $(TEST_LIBS)
 endif
+# ... whose report, pairing included, a short run checks
+TESTS += tests/test_vs_static.sh
+EXTRA_DIST += tests/test_vs_static.sh
 # Random scenarios by the hundred, each run stepping and leaping, which
 # must write the same files and must run (tests/test_leap.c, "random
 # scenarios"): FUZZ_ROUNDS=300 of each generator from FUZZ_SEED=1 (a few

@@ -83,7 +83,9 @@ static void print_worst(const char *what, const struct worst *w)
 		printf("  %-36s %.3f  (seed %u, %s)\n", what, w->v, w->seed, w->tenant);
 }
 
-/* The pairing's extremes: d = a - b, in points of static's figure. */
+/* The pairing's extremes: d = a - b, in points of static's figure, the
+ * most negative in lo and the most positive in hi (none where no tenant
+ * moved that way). */
 static void note_pair(struct worst *lo, struct worst *hi, double a, double b, uint32_t seed,
 		      const char *tenant)
 {
@@ -91,11 +93,11 @@ static void note_pair(struct worst *lo, struct worst *hi, double a, double b, ui
 
 	if (!isfinite(d))
 		return;
-	if (lo->seed == 0 || d < lo->v) {
+	if (d < 0 && (lo->seed == 0 || d < lo->v)) {
 		*lo = (struct worst){ d, seed, "", a, b };
 		snprintf(lo->tenant, sizeof lo->tenant, "%s", tenant);
 	}
-	if (hi->seed == 0 || d > hi->v) {
+	if (d > 0 && (hi->seed == 0 || d > hi->v)) {
 		*hi = (struct worst){ d, seed, "", a, b };
 		snprintf(hi->tenant, sizeof hi->tenant, "%s", tenant);
 	}
@@ -104,7 +106,7 @@ static void note_pair(struct worst *lo, struct worst *hi, double a, double b, ui
 static void print_pair(const char *what, const struct worst *w)
 {
 	if (w->seed == 0)
-		printf("  %-40s -\n", what);
+		printf("  %-40s none\n", what);
 	else
 		printf("  %-40s %+.1f points  (seed %u, %s: %.3f against %.3f x static's)\n", what,
 		       w->v, w->seed, w->tenant, w->a, w->b);
