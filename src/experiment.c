@@ -261,6 +261,7 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 	res->max_request_pages = ema_engine_max_request_pages(e, ti);
 	res->max_admit_pages = ema_engine_max_admit_pages(e, ti);
 	res->vs_static_steady = res->vs_ideal_steady = NAN;
+	res->vs_static_ttft_paired = res->vs_static_tpot_paired = NAN;
 	if (!ttft || !tpot || !e2e || !rec || !recs) {
 		free(ttft); free(tpot); free(e2e); free(rec); free(recs);
 		ema_metrics_compute(NULL, 0, &cfg->metrics, &cfg->slo, &res->metrics);
@@ -373,6 +374,45 @@ static void tenant_results(struct ema_policy_run *run, const struct ema_config *
  * (a tenant whose GPU lent pages) violates the guarantee when it does
  * worse than under static by more than 5% in throughput or p50 latency,
  * or 15% in p99 latency. */
+/* The paired medians of run a's tenant ti against static's run s
+ * (ema_tenant_result's vs_static_*_paired). */
+static void paired_medians(const struct ema_engine *a, const struct ema_engine *s, int ti,
+			   double *ttft, double *tpot)
+{
+	static const double half = 0.5;
+	int32_t n = ema_engine_n_requests(a, ti);
+	double *vt, *vp;
+	size_t nt = 0, np = 0;
+
+	*ttft = *tpot = NAN;
+	if (n <= 0 || ema_engine_n_requests(s, ti) != n)
+		return;
+	vt = malloc((size_t)n * sizeof *vt);
+	vp = malloc((size_t)n * sizeof *vp);
+	if (vt == NULL || vp == NULL) {
+		free(vt);
+		free(vp);
+		return;
+	}
+	for (int32_t i = 0; i < n; i++) {
+		struct ema_request_record ra, rs;
+
+		ema_engine_request(a, ti, i, &ra);
+		ema_engine_request(s, ti, i, &rs);
+		if (ra.finish_ns < 0 || rs.finish_ns < 0 || rs.first_token_ns <= rs.arrival_ns)
+			continue;
+		vt[nt++] = (double)(ra.first_token_ns - ra.arrival_ns) /
+			   (double)(rs.first_token_ns - rs.arrival_ns);
+		if (ra.output_tokens > 1 && rs.finish_ns > rs.first_token_ns)
+			vp[np++] = (double)(ra.finish_ns - ra.first_token_ns) /
+				   (double)(rs.finish_ns - rs.first_token_ns);
+	}
+	ema_quantiles(vt, nt, &half, 1, ttft);
+	ema_quantiles(vp, np, &half, 1, tpot);
+	free(vt);
+	free(vp);
+}
+
 static void compare(struct ema_experiment *x)
 {
 	const struct ema_policy_run *st = NULL, *id = NULL;
@@ -397,6 +437,16 @@ static void compare(struct ema_experiment *x)
 				r->vs_static_tpot_p99 = r->tpot_ms[2] / s->tpot_ms[2];
 				r->vs_static_steady = r->metrics.steady_tok_s /
 						      s->metrics.steady_tok_s;
+				if (&x->runs[i] == st) {
+					/* (each request against itself; not walked: a
+					 * static-only run pays nothing for the columns) */
+					r->vs_static_ttft_paired = isnan(r->ttft_ms[0]) ? NAN : 1.0;
+					r->vs_static_tpot_paired = isnan(r->tpot_ms[0]) ? NAN : 1.0;
+				} else {
+					paired_medians(x->runs[i].engine, st->engine, ti,
+						       &r->vs_static_ttft_paired,
+						       &r->vs_static_tpot_paired);
+				}
 				/* Judged only for pure lenders: a tenant that also
 				 * borrowed is measured against static with its own
 				 * borrowing mixed in ("both"). */
@@ -691,7 +741,7 @@ int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f)
 	      "vs_static_ttft_p99,vs_static_tpot_p99,vs_ideal_throughput,lender_guarantee,"
 	      "steady_tok_s,window_start_s,window_end_s,user_tok_s_mean,user_tok_s_p50,"
 	      "slo_attainment,goodput_req_s,vs_static_steady_tok_s,vs_ideal_steady_tok_s,"
-	      "dropped_recomputed\n", f);
+	      "dropped_recomputed,vs_static_ttft_paired_p50,vs_static_tpot_paired_p50\n", f);
 	for (int i = 0; i < x->n_runs; i++)
 		for (int ti = 0; ti < x->cfg.n_tenants; ti++) {
 			const struct ema_tenant_result *r = &x->runs[i].results[ti];
@@ -745,9 +795,13 @@ int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f)
 					put_num(f, reg[k]);
 				}
 			}
-			/* (last, so that readers by position of the columns before
-			 * it are not broken) */
-			fprintf(f, ",%lld\n", (long long)r->dropped_recomputed);
+			/* (appended, so that readers by position of the columns
+			 * before them are not broken) */
+			fprintf(f, ",%lld,", (long long)r->dropped_recomputed);
+			put_num(f, r->vs_static_ttft_paired);
+			fputc(',', f);
+			put_num(f, r->vs_static_tpot_paired);
+			fputc('\n', f);
 		}
 	return ferror(f) ? EMA_ERR_IO : EMA_OK;
 }

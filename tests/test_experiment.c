@@ -254,6 +254,55 @@ static void test_summary_shape(void)
 	drop(x);
 }
 
+/* vs_static_*_paired of run i's tenant ti, recomputed: each request's
+ * TTFT and TPOT over its own under static (run 0 of the default scenario),
+ * sorted, the middle one (or the mean of the middle two). */
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double middle(double *v, size_t n)
+{
+	if (n == 0)
+		return NAN;
+	qsort(v, n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void paired_by_hand(const struct ema_experiment *x, int i, int ti,
+			   const struct ema_tenant_result *r)
+{
+	const struct ema_engine *a = x->runs[i].engine, *s = x->runs[0].engine;
+	int32_t n = ema_engine_n_requests(a, ti);
+	double *vt = calloc((size_t)n + 1, sizeof *vt), *vp = calloc((size_t)n + 1, sizeof *vp);
+	size_t nt = 0, np = 0;
+
+	CU_ASSERT_STRING_EQUAL_FATAL(x->runs[0].policy, "static");
+	CU_ASSERT_FATAL(vt != NULL && vp != NULL);
+	for (int32_t k = 0; k < n; k++) {
+		struct ema_request_record ra, rs;
+
+		ema_engine_request(a, ti, k, &ra);
+		ema_engine_request(s, ti, k, &rs);
+		CU_ASSERT_EQUAL(ra.arrival_ns, rs.arrival_ns); /* the same requests */
+		if (ra.finish_ns < 0 || rs.finish_ns < 0)
+			continue;
+		vt[nt++] = (double)(ra.first_token_ns - ra.arrival_ns) /
+			   (double)(rs.first_token_ns - rs.arrival_ns);
+		if (ra.output_tokens > 1)
+			vp[np++] = (double)(ra.finish_ns - ra.first_token_ns) /
+				   (double)(rs.finish_ns - rs.first_token_ns);
+	}
+	CU_ASSERT(nt > 0 && np > 0);
+	CU_ASSERT_DOUBLE_EQUAL(r->vs_static_ttft_paired, middle(vt, nt), 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(r->vs_static_tpot_paired, middle(vp, np), 1e-12);
+	free(vt);
+	free(vp);
+}
+
 /* Static compared with itself is exactly 1; only a tenant whose GPU lent
  * pages gets a guarantee verdict. */
 static void test_comparisons(void)
@@ -271,6 +320,12 @@ static void test_comparisons(void)
 				CU_ASSERT(r->vs_static_throughput == 1.0);
 				CU_ASSERT(r->vs_static_ttft_p50 == 1.0);
 				CU_ASSERT(r->vs_static_tpot_p99 == 1.0);
+				CU_ASSERT(r->vs_static_ttft_paired == 1.0);
+				CU_ASSERT(r->vs_static_tpot_paired == 1.0);
+			} else {
+				/* the median of each request's ratio, from the
+				 * requests one by one */
+				paired_by_hand(x, i, ti, r);
 			}
 			if (strcmp(r->policy, "ideal") == 0)
 				CU_ASSERT(r->vs_ideal_throughput == 1.0);
