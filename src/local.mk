@@ -87,14 +87,17 @@ fuzz-scenarios: tests/test_leap$(EXEEXT)
 # (tests/vs_static.c), ema at its default protections: the tenants past
 # the design's lines and the worst ratios (about 1 s a scenario; needs
 # CUnit). VS_SET=KEY=VALUE adds a --set to every run; VS_AGAINST=KEY=VALUE
-# runs ema again with it and pairs the two scenario by scenario.
+# runs ema again with it and pairs the two scenario by scenario;
+# VS_SHOW=SEED prints the --set options of the scenario of that seed.
 VS_ROUNDS = 100
 VS_SEED = 1
 VS_SET =
 VS_AGAINST =
+VS_SHOW =
 vs-static: tests/vs_static$(EXEEXT)
 	EMA_SRCDIR='$(abs_top_srcdir)' EMA_VS_ROUNDS=$(VS_ROUNDS) EMA_VS_SEED=$(VS_SEED) \
-		EMA_VS_SET='$(VS_SET)' EMA_VS_AGAINST='$(VS_AGAINST)' tests/vs_static$(EXEEXT)
+		EMA_VS_SET='$(VS_SET)' EMA_VS_AGAINST='$(VS_AGAINST)' \
+		EMA_VS_SHOW='$(VS_SHOW)' tests/vs_static$(EXEEXT)
 .PHONY: vs-static
 EXTRA_DIST += tests/test_cli.sh tests/test_sweep.sh tests/test_slurm.sh tests/data/cli/one_request.json tests/data/cli/trace_ok.csv \
 	tests/data/cli/trace_bad_row.csv tests/data/cli/trace_backwards.csv \
