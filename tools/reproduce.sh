@@ -112,6 +112,9 @@ table() {
 				m = judge(row)
 				if (nl == 1 || m > worst) {
 					worst = m; wt = t; wk = badk; wv = badv
+					# the worst lender: its paired medians, each request
+					# against itself under static
+					wpt = $c["vs_static_ttft_paired_p50"]; wpp = $c["vs_static_tpot_paired_p50"]
 				}
 			}
 		}
@@ -119,8 +122,8 @@ table() {
 			if (nl == 0)
 				lend = "no lending"
 			else
-				lend = sprintf("%s (%d/%d lenders ok): %s %s %.3f", viol ? "violated" : "ok",
-					       nl - viol, nl, wt, kname[wk], wv)
+				lend = sprintf("%s (%d/%d lenders ok): %s %s %.3f; paired TTFT %.3f, TPOT %.3f",
+					       viol ? "violated" : "ok", nl - viol, nl, wt, kname[wk], wv, wpt, wpp)
 			for (i = 1; i <= nt; i++) {
 				t = order[i]
 				if (t !~ /^hot/) continue
@@ -142,6 +145,8 @@ table "$@"
 # program on the same scenarios.
 tmp="$write.tmp-$$"
 trap 'rm -f "$tmp"' EXIT
+# the backquotes below are markdown, not commands
+# shellcheck disable=SC2016
 {
 	printf '# Published scenarios, simulated%s\n\n' "${EMA_FLAGS:+ (\`$EMA_FLAGS\`)}"
 	echo '<!-- Written by tools/reproduce.sh --write; do not edit: rerun the command below. -->'
@@ -160,7 +165,9 @@ trap 'rm -f "$tmp"' EXIT
 	echo 'is the prefetch stall summed over the run; "preempt" counts preemptions'
 	echo 'under static and ema; the worst lender is the one furthest past (or'
 	echo 'closest to) the limits of `lender_guarantee` (5% on throughput and p50s,'
-	echo '15% on p99s), with that ratio.'
+	echo '15% on p99s), with that ratio and its paired medians (the medians of'
+	echo 'each of its requests'"'"' TTFT and TPOT against the same request'"'"'s under'
+	echo 'static, `vs_static_*_paired_p50`).'
 	echo
 	table "$@"
 	echo
