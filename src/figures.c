@@ -28,16 +28,18 @@
  * older than that column), % of ideal on the steady state. */
 enum {
 	FM_TPUT, FM_USER, FM_IDEAL, FM_TTFT50, FM_TTFT99, FM_TPOT50, FM_TPOT99, FM_STTFT99,
-	FM_STPOT99, FM_BORROWED, FM_LENT, FM_GPU, FM_N
+	FM_STPOT99, FM_PTTFT, FM_PTPOT, FM_BORROWED, FM_LENT, FM_GPU, FM_N
 };
 static const char *const fm_col[FM_N] = {
 	"steady_tok_s", "user_tok_s_p50", "vs_ideal_steady_tok_s", "ttft_p50_ms", "ttft_p99_ms",
 	"tpot_p50_ms", "tpot_p99_ms", "vs_static_ttft_p99", "vs_static_tpot_p99",
+	"vs_static_ttft_paired_p50", "vs_static_tpot_paired_p50",
 	"borrowed_peak_gib", "lent_peak_gib", "gpu",
 };
 static const char *const fm_name[FM_N] = {
 	"steady_tok_s", "user_tok_s_p50", "pct_of_ideal", "ttft_p50_ms", "ttft_p99_ms",
-	"tpot_p50_ms", "tpot_p99_ms", "vs_static_ttft_p99", "vs_static_tpot_p99", "", "", "",
+	"tpot_p50_ms", "tpot_p99_ms", "vs_static_ttft_p99", "vs_static_tpot_p99",
+	"vs_static_ttft_paired_p50", "vs_static_tpot_paired_p50", "", "", "",
 };
 
 struct frow {
@@ -395,6 +397,14 @@ static const struct load_fig load_figs[] = {
 	  "slowdown (x static, ratio)", { FM_STTFT99, FM_STPOT99 },
 	  { "TTFT p99 / static's (ratio)", "TPOT p99 / static's (ratio)" }, false, true, 1.15,
 	  "static" },
+	/* each request against itself: what the p50 ratios of a lender with
+	 * a few dozen requests blur (summary.csv's paired medians) */
+	{ "lender_paired",
+	  "Lenders, each request against itself under static (median ratio; 1.05: the guarantee)",
+	  "slowdown (x static, ratio)", { FM_PTTFT, FM_PTPOT },
+	  { "TTFT, request by request, median (ratio)",
+	    "TPOT, request by request, median (ratio)" },
+	  false, true, 1.05, "static" },
 };
 
 static int load_figure(struct fig *g, const struct load_fig *lf, int set, struct ema_error *err)
@@ -457,8 +467,11 @@ static int load_figure(struct fig *g, const struct load_fig *lf, int set, struct
 	if (rows == 0) {
 		free(buf);
 		if (!g->quiet)
-			fprintf(stderr, "ema: figures: %s: no value to draw (no %s in the points)\n",
-				name, lf->except ? lf->except : "finished request");
+			fprintf(stderr,
+				"ema: figures: %s: no value to draw (no %s in the points, or "
+				"points older than their summary.csv's %s column)\n",
+				name, lf->except ? lf->except : "finished request",
+				fm_col[lf->metrics[0]]);
 		return EMA_OK;
 	}
 	{

@@ -370,7 +370,7 @@ if command -v gnuplot >/dev/null 2>&1; then
 	ema sweep --quiet $TINY --set policies=static,ideal,ema --vary seed=1,2 \
 		--vary tenants.0.workload.rate_rps=8,12,16 --out fig
 	check "figures: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
-	for f in throughput pct_of_ideal ttft tpot lender_slowdown memory; do
+	for f in throughput pct_of_ideal ttft tpot lender_slowdown lender_paired memory; do
 		check "figures: $f.pdf and $f.png" [ -s "fig/figures/$f.pdf" ] && [ -s "fig/figures/$f.png" ]
 	done
 	check "figures: every spec names the scenario" \
