@@ -144,7 +144,7 @@ int main(void)
 	uint32_t seed0 = env_seed != NULL ? (uint32_t)strtoul(env_seed, NULL, 10) : 1;
 	const char *traces = ema_test_shared_traces();
 	struct worst thr_b = {0}, thr_l = {0}, ttft_b = {0}, ttft_l = {0}, tpot_b = {0},
-		     tpot_l = {0}, pttft_l = {0}, ptpot_l = {0};
+		     tpot_l = {0}, pttft_b = {0}, pttft_l = {0}, ptpot_b = {0}, ptpot_l = {0};
 	int failed = 0, compared = 0, apart = 0, past = 0, lenders = 0, changed = 0;
 	int lenders_past = 0, lenders_past_paired = 0, lenders_paired_only = 0;
 	/* the pairing (EMA_VS_AGAINST) */
@@ -239,10 +239,10 @@ int main(void)
 			note_min(lender ? &thr_l : &thr_b, thr, seed, em->tenant);
 			note_max(lender ? &ttft_l : &ttft_b, ttft, seed, em->tenant);
 			note_max(lender ? &tpot_l : &tpot_b, tpot, seed, em->tenant);
-			if (lender) {
-				note_max(&pttft_l, em->vs_static_ttft_paired, seed, em->tenant);
-				note_max(&ptpot_l, em->vs_static_tpot_paired, seed, em->tenant);
-			}
+			note_max(lender ? &pttft_l : &pttft_b, em->vs_static_ttft_paired, seed,
+				 em->tenant);
+			note_max(lender ? &ptpot_l : &ptpot_b, em->vs_static_tpot_paired, seed,
+				 em->tenant);
 			if (y != NULL) {
 				/* the pairing: B's ratios, where B completed and dropped
 				 * what static did too */
@@ -320,7 +320,9 @@ int main(void)
 	print_worst("TTFT p50, highest, lenders", &ttft_l);
 	print_worst("TPOT p50, highest, others", &tpot_b);
 	print_worst("TPOT p50, highest, lenders", &tpot_l);
+	print_worst("paired TTFT, highest, others", &pttft_b);
 	print_worst("paired TTFT, highest, lenders", &pttft_l);
+	print_worst("paired TPOT, highest, others", &ptpot_b);
 	print_worst("paired TPOT, highest, lenders", &ptpot_l);
 	if (against != NULL) {
 		printf("A against B (--set %s), ema / static under A less under B, in points of "
