@@ -45,6 +45,16 @@ enum ema_remote_path {
 };
 extern const char *const ema_remote_path_names[];
 
+/* What a lending policy does with a request whose whole KV is more than
+ * its own GPU's, which static drops at arrival (serve/engine.c,
+ * "Oversize requests"). */
+enum ema_oversize_mode {
+	EMA_OVERSIZE_DROP = 0, /* "drop": dropped at arrival, as under static */
+	EMA_OVERSIZE_YIELD,    /* "yield": runs only while no request of its tenant waits behind it */
+	EMA_OVERSIZE_WAIT      /* "wait": waits for borrowed pages like any other, the queue behind it too */
+};
+extern const char *const ema_oversize_mode_names[];
+
 /* vLLM-like continuous batching knobs (serve/). */
 struct ema_serving_cfg {
 	int block_tokens;
@@ -56,6 +66,7 @@ struct ema_serving_cfg {
 	/* reclaims that take one request back before it runs on its own
 	 * GPU's pages only (serve/engine.c, the reclaim backoff); 0: never */
 	int reclaim_backoff;
+	enum ema_oversize_mode oversize;
 };
 
 /* Knobs of the elastic policies (issue 3). Each policy reads the ones it

@@ -152,6 +152,14 @@ static const struct ema_config_key serving_keys[] = {
 	  "its whole KV is more than its GPU's; it ends the livelock of every "
 	  "tenant overloaded (doc/limitations.md). 0: never (such a run then stops "
 	  "with the livelock error)." },
+	{ "oversize", EMA_CFG_ENUM, SV(oversize), 0, 0, 0, 0, 0, ema_oversize_mode_names, NULL, NULL,
+	  "",
+	  "Lending policies: a request whose whole KV is more than its own GPU's "
+	  "(static drops it at arrival). drop: dropped at arrival as well; yield: "
+	  "starts only with no request of its tenant queued behind it, is dropped at "
+	  "the front where one is, and gives its pages back (preempted, dropped) when "
+	  "the front needs them; wait: waits at the front for borrowed pages, and "
+	  "every request behind it with it (doc/policies.md, \"Oversize requests\")." },
 	END
 };
 
@@ -324,6 +332,7 @@ static int config_defaults(struct ema_config *c, struct ema_error *err)
 		.block_tokens = 16, .max_batch = 256, .max_batch_tokens = 8192,
 		.chunked_prefill = false, .watermark = 0.01, .layer_groups = 8,
 		.reclaim_backoff = 64,
+		.oversize = EMA_OVERSIZE_DROP,
 	};
 	c->policy = (struct ema_policy_cfg){
 		.ideal_factor = 2, .lender_floor = 0.25, .lender_reserve = 0.05,

@@ -51,6 +51,12 @@ struct ema_tenant_stats {
 	 * back (engine.c, drop_stuck_swapped), the most pages one needed */
 	int64_t dropped_swapped;
 	int32_t dropped_swapped_max_pages;
+	/* of dropped, not of dropped_recomputed: requests whose whole KV is
+	 * more than their GPU's, dropped at the front of the queue where they
+	 * could not start and the request behind them could (engine.c,
+	 * oversize_yields), the largest of them (pages) */
+	int64_t dropped_yielded;
+	int32_t dropped_yielded_max_pages;
 };
 
 /* A reclaim: a lender asked for pages back; latency to pages free. */

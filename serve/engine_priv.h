@@ -188,6 +188,10 @@ struct ema_engine {
 	/* Decode leaping: on unless switched off or impossible (a policy
 	 * hook that could see other tenants, a platform without leaps). */
 	bool leap_on;
+	/* an oversize request (whole KV more than its GPU's) has started:
+	 * from then on a try to start looks for one to give way
+	 * (engine.c, oversize_make_way); never under static */
+	bool oversize_started;
 	/* leapt steps' plans through the policy's plan_leap, where it has one
 	 * (ema_engine_set_plan_leap) */
 	bool plan_leap_on;

@@ -257,6 +257,8 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 	res->dropped_backoff_max_pages = st->dropped_backoff_max_pages;
 	res->dropped_swapped = st->dropped_swapped;
 	res->dropped_swapped_max_pages = st->dropped_swapped_max_pages;
+	res->dropped_yielded = st->dropped_yielded;
+	res->dropped_yielded_max_pages = st->dropped_yielded_max_pages;
 	res->kv_capacity_pages = ema_engine_kv_capacity(e, ti);
 	res->max_request_pages = ema_engine_max_request_pages(e, ti);
 	res->max_admit_pages = ema_engine_max_admit_pages(e, ti);
@@ -637,7 +639,7 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 
 			/* said even with --quiet: a result short of requests
 			 * must not look like a complete one */
-			int64_t at_arrival = r->dropped - r->dropped_recomputed;
+			int64_t at_arrival = r->dropped - r->dropped_recomputed - r->dropped_yielded;
 
 			if (at_arrival > 0 && r->max_admit_pages < r->max_request_pages)
 				fprintf(stderr, "ema: %s: %s: %lld of %lld requests dropped at arrival: "
@@ -663,6 +665,14 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 						    r->dropped_swapped),
 					(long long)r->requests, r->dropped_recomputed_max_pages,
 					cfg->page_mib, r->max_admit_pages, run->policy);
+			if (r->dropped_yielded > 0)
+				fprintf(stderr, "ema: %s: %s: %lld of %lld requests dropped at the front of "
+					"the queue: their KV (up to %d pages of %g MiB) is more than the "
+					"GPU's %d, and they could not start where the request behind "
+					"them could (oversize requests yield)\n",
+					run->policy, r->tenant, (long long)r->dropped_yielded,
+					(long long)r->requests, r->dropped_yielded_max_pages, cfg->page_mib,
+					r->kv_capacity_pages);
 			if (r->dropped_swapped > 0)
 				fprintf(stderr, "ema: %s: %s: %lld of %lld requests dropped when swapped out: "
 					"with nothing else left to run, their KV (up to %d pages of %g MiB) "

@@ -60,6 +60,8 @@ struct ema_tenant_result {
 	int32_t dropped_backoff_max_pages;
 	int64_t dropped_swapped;           /* of dropped_recomputed: swapped out for good */
 	int32_t dropped_swapped_max_pages;
+	int64_t dropped_yielded;           /* of dropped, not recomputed: oversize, yielded its turn */
+	int32_t dropped_yielded_max_pages;
 	int32_t kv_capacity_pages;
 	double throughput_tok_s, req_s;
 	double ttft_ms[3];      /* p50 p90 p99 */

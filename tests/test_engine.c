@@ -363,6 +363,7 @@ static void test_no_progress_guard(void)
 	int rc;
 
 	tiny_config(&cfg, 1, (489 + 20) * 4.0 / 1024);
+	cfg.serving.oversize = EMA_OVERSIZE_WAIT; /* (drop would drop it at arrival) */
 	m = mock_new(&cfg);
 	CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, &liar, &m->base, &w, &err), EMA_OK);
 	rc = ema_engine_run(&e, &err);

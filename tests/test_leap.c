@@ -637,7 +637,8 @@ static void test_random_scenarios(void)
  * on their own pages after two reclaims (serving.reclaim_backoff=2), so that
  * the reclaim backoff's paths run too, every fourth switches ema's
  * queue guard off (policy.ema.queue_guard=false), every eighth holds its
- * lenders 0.05 s and another eighth 5 s (policy.ema.queue_hold_s), and
+ * lenders 0.05 s and another eighth 5 s (policy.ema.queue_hold_s), one in
+ * six lets oversize requests yield and another wait (serving.oversize), and
  * every fifth steps with the page lists the hardware backend keeps
  * (EMA_PAGE_LISTS=1), which must change nothing either. `make fuzz-scenarios` runs hundreds (with
  * EMA_WIDE_ROUNDS and EMA_WIDE_SEED; EMA_KEEP_LEAP keeps the folders,
@@ -677,6 +678,14 @@ static void wide_round(uint32_t seed, int round, int *livelocks)
 		argv[n++] = "policy.ema.queue_hold_s=0.05";
 	if (seed % 8 == 4)
 		argv[n++] = "policy.ema.queue_hold_s=5";
+	/* one in six lets oversize requests yield (started only with no
+	 * request behind, given way when the front needs their pages), one
+	 * in six wait as they did before serving.oversize (the default
+	 * drops them at arrival) */
+	if (seed % 6 == 1)
+		argv[n++] = "serving.oversize=yield";
+	if (seed % 6 == 3)
+		argv[n++] = "serving.oversize=wait";
 	/* and every fifth steps with the page lists the hardware backend
 	 * keeps (EMA_PAGE_LISTS=1): its bookkeeping, checked without GPUs */
 	lists = seed % 5 == 1;

@@ -299,7 +299,9 @@ static void test_headroom_band(void)
 		CU_ASSERT_EQUAL(ema_ledger_free_pages(&e.ledger, 1), 20 - want);
 		CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 0);
 		/* what one request could hold: the floor (75) binds, not the band (90) */
-		CU_ASSERT_EQUAL(e.tenants[0].max_request_pages, 100 + 50);
+		CU_ASSERT_EQUAL(ema->max_request_pages(&e.ctx, e.policy_state, 0), 100 + 50);
+		/* (serving.oversize=drop: the engine holds a request to its GPU's) */
+		CU_ASSERT_EQUAL(e.tenants[0].max_request_pages, 100);
 		e.platform = NULL;
 		mock_destroy(&m->base);
 		ema_engine_destroy(&e);
@@ -553,7 +555,7 @@ static const char livelock_cfg[] =
 		"{\"seed\": 401, \"hardware\": \"a100x4_40gb\", \"model\": \"llama-2-13b\", "
 		"\"gpu_mem_cap_gib\": 30, \"policies\": [\"static\", \"remote_direct\"], \"page_mib\": 8, "
 		"\"horizon_s\": 0, \"serving\": {\"chunked_prefill\": true, \"max_batch_tokens\": 8192, "
-		"\"max_batch\": 256, \"watermark\": 0.1, \"block_tokens\": 8}, "
+		"\"max_batch\": 256, \"watermark\": 0.1, \"block_tokens\": 8, \"oversize\": \"wait\"}, "
 		"\"policy\": {\"headroom\": 0.05, \"lender_reserve\": 0, \"lender_floor\": 0.1, "
 		"\"prefetch_depth\": 2, \"remote_path\": \"auto\", \"reclaim_mode\": \"drop\", "
 		"\"host_gib\": 64, \"max_remote_share\": 0, \"borrow_rule\": \"throughput\", "
@@ -874,7 +876,7 @@ static void test_stuck_swapped_dropped(void)
 	snprintf(cfgtext, sizeof cfgtext,
 		 "{\"seed\": 296, \"hardware\": \"a100x4_40gb\", \"model\": \"opt-13b\", "
 		 "\"gpu_mem_cap_gib\": 34, \"policies\": [\"ema\"], \"page_mib\": 0.5, "
-		 "\"horizon_s\": 0, \"serving\": {\"chunked_prefill\": true, \"max_batch_tokens\": 8192, "
+		 "\"horizon_s\": 0, \"serving\": {\"oversize\": \"wait\", \"chunked_prefill\": true, \"max_batch_tokens\": 8192, "
 		 "\"max_batch\": 16, \"watermark\": 0.01, \"block_tokens\": 32}, "
 		 "\"policy\": {\"headroom\": 0.05, \"lender_reserve\": 0.05, \"lender_floor\": 0.1, "
 		 "\"prefetch_depth\": 1, \"remote_path\": \"staged\", \"reclaim_mode\": \"host\", "
@@ -932,7 +934,7 @@ static void test_admission_bound(void)
 {
 	static const char cfgtext[] =
 		"{\"hardware\": \"a100x4_40gb\", \"model\": \"llama-2-7b\", \"gpu_mem_cap_gib\": 17, "
-		"\"policies\": [\"ema\"], \"policy\": {\"remote_path\": \"staged\", \"lender_floor\": 0.1, "
+		"\"policies\": [\"ema\"], \"serving\": {\"oversize\": \"wait\"}, \"policy\": {\"remote_path\": \"staged\", \"lender_floor\": 0.1, "
 		"\"lender_reserve\": 0}, \"tenants\": [{\"name\": \"t0\", \"gpu\": 0, "
 		"\"workload\": {\"source\": \"synthetic\", \"rate_rps\": 0.2, \"duration_s\": 30, "
 		"\"prompt\": {\"kind\": \"lognormal\", \"mean\": 16000, \"cv\": 0, \"min\": 1, "
@@ -985,7 +987,7 @@ static void test_admission_bound_switch(void)
 {
 	static const char cfgtext[] =
 		"{\"hardware\": \"a100x8_80gb\", \"model\": \"llama-2-7b\", \"gpu_mem_cap_gib\": 20, "
-		"\"page_mib\": 0.5, \"serving\": {\"block_tokens\": 32}, \"policies\": [\"ema\"], "
+		"\"page_mib\": 0.5, \"serving\": {\"oversize\": \"wait\", \"block_tokens\": 32}, \"policies\": [\"ema\"], "
 		"\"policy\": {\"remote_path\": \"staged\", \"copy_method\": \"batch\"}, "
 		"\"tenants\": [{\"name\": \"t0\", \"gpu\": 0, \"workload\": {\"source\": \"synthetic\", "
 		"\"rate_rps\": 0.2, \"duration_s\": 30, \"prompt\": {\"kind\": \"lognormal\", "
@@ -1023,7 +1025,7 @@ static void test_recomputed_past_bound(void)
 {
 	static const char cfgtext[] =
 		"{\"hardware\": \"a100x4_40gb\", \"model\": \"llama-2-7b\", \"gpu_mem_cap_gib\": 17, "
-		"\"policies\": [\"ema\"], \"policy\": {\"remote_path\": \"staged\", \"lender_floor\": 0.1, "
+		"\"policies\": [\"ema\"], \"serving\": {\"oversize\": \"wait\"}, \"policy\": {\"remote_path\": \"staged\", \"lender_floor\": 0.1, "
 		"\"lender_reserve\": 0}, \"tenants\": [{\"name\": \"t0\", \"gpu\": 0, "
 		"\"workload\": {\"source\": \"synthetic\", \"rate_rps\": 0.2, \"duration_s\": 30, "
 		"\"prompt\": {\"kind\": \"lognormal\", \"mean\": 15200, \"cv\": 0, \"min\": 1, "
@@ -1177,7 +1179,7 @@ static int32_t borrow_all(struct ema_engine *e, int32_t *worst_gap)
 		}
 		if (hi - lo > *worst_gap)
 			*worst_gap = hi - lo;
-		CU_ASSERT_FATAL(n < 100000);
+		CU_ASSERT_FATAL(n < 1000000);
 	}
 	return n;
 }
@@ -1200,7 +1202,7 @@ static void test_link_budgets_direct(void)
 	budget_engine(&cfg, &e, &m, EMA_TOPO_DIRECT, EMA_PATH_INPLACE);
 	/* before anything is borrowed: 3 links x 92 pages */
 	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 3 * 92);
-	CU_ASSERT_EQUAL(e.tenants[0].max_request_pages, 600 + 3 * 92);
+	CU_ASSERT_EQUAL(ema->max_request_pages(&e.ctx, e.policy_state, 0), 600 + 3 * 92);
 	CU_ASSERT_EQUAL(borrow_all(&e, &gap), 3 * 92);
 	for (int g = 1; g <= 3; g++)
 		CU_ASSERT_EQUAL(e.ledger.borrowed[0][g], 92);
@@ -1224,7 +1226,7 @@ static void test_link_budgets_switch(void)
 
 	budget_engine(&cfg, &e, &m, EMA_TOPO_SWITCH, EMA_PATH_INPLACE);
 	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 92);
-	CU_ASSERT_EQUAL(e.tenants[0].max_request_pages, 600 + 92);
+	CU_ASSERT_EQUAL(ema->max_request_pages(&e.ctx, e.policy_state, 0), 600 + 92);
 	CU_ASSERT_EQUAL(borrow_all(&e, &gap), 92);
 	CU_ASSERT(gap <= 1);
 	CU_ASSERT_EQUAL(e.ledger.borrowed[0][1] + e.ledger.borrowed[0][2] + e.ledger.borrowed[0][3], 92);
@@ -1246,7 +1248,7 @@ static void test_link_budgets_staged(void)
 	int32_t gap;
 
 	budget_engine(&cfg, &e, &m, EMA_TOPO_DIRECT, EMA_PATH_STAGED);
-	CU_ASSERT_EQUAL(e.tenants[0].max_request_pages, 600 + 3 * 123);
+	CU_ASSERT_EQUAL(ema->max_request_pages(&e.ctx, e.policy_state, 0), 600 + 3 * 123);
 	CU_ASSERT(ema->choose_lender(&e.ctx, e.policy_state, 0) >= 1);
 	CU_ASSERT_EQUAL(e.tenants[0].local_reserve, 3);
 	for (int i = 0; i < 40; i++)
@@ -1653,13 +1655,14 @@ static void run_edge(int prompt, int32_t *limits)
 		p_set, "tenants.0.workload.output={\"kind\":\"fixed\",\"mean\":1}",
 		"tenants.0.workload.max_requests=1", "tenants.1.workload.max_requests=1", h_set,
 		"policies=static,ideal,host_swap,remote_direct,ema",
+		"serving.oversize=wait", /* (the lending policies' own limits) */
 	};
 	struct ema_experiment *x = calloc(1, sizeof *x);
 	struct ema_error err = {0};
 
 	snprintf(p_set, sizeof p_set,
 		 "tenants.0.workload.prompt={\"kind\":\"fixed\",\"mean\":%d,\"max\":1000000}", prompt);
-	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 6, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 7, &err), EMA_OK);
 	x->quiet = true;
 	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
 	for (int i = 0; i < x->n_runs; i++) {
@@ -1681,6 +1684,97 @@ static void run_edge(int prompt, int32_t *limits)
 	}
 	ema_experiment_free(x);
 	free(x);
+}
+
+/* Oversize requests (serving.oversize), by hand on 2 GPUs of 100 KV
+ * pages (16 tokens a page), remote_direct with floor 80% and reserve 5%:
+ * an idle lender lends min(100 - 5, 100 - 80) = 20, so one request of t0
+ * may hold 120 pages. t0's r0 at 0.1 ms, 1,700 prompt tokens and 200 out (107
+ * pages to start, 119 at its end: more than its GPU's 100, which static
+ * drops), then r1, 320 tokens (20 pages, a 0.65 ms prefill on the
+ * mock), at 1 ms, during r0's prefill (3.8 ms). `busy`: t1's request
+ * (90 pages, 97 at its end) holds 90 of its GPU's pages when r0 arrives
+ * (lendable 5: r0 cannot start); else t1's one
+ * token is done at once, r0 starts alone with 7 borrowed pages, and 13
+ * are left to lend: too few for r1, which only r0's 100 would let on.
+ *  - drop: r0 dropped at arrival; r1 runs at its arrival.
+ *  - yield, busy: r0 waits alone, and is dropped at the front when r1
+ *    joins the queue (dropped_yielded); r1 runs at its arrival.
+ *  - yield, idle: r1 cannot start beside r0 and would with its pages, so
+ *    at the end of r0's prefill r0 is preempted and dropped, and r1 runs.
+ *  - wait: r1 waits for r0 to finish either way. */
+static void oversize_case(enum ema_oversize_mode mode, bool busy)
+{
+	struct ema_request_spec r0[2] = {{100000, 1700, 200}, {1000000, 320, 2}};
+	struct ema_request_spec r1[1] = {{0, busy ? 90 * 16 - 1 : 1, busy ? 100 : 1}};
+	struct ema_workload w[2] = {{r0, 2, 2}, {r1, 1, 1}};
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_error err = {0};
+	struct mock *m;
+	const struct ema_request *big, *small;
+	int rc;
+
+	tiny_config(&cfg, 2, (489 + 100) * 4.0 / 1024);
+	cfg.policy.lender_floor = 0.8;
+	cfg.policy.lender_reserve = 0.05;
+	cfg.serving.oversize = mode;
+	m = mock_new(&cfg);
+	CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, ema_policy_find("remote_direct"), &m->base,
+						w, &err), EMA_OK);
+	CU_ASSERT_EQUAL(e.tenants[0].kv_capacity_pages, 100);
+	CU_ASSERT_EQUAL(e.tenants[0].max_request_pages, mode == EMA_OVERSIZE_DROP ? 100 : 120);
+	rc = ema_engine_run(&e, &err);
+	CU_ASSERT_EQUAL(rc, EMA_OK);
+	if (rc != EMA_OK)
+		fprintf(stderr, "\n  %s\n", err.msg);
+	big = &e.tenants[0].reqs[0];
+	small = &e.tenants[0].reqs[1];
+	CU_ASSERT_EQUAL(small->state, EMA_REQ_DONE);
+	CU_ASSERT_EQUAL(e.tenants[1].reqs[0].state, EMA_REQ_DONE);
+	switch (mode) {
+	case EMA_OVERSIZE_DROP:
+		CU_ASSERT_EQUAL(big->state, EMA_REQ_DROPPED);
+		CU_ASSERT_EQUAL(e.tenants[0].stats.dropped, 1);
+		CU_ASSERT_EQUAL(e.tenants[0].stats.dropped_yielded, 0);
+		CU_ASSERT_EQUAL(big->first_token_ns, -1);
+		/* r1's prefill at its arrival */
+		CU_ASSERT(small->first_token_ns - small->arrival_ns < 1000000);
+		break;
+	case EMA_OVERSIZE_YIELD:
+		CU_ASSERT_EQUAL(big->state, EMA_REQ_DROPPED);
+		CU_ASSERT_EQUAL(e.tenants[0].stats.dropped, 1);
+		CU_ASSERT_EQUAL(e.tenants[0].stats.dropped_yielded, 1);
+		CU_ASSERT_EQUAL(e.tenants[0].stats.dropped_yielded_max_pages, 119);
+		CU_ASSERT_EQUAL(e.tenants[0].stats.dropped_recomputed, 0);
+		/* busy: it never ran; idle: it ran its prefill */
+		CU_ASSERT_EQUAL(big->preemptions, busy ? 0 : 1);
+		CU_ASSERT_EQUAL(big->first_token_ns >= 0, !busy);
+		if (busy) {
+			CU_ASSERT(small->first_token_ns - small->arrival_ns < 1000000);
+		} else {
+			CU_ASSERT(small->first_token_ns > big->first_token_ns &&
+				  small->first_token_ns - big->first_token_ns < 1000000);
+		}
+		break;
+	case EMA_OVERSIZE_WAIT:
+		CU_ASSERT_EQUAL(big->state, EMA_REQ_DONE);
+		CU_ASSERT_EQUAL(e.tenants[0].stats.dropped, 0);
+		CU_ASSERT(small->first_token_ns > big->finish_ns);
+		break;
+	}
+	e.platform = NULL;
+	mock_destroy(&m->base);
+	ema_engine_destroy(&e);
+}
+
+static void test_oversize(void)
+{
+	for (int busy = 0; busy < 2; busy++) {
+		oversize_case(EMA_OVERSIZE_DROP, busy);
+		oversize_case(EMA_OVERSIZE_YIELD, busy);
+		oversize_case(EMA_OVERSIZE_WAIT, busy);
+	}
 }
 
 /* Local capacity 4629 pages, watermark 47: prompts needing 4581 .. 4630
@@ -1819,6 +1913,7 @@ int main(void)
 		{"without the reclaim backoff, a livelock of swaps alone is reported too",
 		 test_livelock_swaps_reported},
 		{"the reclaim backoff ends both livelocks", test_livelock_backoff},
+		{"oversize requests: dropped, yielding, or waiting, by hand", test_oversize},
 		{"the reclaim backoff ends ema's livelock on the Azure code trace",
 		 test_livelock_backoff_ema},
 		{"ema's queue guard keeps it near static where every GPU has a queue",
