@@ -632,6 +632,37 @@ static void test_livelock_reported(void)
 	livelock_reported("livelock.json", livelock_cfg, "8192 prompt");
 }
 
+/* The first livelock needs requests larger than a GPU, which borrowing
+ * alone admits: under serving.oversize=drop (the default; the scenario
+ * sets wait) it does not happen, even with the reclaim backoff off, and
+ * remote_direct drops at arrival what static drops. */
+static void test_livelock_oversize_drop(void)
+{
+	const char *sets[] = { "serving.reclaim_backoff=0", "serving.oversize=drop" };
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = {0};
+	int rc;
+
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, write_file("livelock_drop.json", livelock_cfg),
+					      sets, 2, &err), EMA_OK);
+	x->quiet = true;
+	rc = ema_experiment_run(x, &err);
+	CU_ASSERT_EQUAL(rc, EMA_OK);
+	if (rc != EMA_OK)
+		fprintf(stderr, "\n  %s\n", err.msg);
+	for (int t = 0; rc == EMA_OK && t < x->cfg.n_tenants; t++) {
+		const struct ema_tenant_result *st = &x->runs[0].results[t];
+		const struct ema_tenant_result *rd = &x->runs[1].results[t];
+
+		CU_ASSERT_EQUAL(rd->completed + rd->dropped, rd->requests);
+		CU_ASSERT_EQUAL(rd->dropped, st->dropped);
+		CU_ASSERT_EQUAL(rd->reclaim_backoffs, 0);
+	}
+	unlink(write_file("livelock_drop.json", ""));
+	ema_experiment_free(x);
+	free(x);
+}
+
 static void test_livelock_swaps_reported(void)
 {
 	livelock_reported("livelock_swaps.json", livelock_swaps_cfg, NULL);
@@ -1914,6 +1945,8 @@ int main(void)
 		 test_livelock_swaps_reported},
 		{"the reclaim backoff ends both livelocks", test_livelock_backoff},
 		{"oversize requests: dropped, yielding, or waiting, by hand", test_oversize},
+		{"with oversize requests dropped, the first livelock does not happen",
+		 test_livelock_oversize_drop},
 		{"the reclaim backoff ends ema's livelock on the Azure code trace",
 		 test_livelock_backoff_ema},
 		{"ema's queue guard keeps it near static where every GPU has a queue",
