@@ -2,7 +2,8 @@
 # test_vs_static.sh: `make vs-static`'s report as a user reads it
 # (tests/vs_static.c), on a few random scenarios: it runs, prints its
 # summary without the runs' stderr notes, and its pairing
-# (EMA_VS_AGAINST) finds no change where the setting is ema's default
+# (EMA_VS_AGAINST) finds no change where the setting is ema's default,
+# it sums up the tenants apart,
 # (the runs are deterministic) and some where it switches the queue guard
 # off on scenarios known to lend. Run by Automake's harness from the build
 # folder; exit 0 pass, 1 fail, 77 skip (no CUnit: no tests/vs_static),
@@ -31,6 +32,11 @@ grep -q '^paired with ema under --set policy.ema.queue_hold_s=1' "$T/same.out" |
 grep -q '^  0 of 6 scenarios changed; 0 tenants. figures changed' "$T/same.out" ||
 	fail "default against itself: figures changed: $(grep 'scenarios changed' "$T/same.out")"
 [ ! -s "$T/same.err" ] || fail "stderr not empty: $(head -3 "$T/same.err")"
+# the tenants apart (other counts completed or dropped) are judged too
+grep -q '^of the [0-9]* apart, ema completed more in [0-9]* and fewer in [0-9]*; [0-9]* past a line' "$T/same.out" ||
+	fail "no summary of the tenants apart"
+grep -q '^  paired TTFT, highest, apart  *\(-\|[0-9.]*  (seed [0-9]*, t[0-9]*)\)$' "$T/same.out" ||
+	fail "no worst paired TTFT of the tenants apart, or the line is malformed"
 
 # 2. the queue guard off over 20 scenarios from seed 1, among them seed
 # 100018 (h200x2), where the guard keeps a lender from thrashing (+10
