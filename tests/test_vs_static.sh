@@ -1,11 +1,10 @@
 #!/bin/sh
 # test_vs_static.sh: `make vs-static`'s report as a user reads it
 # (tests/vs_static.c), on a few random scenarios: it runs, prints its
-# summary without the runs' stderr notes, and its pairing
-# (EMA_VS_AGAINST) finds no change where the setting is ema's default,
-# it sums up the tenants apart,
-# (the runs are deterministic) and some where it switches the queue guard
-# off on scenarios known to lend. Run by Automake's harness from the build
+# summary without the runs' stderr notes, with the tenants apart summed
+# up too, and its pairing (EMA_VS_AGAINST) finds no change where the
+# setting is ema's default (the runs are deterministic) and some where it
+# switches the queue guard off on scenarios known to lend. Run by Automake's harness from the build
 # folder; exit 0 pass, 1 fail, 77 skip (no CUnit: no tests/vs_static),
 # 99 error.
 
