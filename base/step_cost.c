@@ -26,8 +26,41 @@ double ema_cost_hbm_ns(const struct ema_hw_profile *hw, double bytes)
 	return rate > 0 ? bytes / rate : 0.0;
 }
 
+double ema_cost_copy_stream_gbps(const struct ema_hw_profile *hw, double bytes)
+{
+	const struct ema_curve_point *c = hw->copy_curve;
+	int n = hw->n_copy_curve;
+	double floor_ns = hw->copy_fixed_us * 1e3 * 1.001;
+	int k = 0;
+
+	while (k < n && c[k].bytes / c[k].gbps <= floor_ns)
+		k++;
+	if (k == n)
+		return hw->link_gbps;
+	if (bytes <= c[k].bytes)
+		return c[k].gbps;
+	if (bytes >= c[n - 1].bytes)
+		return c[n - 1].gbps;
+	return ema_curve_gbps(c + k, n - k, bytes);
+}
+
+double ema_cost_copy_page_ns(const struct ema_hw_profile *hw, enum ema_copy_method method,
+			     double page_bytes, double link_gbps, bool curve)
+{
+	double dev;
+
+	if (method == EMA_COPY_PER_PAGE) {
+		dev = curve ? page_bytes / ema_cost_copy_stream_gbps(hw, page_bytes) :
+		      page_bytes / link_gbps;
+		return hypot(hw->copy_call_us * 1e3, dev);
+	}
+	if (method == EMA_COPY_BATCH)
+		return hw->batch_page_us * 1e3 + page_bytes / link_gbps;
+	return 0.0;
+}
+
 double ema_cost_link_gbps(const struct ema_hw_profile *hw, bool staged,
-			  enum ema_copy_method method)
+			  enum ema_copy_method method, double slice_bytes)
 {
 	double rate;
 
@@ -36,9 +69,31 @@ double ema_cost_link_gbps(const struct ema_hw_profile *hw, bool staged,
 		       hw->remote_read_gbps : hw->link_gbps;
 	rate = method == EMA_COPY_GATHER && hw->gather_gbps > 0 && hw->gather_gbps < hw->link_gbps ?
 	       hw->gather_gbps : hw->link_gbps;
+	if (method != EMA_COPY_GATHER && slice_bytes > 0 && hw->link_gbps > 0) {
+		/* the copy engines pay per call (per_page) or per piece
+		 * (batch): slices of small pages move far below the link's
+		 * rate (sim/flownet.c's caps, which it charges the same way) */
+		double step = ema_cost_copy_page_ns(hw, method, slice_bytes, hw->link_gbps,
+						    hw->n_copy_curve > 0);
+
+		if (step > 0 && slice_bytes / step < rate)
+			rate = slice_bytes / step;
+	}
 	if (hw->pull_share_under_load > 0 && hw->pull_share_under_load < 1)
 		rate *= hw->pull_share_under_load;
 	return rate;
+}
+
+double ema_cost_staged_slice_bytes(const struct ema_iteration *it)
+{
+	double bytes = 0, pages = 0;
+	int groups = it->layer_groups > 0 ? it->layer_groups : 1;
+
+	for (int i = 0; i < it->n_remote; i++) {
+		bytes += (double)it->remote[i].bytes;
+		pages += it->remote[i].n_pages;
+	}
+	return pages > 0 ? bytes / pages / groups : 0.0;
 }
 
 double ema_cost_link_ns(const struct ema_hw_profile *hw, double rate_gbps,
@@ -67,9 +122,9 @@ double ema_cost_inplace_ns(const struct ema_hw_profile *hw, double local_ns, dou
 }
 
 double ema_cost_stage_in_gbps(const struct ema_hw_profile *hw, enum ema_copy_method method,
-			      const double *bytes, int n, double span_ns)
+			      double slice_bytes, const double *bytes, int n, double span_ns)
 {
-	double per_link = ema_cost_link_gbps(hw, true, method);
+	double per_link = ema_cost_link_gbps(hw, true, method, slice_bytes);
 	double in = 0;
 
 	if (span_ns <= 0)
@@ -90,7 +145,7 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 	double local = (double)it->weight_bytes + (double)it->kv_local_bytes +
 		       (double)it->act_bytes;
 	double bytes[EMA_MAX_GPUS];
-	double remote = 0;
+	double remote = 0, slice = 0;
 	/* GPUs past the last one read add nothing to the links' sums and
 	 * maxima (0 bytes: exactly 0 GB/s), so bytes[] and the loops below
 	 * stop there: most iterations read nothing remote, and the simulator
@@ -123,7 +178,10 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 	}
 	out->overhead_ns = hw->iter_overhead_us * 1e3;
 	out->compute_ns = flops_per_ns > 0 ? it->flops / flops_per_ns : 0.0;
-	out->link_ns = ema_cost_link_ns(hw, ema_cost_link_gbps(hw, staged, it->method), bytes, n);
+	if (staged && 0)
+		slice = ema_cost_staged_slice_bytes(it);
+	out->link_ns = ema_cost_link_ns(hw, ema_cost_link_gbps(hw, staged, it->method, slice), bytes,
+					n);
 	if (!staged) {
 		out->local_ns = ema_cost_hbm_ns(hw, local);
 		out->memory_ns = ema_cost_inplace_ns(hw, out->local_ns, out->link_ns);
@@ -134,7 +192,7 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 	 * borrower's memory-bound work slows with the rate it is written */
 	out->local_ns = ema_cost_hbm_ns(hw, local + remote);
 	{
-		double in = ema_cost_stage_in_gbps(hw, it->method, bytes, n,
+		double in = ema_cost_stage_in_gbps(hw, it->method, slice, bytes, n,
 						   cost_max(out->compute_ns, out->local_ns));
 
 		out->memory_ns = out->local_ns *

@@ -19,13 +19,38 @@
  * hbm_efficiency). */
 double ema_cost_hbm_ns(const struct ema_hw_profile *hw, double bytes);
 
+/* GB/s the copy engines reach on pages of `bytes` copied back to back:
+ * the measured cudaMemcpyPeerAsync curve without its fixed-cost-only
+ * points (a stream of copies hides the launch latency that an isolated
+ * one pays), its first informative rate below them, link_gbps without
+ * a curve. */
+double ema_cost_copy_stream_gbps(const struct ema_hw_profile *hw, double bytes);
+
+/* ns one page of page_bytes costs in a multi-page copy by the copy
+ * engines, over a link of link_gbps (`curve`: the peer curve applies):
+ * per_page, the host's call (copy_call_us) and the device's copy
+ * overlapping imperfectly, hypot(call, page / stream rate); batch, a
+ * host cost per piece serial with its data, batch_page_us + page / link.
+ * 0 for the gather kernel, which has no per-page cost. The simulator's
+ * flows (sim/flownet.c) and the policies' rates take it from here. */
+double ema_cost_copy_page_ns(const struct ema_hw_profile *hw, enum ema_copy_method method,
+			     double page_bytes, double link_gbps, bool curve);
+
 /* GB/s one link gives a step's remote KV: in place, a kernel reading
  * peer memory (remote_read_gbps, at most link_gbps); staged, the copy
- * method's rate (the gather kernel's, at most link_gbps; the link's for
- * the copy engines) times pull_share_under_load, what a pull keeps while
- * the borrower reads its HBM. */
+ * method's rate (the gather kernel's, at most link_gbps; for the copy
+ * engines the link's, or less where the per-page cost of pieces of
+ * slice_bytes bounds it: ema_cost_copy_page_ns; slice_bytes <= 0 leaves
+ * that out) times pull_share_under_load, what a pull keeps while the
+ * borrower reads its HBM. */
 double ema_cost_link_gbps(const struct ema_hw_profile *hw, bool staged,
-			  enum ema_copy_method method);
+			  enum ema_copy_method method, double slice_bytes);
+
+/* Bytes of one piece of a staged step's copies: a layer group's slice of
+ * a remote page (every group copies its slice of every remote page, as
+ * the hw backend does), the average over the step's remote pages; 0 when
+ * it reads nothing remote. */
+double ema_cost_staged_slice_bytes(const struct ema_iteration *it);
 
 /* ns the links need for bytes[g] from each GPU g (n entries, index = GPU,
  * the borrower's own 0) at rate_gbps per link: on a `direct` topology
@@ -42,11 +67,12 @@ double ema_cost_link_ns(const struct ema_hw_profile *hw, double rate_gbps,
 double ema_cost_inplace_ns(const struct ema_hw_profile *hw, double local_ns, double link_ns);
 
 /* GB/s a staged step writes into the borrower's HBM: each lender's bytes
- * spread over span_ns, at most at its link's staged rate, and on a
+ * spread over span_ns, at most at its link's staged rate (pieces of
+ * slice_bytes), and on a
  * `switch` at most one ingress port in all. This is what slows the
  * borrower's memory-bound work (interference_borrower). */
 double ema_cost_stage_in_gbps(const struct ema_hw_profile *hw, enum ema_copy_method method,
-			      const double *bytes, int n, double span_ns);
+			      double slice_bytes, const double *bytes, int n, double span_ns);
 
 /* One iteration's predicted time on a path, without transfers of other
  * GPUs (the simulator adds their interference). */

@@ -1001,6 +1001,7 @@ static void cal_fit_remote(const struct cal_result *r, struct ema_hw_profile *hw
 		y = r->staged_us[i] * 1e3 - sc.overhead_ns;
 		if (sc.link_ns < y) {
 			double in = ema_cost_stage_in_gbps(hw, it.method,
+							  ema_cost_staged_slice_bytes(&it),
 							  (const double[EMA_MAX_GPUS]){ 0, (double)it.remote[0].bytes },
 							  EMA_MAX_GPUS, fmax(sc.compute_ns, sc.local_ns));
 			double x = sc.local_ns * in / hw->hbm_read_gbps;

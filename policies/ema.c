@@ -245,7 +245,7 @@ static double link_bytes(const struct ema_policy_ctx *c, int tenant, int32_t tot
 
 	if (staged)
 		local += (double)total * (double)c->page_bytes;
-	return own(c)->link_share * ema_cost_link_gbps(hw, staged, c->knobs->copy_method) *
+	return own(c)->link_share * ema_cost_link_gbps(hw, staged, c->knobs->copy_method, 0.0) *
 	       ema_cost_hbm_ns(hw, local);
 }
 
@@ -495,7 +495,7 @@ static int32_t tpot_pages_bound(const struct ema_policy_ctx *c, struct ema_state
 		double eta = hw->inplace_overlap_efficiency > 0 && hw->inplace_overlap_efficiency < 1 ?
 			     hw->inplace_overlap_efficiency : 1.0;
 		double local_ns = ema_cost_hbm_ns(hw, w);
-		double in = ema_cost_link_gbps(hw, false, c->knobs->copy_method) > 0 ?
+		double in = ema_cost_link_gbps(hw, false, c->knobs->copy_method, 0.0) > 0 ?
 			    o + local_ns / eta : o + local_ns;
 		double staged = o + ema_cost_hbm_ns(hw, w + (double)(total + 1) * (double)c->page_bytes);
 
@@ -988,7 +988,7 @@ static bool budgets_outgrow(const struct ema_policy_ctx *c)
 	const struct ema_hw_profile *hw = c->hw;
 	double hbm = hw->hbm_read_gbps * hw->hbm_efficiency;
 	double slope = hbm > 0 ? own(c)->link_share *
-				 ema_cost_link_gbps(hw, true, c->knobs->copy_method) / hbm : INFINITY;
+				 ema_cost_link_gbps(hw, true, c->knobs->copy_method, 0.0) / hbm : INFINITY;
 	int links = c->hw->topology == EMA_TOPO_SWITCH ? 1 : c->n_gpus - 1;
 
 	return !(slope * links < 1);

@@ -29,7 +29,8 @@
  *    369, 256 MiB 390, 1 GiB 395 GB/s and 15.9 us at <= 1 MiB, exactly.
  *  - per-page calls (EMA_COPY_PER_PAGE): the host issues one call per page
  *    (h each) while the device copies the previous one (s / c'(s), c' the
- *    curve without its fixed-cost-only points, see copy_stream_gbps); the
+ *    curve without its fixed-cost-only points, see
+ *    ema_cost_copy_stream_gbps); the
  *    two overlap imperfectly, so one page costs hypot(h, s / c'(s)), a
  *    smooth maximum. 16 KiB: 6.30 us/page = 2.60 GB/s; 64 KiB: 10.4; 2 MiB: 149;
  *    16 MiB: 316 (measured 2.6 / 10 / 150 / 317; 256 KiB reads 40 against
@@ -50,6 +51,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "step_cost.h"
 
 enum flow_state { FLOW_QUEUED, FLOW_LATENCY, FLOW_DATA };
 
@@ -240,28 +243,6 @@ static double copy_curve(const struct ema_hw_profile *hw, double s)
 	return ema_curve_gbps(c, n, s);
 }
 
-/* The streaming part of the curve, for copies issued back to back: points
- * whose time is just the fixed cost of an isolated copy (h200x2's 1 MiB
- * point) say nothing about it, since a stream hides that launch latency;
- * below the first informative point its rate holds. */
-static double copy_stream_gbps(const struct ema_hw_profile *hw, double s)
-{
-	const struct ema_curve_point *c = hw->copy_curve;
-	int n = hw->n_copy_curve;
-	double floor_ns = hw->copy_fixed_us * 1e3 * 1.001;
-	int k = 0;
-
-	while (k < n && c[k].bytes / c[k].gbps <= floor_ns)
-		k++;
-	if (k == n)
-		return hw->link_gbps;
-	if (s <= c[k].bytes)
-		return c[k].gbps;
-	if (s >= c[n - 1].bytes)
-		return c[n - 1].gbps;
-	return ema_curve_gbps(c + k, n - k, s);
-}
-
 int ema_flownet_params(const struct ema_flownet *net, int src, int dst,
 		       uint64_t bytes, int n_pages, enum ema_copy_method method,
 		       struct ema_flow_params *out, struct ema_error *err)
@@ -270,7 +251,7 @@ int ema_flownet_params(const struct ema_flownet *net, int src, int dst,
 	bool host = src == EMA_HOST || dst == EMA_HOST;
 	bool local = src == dst;
 	bool curve = !host && !local && hw->n_copy_curve > 0;
-	double link, s, t1, dev, step;
+	double link, s, t1, step;
 	double fixed = hw->copy_fixed_us * 1e3;
 
 	if (src < EMA_HOST || src >= net->n || dst < EMA_HOST || dst >= net->n ||
@@ -302,14 +283,10 @@ int ema_flownet_params(const struct ema_flownet *net, int src, int dst,
 		out->latency_ns = (int64_t)llround(fmax(0.0, t1 - s / link));
 		return EMA_OK;
 	}
-	if (method == EMA_COPY_PER_PAGE) {
-		dev = curve ? s / copy_stream_gbps(hw, s) : s / link;
-		step = hypot(hw->copy_call_us * 1e3, dev);
-		out->latency_ns = (int64_t)llround(fmax(0.0, t1 - step));
-	} else {
-		step = hw->batch_page_us * 1e3 + s / link;
-		out->latency_ns = (int64_t)llround(fixed);
-	}
+	/* (the policies' staged rates take the same per-page cost) */
+	step = ema_cost_copy_page_ns(hw, method, s, link, curve);
+	out->latency_ns = method == EMA_COPY_PER_PAGE ? (int64_t)llround(fmax(0.0, t1 - step)) :
+			  (int64_t)llround(fixed);
 	if (step > 0 && (out->cap_gbps <= 0 || s / step < out->cap_gbps))
 		out->cap_gbps = s / step;
 	return EMA_OK;

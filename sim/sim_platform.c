@@ -612,7 +612,7 @@ static double iteration_total(struct sim *p, const struct ema_iteration *it, uin
 
 		for (int i = 0; i < it->n_remote; i++)
 			bytes[it->remote[i].gpu] += (double)it->remote[i].bytes;
-		in += ema_cost_stage_in_gbps(hw, it->method, bytes, hw->n_gpus,
+		in += ema_cost_stage_in_gbps(hw, it->method, 0.0, bytes, hw->n_gpus,
 					     fmax(c->compute_ns, c->memory_ns));
 	}
 	f_mem = 1 + (hw->interference_lender * out + hw->interference_borrower * in) /
