@@ -178,7 +178,7 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 	}
 	out->overhead_ns = hw->iter_overhead_us * 1e3;
 	out->compute_ns = flops_per_ns > 0 ? it->flops / flops_per_ns : 0.0;
-	if (staged && 0)
+	if (staged)
 		slice = ema_cost_staged_slice_bytes(it);
 	out->link_ns = ema_cost_link_ns(hw, ema_cost_link_gbps(hw, staged, it->method, slice), bytes,
 					n);

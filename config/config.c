@@ -198,7 +198,9 @@ static struct ema_config_key policy_keys[POLICY_SHARED_KEYS + EMA_MAX_KNOB_TABLE
 	  "",
 	  "Copy API of engine transfers (swap in/out, reclaim moves) and of ema's "
 	  "prefetch: `gather` an SM gather kernel, `batch` cudaMemcpyBatchAsync "
-	  "(copy engines), `per_page` one cudaMemcpyPeerAsync per page." },
+	  "(copy engines), `per_page` one cudaMemcpyPeerAsync per page. The prefetch copies each "
+	  "layer group's slice of every remote page, one piece per page and group, and the copy "
+	  "engines pay per piece." },
 	{ "lender_max_slowdown", EMA_CFG_DBL, PO(lender_max_slowdown), 0, 0, 0, 1, 0, NULL, NULL, NULL,
 	  "share, 0 = no cap",
 	  "ema: caps the pages a lender has out so that borrowers pulling them "

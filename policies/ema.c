@@ -226,6 +226,13 @@ static bool path_staged(const struct ema_policy_ctx *c)
 	return c->knobs->remote_path == EMA_PATH_STAGED && c->knobs->prefetch_depth > 0;
 }
 
+/* Bytes of one piece of the staging copies: a layer group's slice of a
+ * page (ema_cost_staged_slice_bytes, for full pages). */
+static double staged_slice(const struct ema_policy_ctx *c)
+{
+	return (double)c->page_bytes / (c->layer_groups > 0 ? c->layer_groups : 1);
+}
+
 /* Remote bytes one link may carry for `tenant` during one of its steps:
  *     R_g <= link_share x link rate x step time
  * The step is that of a full GPU (weights W + its KV capacity L: a tenant
@@ -245,7 +252,7 @@ static double link_bytes(const struct ema_policy_ctx *c, int tenant, int32_t tot
 
 	if (staged)
 		local += (double)total * (double)c->page_bytes;
-	return own(c)->link_share * ema_cost_link_gbps(hw, staged, c->knobs->copy_method, 0.0) *
+	return own(c)->link_share * ema_cost_link_gbps(hw, staged, c->knobs->copy_method, staged_slice(c)) *
 	       ema_cost_hbm_ns(hw, local);
 }
 
@@ -988,7 +995,7 @@ static bool budgets_outgrow(const struct ema_policy_ctx *c)
 	const struct ema_hw_profile *hw = c->hw;
 	double hbm = hw->hbm_read_gbps * hw->hbm_efficiency;
 	double slope = hbm > 0 ? own(c)->link_share *
-				 ema_cost_link_gbps(hw, true, c->knobs->copy_method, 0.0) / hbm : INFINITY;
+				 ema_cost_link_gbps(hw, true, c->knobs->copy_method, staged_slice(c)) / hbm : INFINITY;
 	int links = c->hw->topology == EMA_TOPO_SWITCH ? 1 : c->n_gpus - 1;
 
 	return !(slope * links < 1);

@@ -354,18 +354,18 @@ static int start_group_flows(struct iter_slot *s, int g, int64_t now)
 	for (int i = 0; i < s->n_remote; i++) {
 		const struct lender *l = &s->remote[i];
 		uint64_t b = l->bytes / (uint64_t)G;
-		int pages = l->n_pages / G;
 		int rc;
 
-		if (g == G - 1) {
+		if (g == G - 1)
 			b = l->bytes - b * (uint64_t)(G - 1);
-			pages = l->n_pages - pages * (G - 1);
-		}
 		if (b == 0)
 			continue;
-		if (pages < 1)
-			pages = 1;
-		rc = start_prefetch_flow(s, l->gpu, b, pages, TAG(TAG_GROUP, s->gpu, g), now);
+		/* group g's slice of every remote page, a piece each (the
+		 * layers of a page's tokens lie together, and the hw backend
+		 * copies one piece per page and group): the copy engines pay
+		 * their per-page cost n_pages times a group */
+		rc = start_prefetch_flow(s, l->gpu, b, l->n_pages > 0 ? l->n_pages : 1,
+					 TAG(TAG_GROUP, s->gpu, g), now);
 		if (rc != EMA_OK)
 			return rc;
 		s->pending[g]++;
@@ -391,7 +391,7 @@ static int start_spec_flows(struct iter_slot *s, int j, int64_t now)
 	for (int i = 0; i < s->n_remote; i++) {
 		const struct lender *l = &s->remote[i];
 		uint64_t b = l->bytes / (uint64_t)G;
-		int pages = l->n_pages / G > 0 ? l->n_pages / G : 1;
+		int pages = l->n_pages > 0 ? l->n_pages : 1; /* a slice of each, as above */
 		int rc;
 
 		if (b == 0)
@@ -612,7 +612,8 @@ static double iteration_total(struct sim *p, const struct ema_iteration *it, uin
 
 		for (int i = 0; i < it->n_remote; i++)
 			bytes[it->remote[i].gpu] += (double)it->remote[i].bytes;
-		in += ema_cost_stage_in_gbps(hw, it->method, 0.0, bytes, hw->n_gpus,
+		in += ema_cost_stage_in_gbps(hw, it->method, ema_cost_staged_slice_bytes(it), bytes,
+					     hw->n_gpus,
 					     fmax(c->compute_ns, c->memory_ns));
 	}
 	f_mem = 1 + (hw->interference_lender * out + hw->interference_borrower * in) /

@@ -573,6 +573,58 @@ static void test_link_model_single_copy(void)
 	}
 }
 
+/* The staged rate of the copy engines follows the pieces they copy
+ * (base/step_cost.c; doc/model.md "Remote reads"). h200x2: link 402.25
+ * GB/s, pull share 0.9383; per_page costs hypot(6.651 us, s / c'(s))
+ * with c'(64 KiB) = 3.730 GB/s (the curve's point), so 64 KiB pieces take
+ * hypot(6.651, 17.568) = 18.785 us: 3.489 GB/s, 3.273 with the share;
+ * batch 0.8265 us + 64 KiB / 402.25 GB/s = 0.9895 us: 66.23 GB/s. The
+ * gather kernel and in-place reads do not depend on the piece, nor does
+ * a piece of 0 (unknown). A staged step's pieces: 0.5 MiB pages of two
+ * lenders in 8 groups are 64 KiB. */
+static void test_link_rate_by_piece(void)
+{
+	struct ema_hw_profile hw;
+	struct ema_error err = { 0 };
+	struct ema_iteration it;
+	double share, link;
+
+	CU_ASSERT_EQUAL_FATAL(ema_hw_profile_load(&hw, "h200x2", &err), EMA_OK);
+	share = hw.pull_share_under_load;
+	link = hw.link_gbps;
+	CU_ASSERT_DOUBLE_EQUAL(link, 402.25, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(share, 0.9383, 0.00005);
+	CU_ASSERT_DOUBLE_EQUAL(ema_cost_copy_page_ns(&hw, EMA_COPY_PER_PAGE, 65536, link, true),
+			       18785, 1);
+	CU_ASSERT_DOUBLE_EQUAL(ema_cost_copy_page_ns(&hw, EMA_COPY_BATCH, 65536, link, true), 989.4,
+			       0.1);
+	CU_ASSERT_EQUAL(ema_cost_copy_page_ns(&hw, EMA_COPY_GATHER, 65536, link, true), 0.0);
+	CU_ASSERT_DOUBLE_EQUAL(ema_cost_link_gbps(&hw, true, EMA_COPY_PER_PAGE, 65536), 3.489 * share,
+			       0.001);
+	CU_ASSERT_DOUBLE_EQUAL(ema_cost_link_gbps(&hw, true, EMA_COPY_BATCH, 65536), 66.24 * share,
+			       0.01);
+	/* pieces large enough for the link, or unknown: the link's rate */
+	CU_ASSERT_DOUBLE_EQUAL(ema_cost_link_gbps(&hw, true, EMA_COPY_BATCH, 0), link * share, 1e-9);
+	CU_ASSERT(ema_cost_link_gbps(&hw, true, EMA_COPY_BATCH, 1u << 30) <= link * share);
+	CU_ASSERT_DOUBLE_EQUAL(ema_cost_link_gbps(&hw, true, EMA_COPY_GATHER, 65536),
+			       ema_cost_link_gbps(&hw, true, EMA_COPY_GATHER, 0), 0);
+	CU_ASSERT_DOUBLE_EQUAL(ema_cost_link_gbps(&hw, false, EMA_COPY_PER_PAGE, 65536),
+			       ema_cost_link_gbps(&hw, false, EMA_COPY_PER_PAGE, 0), 0);
+	/* smaller pieces never move faster */
+	for (double s = 4096; s <= 1 << 28; s *= 2)
+		CU_ASSERT(ema_cost_link_gbps(&hw, true, EMA_COPY_PER_PAGE, s) <=
+			  ema_cost_link_gbps(&hw, true, EMA_COPY_PER_PAGE, 2 * s) + 1e-9);
+	memset(&it, 0, sizeof it);
+	it.layer_groups = 8;
+	CU_ASSERT_EQUAL(ema_cost_staged_slice_bytes(&it), 0.0);
+	it.n_remote = 2;
+	it.remote[0].n_pages = 10;
+	it.remote[0].bytes = 10 * 524288;
+	it.remote[1].n_pages = 6;
+	it.remote[1].bytes = 6 * 524288;
+	CU_ASSERT_DOUBLE_EQUAL(ema_cost_staged_slice_bytes(&it), 65536, 0);
+}
+
 /* doc/model.md "ema's per-link budget": on h200x2 capped at 24 GiB,
  * llama-3-8b, in place: W + L = 16.06 + 9.71 GB = 25.77 GB, a step of
  * 25.77 GB / 3050 GB/s = 8.45 ms, R <= 0.85 x 373.9 GB/s x 8.45 ms =
@@ -728,6 +780,7 @@ int main(void)
 		{ "cost model: decode batch of 32 at context 1024", test_cost_model_decode_batch },
 		{ "cost model: sums built request by request", test_cost_model_sums },
 		{ "link model: single copies on h200x2", test_link_model_single_copy },
+		{ "staged link rates by the size of the copies' pieces", test_link_rate_by_piece },
 		{ "ema's cap on h200x2 at 24 GiB: 1280 pages, reached", test_cap_h200x2 },
 		{ "ema's cap on h200x8 and a100x4_40gb", test_cap_h200x8_a100x4 },
 		{ "staging pages of the cap", test_staging_pages },

@@ -732,8 +732,10 @@ static void test_livelock_backoff(void)
  * replaying the Azure code trace at half and twice its rate beside a
  * synthetic one: every GPU has a queue. Without the backoff, and with
  * ema lending what its lenders' queues were about to take (queue_guard
- * false, as ema lent then), it stopped at t = 1,072 s, a 1,513-token
- * request taken back 4,520 times; static and the others finish. In
+ * false, as ema lent then), it stops at t = 4,344 s, a 7,436-token
+ * request taken back 3,064 times (t = 1,072 s and a 1,513-token
+ * request 4,520 times until the batched copy's per-piece cost was
+ * charged: the borrowers borrow less); static and the others finish. In
  * cfgtext (size bytes), with the queue guard `guard` ("true" or
  * "false"); false without the shared traces. */
 static bool livelock_ema_cfg(char *cfgtext, size_t size, const char *guard)
@@ -779,7 +781,7 @@ static void test_livelock_backoff_ema(void)
 	if (!livelock_ema_cfg(cfgtext, sizeof cfgtext, "false"))
 		return;
 	livelock_ended("livelock_ema.json", cfgtext, NULL, 1, 0);
-	livelock_reported("livelock_ema.json", cfgtext, "1513 prompt");
+	livelock_reported("livelock_ema.json", cfgtext, "7436 prompt");
 }
 
 /* The queue guard (its default) keeps ema from the thrash above in the
@@ -787,7 +789,10 @@ static void test_livelock_backoff_ema(void)
  * nothing is taken back 64 times, reclaims fall from some 1,700 to a few
  * dozen, and every tenant stays near static (without the guard the
  * overloaded tenants got a third of static's throughput at the default
- * backoff, TTFT p50 58-193 s against 1-6 s). */
+ * backoff, TTFT p50 58-193 s against 1-6 s). "Near" is 0.94 x static's
+ * throughput: t3 reads 0.950 (0.976 until the batched copy paid per
+ * piece), its last requests preempted 4 times when the lenders took back
+ * what it had borrowed, its paired TTFT and TPOT within 1.2% of static's. */
 static void test_queue_guard_ema(void)
 {
 	char cfgtext[16384];
@@ -809,7 +814,7 @@ static void test_queue_guard_ema(void)
 
 		CU_ASSERT_EQUAL(em->completed, em->requests);
 		CU_ASSERT_EQUAL(em->reclaim_backoffs, 0);
-		CU_ASSERT(em->throughput_tok_s >= 0.95 * st->throughput_tok_s);
+		CU_ASSERT(em->throughput_tok_s >= 0.94 * st->throughput_tok_s);
 		CU_ASSERT(em->ttft_ms[0] <= 1.25 * st->ttft_ms[0]);
 		reclaims += em->reclaims;
 	}
@@ -891,7 +896,12 @@ static void test_queue_guard_overload(void)
  * get 36,733, nothing else was left to run, and the run stopped with "no
  * progress possible". It is dropped now and counted, and the run ends
  * the same stepping and leaping (test_leap's rounds). (As found: ema
- * without its queue guard, which keeps this one from borrowing so.) */
+ * without its queue guard, which keeps this one from borrowing so, and
+ * staged with `per_page` copies that ema planned at the link's rate.
+ * Since it plans at the rate of their 64 KiB pieces, it borrows little
+ * that way; the gather kernel at link_share 1.113, the budgets of 0.85 x
+ * the link's 100 GB/s the request was admitted with, and seed 12 bring it
+ * back. tests/test_engine.c pins the drop on a case by hand.) */
 static void test_stuck_swapped_dropped(void)
 {
 	const char *dir = ema_test_shared_traces();
@@ -905,15 +915,15 @@ static void test_stuck_swapped_dropped(void)
 		return;
 	}
 	snprintf(cfgtext, sizeof cfgtext,
-		 "{\"seed\": 296, \"hardware\": \"a100x4_40gb\", \"model\": \"opt-13b\", "
+		 "{\"seed\": 12, \"hardware\": \"a100x4_40gb\", \"model\": \"opt-13b\", "
 		 "\"gpu_mem_cap_gib\": 34, \"policies\": [\"ema\"], \"page_mib\": 0.5, "
 		 "\"horizon_s\": 0, \"serving\": {\"oversize\": \"wait\", \"chunked_prefill\": true, \"max_batch_tokens\": 8192, "
 		 "\"max_batch\": 16, \"watermark\": 0.01, \"block_tokens\": 32}, "
 		 "\"policy\": {\"headroom\": 0.05, \"lender_reserve\": 0.05, \"lender_floor\": 0.1, "
 		 "\"prefetch_depth\": 1, \"remote_path\": \"staged\", \"reclaim_mode\": \"host\", "
 		 "\"host_gib\": 64, \"max_remote_share\": 0, \"borrow_rule\": \"always\", "
-		 "\"copy_method\": \"per_page\", \"ema\": {\"tpot_slack\": 0.08, \"lender_slowdown\": 0, "
-		 "\"queue_guard\": false}}, "
+		 "\"copy_method\": \"gather\", \"ema\": {\"tpot_slack\": 0.08, \"lender_slowdown\": 0, "
+		 "\"queue_guard\": false, \"link_share\": 1.113}}, "
 		 "\"tenants\": ["
 		 "{\"name\": \"t0\", \"gpu\": 0, \"workload\": {\"source\": \"synthetic\", "
 		 "\"arrival\": \"gamma\", \"rate_rps\": 6, \"duration_s\": 20, \"prompt\": "
@@ -1004,25 +1014,30 @@ static void test_admission_bound(void)
 
 /* The same bound behind a switch, where the sum of the link budgets is
  * capped by the borrower's ingress port: llama-2-7b alone on an a100x8 at
- * 20 GiB, 0.5 MiB pages (a token a page), staged with the batched copy
- * (300 GB/s). Its ingress budget at nothing borrowed is
- *     0.85 x 300 GB/s x (13.48e9 + 15,248 x 524,288 bytes) / (2039 x 0.7
- *     GB/s) = 3.837 GB = 7,317 pages,
- * and it grows by 0.85 x 300 / 1427.3 = 0.18 of a page for each page
+ * 20 GiB, 0.5 MiB pages (a token a page), staged with the batched copy in
+ * one layer group (each piece a whole page: 0.5 us + 524,288 B / 300
+ * GB/s = 2.248 us, 233.26 GB/s). Its ingress budget at nothing borrowed is
+ *     0.85 x 233.26 GB/s x (13.48e9 + 15,248 x 524,288 bytes) / (2039 x
+ *     0.7 GB/s) = 2.983 GB = 5,689 pages,
+ * and it grows by 0.85 x 233.26 / 1427.3 = 0.14 of a page for each page
  * borrowed: less than the page, so nothing borrowed is where the most
- * is left. (Counting the seven lenders, 1.25 pages, the bound was what
- * only borrowing first reaches, 8,909 pages: a 23,000-token prompt, over
- * 15,248 + 7,317 own and borrowable pages, waited at the idle GPUs for
- * ever, "no progress possible", found by random scenarios.) */
+ * is left. A 21,400-token prompt, over those 15,248 + 5,689 pages and
+ * within the 21,855 one request can hold once borrowing has grown the
+ * budget, is dropped at arrival. (Counting the seven lenders, the bound
+ * was what only borrowing first reaches: such a prompt waited at the
+ * idle GPUs for ever, "no progress possible", found by random scenarios.
+ * At 8 layer groups each piece is an eighth of a page and the batched
+ * copy reaches 91 GB/s: the bounds fall below the prompt.) */
 static void test_admission_bound_switch(void)
 {
 	static const char cfgtext[] =
 		"{\"hardware\": \"a100x8_80gb\", \"model\": \"llama-2-7b\", \"gpu_mem_cap_gib\": 20, "
-		"\"page_mib\": 0.5, \"serving\": {\"oversize\": \"wait\", \"block_tokens\": 32}, \"policies\": [\"ema\"], "
+		"\"page_mib\": 0.5, \"serving\": {\"oversize\": \"wait\", \"block_tokens\": 32, "
+		"\"layer_groups\": 1}, \"policies\": [\"ema\"], "
 		"\"policy\": {\"remote_path\": \"staged\", \"copy_method\": \"batch\"}, "
 		"\"tenants\": [{\"name\": \"t0\", \"gpu\": 0, \"workload\": {\"source\": \"synthetic\", "
 		"\"rate_rps\": 0.2, \"duration_s\": 30, \"prompt\": {\"kind\": \"lognormal\", "
-		"\"mean\": 23000, \"cv\": 0, \"min\": 1, \"max\": 30000}, \"output\": {\"kind\": "
+		"\"mean\": 21400, \"cv\": 0, \"min\": 1, \"max\": 30000}, \"output\": {\"kind\": "
 		"\"lognormal\", \"mean\": 10, \"cv\": 0, \"min\": 1, \"max\": 20}}}]}";
 	struct ema_experiment *x = calloc(1, sizeof *x);
 	struct ema_error err = {0};
@@ -1035,8 +1050,9 @@ static void test_admission_bound_switch(void)
 	t0 = row(x, "ema", "t0");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(t0);
 	CU_ASSERT_EQUAL(x->runs[0].engine->tenants[0].kv_capacity_pages, 15248);
-	CU_ASSERT_EQUAL(t0->max_admit_pages, 15248 + 7317);
-	CU_ASSERT(t0->max_request_pages > 23008);
+	CU_ASSERT_EQUAL(t0->max_admit_pages, 15248 + 5689);
+	CU_ASSERT_EQUAL(t0->max_request_pages, 21855);
+	CU_ASSERT(t0->max_admit_pages < 21400 && 21400 + 10 <= t0->max_request_pages);
 	CU_ASSERT(t0->requests > 0);
 	CU_ASSERT_EQUAL(t0->dropped, t0->requests);
 	unlink(write_file("admit_switch.json", ""));

@@ -986,6 +986,36 @@ static void test_prefetch_pull_share(void)
 	p->ops->destroy(p);
 }
 
+/* The copy engines pay per piece, and a group's KV is a slice of every
+ * remote page, as the hw backend copies it: the worked example with the
+ * batched copy (5 us call, 1 us host cost per piece) and 8 pages of
+ * 500,000 bytes in 4 groups, so each group's 1 MB is 8 pieces of 125,000
+ * bytes at 1 + 1.25 us: 5 + 18 = 23 us. Group 0 runs 23-33 (stall 3);
+ * group 1's KV 23-46, runs 46-56 (stall 13); group 2's KV 46-69, runs
+ * 69-79; group 3's 69-92, runs 92-102: end 102, stall 42. (Charged as 2 whole pages a
+ * group, 6 us each, it was 17 us a group: end 101, stall 21.) */
+static void test_prefetch_batch_pieces(void)
+{
+	struct ema_config cfg;
+	struct ema_platform *p;
+	struct ema_iteration it;
+	struct ema_error err = { 0 };
+
+	plain_cfg(&cfg, 2);
+	cfg.hw.copy_fixed_us = 5;
+	cfg.hw.batch_page_us = 1;
+	p = make(&cfg);
+	prefetch_iter(&it, 4000000);
+	it.method = EMA_COPY_BATCH;
+	CU_ASSERT_EQUAL(start(p, &it, log_iter, (void *)1, NULL), EMA_OK);
+	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(g_log.n_res, 1);
+	CU_ASSERT_EQUAL(g_log.res[0].end_ns - g_log.res[0].start_ns, 102000);
+	CU_ASSERT_EQUAL(g_log.res[0].stall_ns, 42000);
+	CU_ASSERT_EQUAL(g_log.res[0].remote_bytes, 4000000);
+	p->ops->destroy(p);
+}
+
 /* Cross-iteration prefetch, no overhead, 4 groups of 10 us, each group's
  * KV 15 us away, depth 1. First iteration: group 0 waits for its KV
  * (0-15), runs 15-25; group 1's KV 15-30, runs 30-40; group 2 45-55;
@@ -1488,6 +1518,7 @@ int main(void)
 		{ "timers at the same time fire in scheduling order", test_timer_ties },
 		{ "small prefetch hides: no stall, local end time", test_prefetch_small_hidden },
 		{ "large prefetch stalls by the hand-computed amount", test_prefetch_large_stalls },
+		{ "batched prefetch pays per piece, a slice of every page", test_prefetch_batch_pieces },
 		{ "prefetch runs ahead into the next iteration", test_prefetch_across_iterations },
 		{ "a window shallower than the last speculation", test_prefetch_shallower_window },
 		{ "a pull keeps its measured share of the rate under load", test_prefetch_pull_share },
