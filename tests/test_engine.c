@@ -135,6 +135,75 @@ static void test_swap_preemption(void)
 	ema_engine_destroy(&e);
 }
 
+/* A policy that swaps like host_swap but lets one request hold twice its
+ * GPU, as staged ema does where its link budgets grow with what it has
+ * borrowed (and shrink again once it gives the pages back). */
+static enum ema_preempt_mode swap_always(const struct ema_policy_ctx *c, void *state,
+					 const struct ema_request *r)
+{
+	(void)c;
+	(void)state;
+	(void)r;
+	return EMA_PREEMPT_SWAP;
+}
+
+static int32_t twice_the_gpu(const struct ema_policy_ctx *c, void *state, int tenant)
+{
+	(void)state;
+	return 2 * c->kv_capacity_pages[tenant];
+}
+
+static const struct ema_policy_ops swap_twice = {
+	.name = "swap_twice",
+	.summary = "test: host_swap, a request may hold twice its GPU",
+	.preempt_mode = swap_always,
+	.max_request_pages = twice_the_gpu,
+};
+
+/* The last resort of a stalled run (engine.c, drop_stuck_swapped), by
+ * hand. 20 KV pages of 16 tokens, serving.oversize=wait; a request of 64
+ * prompt + 400 output tokens (29 pages, within the 40 the policy allows)
+ * starts on 4 pages and decodes until its 321st token needs a 21st page.
+ * Alone, it is its own victim and is swapped to host; swapped requests
+ * come back before admissions, and it never fits again: nothing runs and
+ * nothing is pending. It is dropped (dropped_swapped, 21 pages) where the
+ * run used to stop with "no progress possible", and the request behind
+ * it, arriving meanwhile, runs. */
+static void test_stuck_swapped_dropped(void)
+{
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_error err = {0};
+	struct ema_request_spec r[2] = {spec(0, 64, 400), spec(1000000, 64, 8)};
+	struct ema_workload w = {r, 2, 2};
+	struct mock *m;
+	int rc;
+
+	tiny_config(&cfg, 1, (489 + 20) * 4.0 / 1024);
+	cfg.serving.oversize = EMA_OVERSIZE_WAIT;
+	m = mock_new(&cfg);
+	rc = ema_engine_create(&e, &cfg, &swap_twice, &m->base, &w, &err);
+	if (rc == EMA_OK)
+		rc = ema_engine_run(&e, &err);
+	if (rc != EMA_OK)
+		fprintf(stderr, "engine: %s\n", err.msg);
+	CU_ASSERT_EQUAL_FATAL(rc, EMA_OK);
+	CU_ASSERT_EQUAL(e.tenants[0].kv_capacity_pages, 20);
+	CU_ASSERT_EQUAL(e.tenants[0].max_request_pages, 40);
+	CU_ASSERT_EQUAL(e.tenants[0].stats.swaps, 1);
+	CU_ASSERT_EQUAL(e.tenants[0].reqs[0].state, EMA_REQ_DROPPED);
+	CU_ASSERT_EQUAL(e.tenants[0].stats.dropped, 1);
+	CU_ASSERT_EQUAL(e.tenants[0].stats.dropped_swapped, 1);
+	CU_ASSERT_EQUAL(e.tenants[0].stats.dropped_recomputed, 1);
+	CU_ASSERT_EQUAL(e.tenants[0].stats.dropped_swapped_max_pages, 21);
+	CU_ASSERT(e.tenants[0].reqs[1].finish_ns > 0);
+	CU_ASSERT_EQUAL(ema_ledger_free_pages(&e.ledger, 0), 20);
+	CU_ASSERT_EQUAL(e.host_free[0], e.host_capacity);
+	e.platform = NULL;
+	mock_destroy(&m->base);
+	ema_engine_destroy(&e);
+}
+
 /* Requests of equal size arriving in order finish in order (FCFS). */
 static void test_fcfs(void)
 {
@@ -408,6 +477,7 @@ int main(void)
 		{"chunked prefill", test_chunked_prefill},
 		{"preemption recomputes the newest", test_preemption},
 		{"host_swap swaps instead", test_swap_preemption},
+		{"a swapped request that can never come back is dropped", test_stuck_swapped_dropped},
 		{"FCFS order", test_fcfs},
 		{"random loads, every policy", test_random_all_policies},
 		{"pages held by count, numbered when needed", test_counted_pages},
