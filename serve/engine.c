@@ -3394,6 +3394,7 @@ void ema_engine_request(const struct ema_engine *e, int tenant, int32_t k,
 	out->prompt_tokens = r->prompt_tokens;
 	out->output_tokens = r->output_tokens;
 	out->preemptions = r->preemptions;
+	out->generated_tokens = (int32_t)r->generated;
 	out->dropped = r->state == EMA_REQ_DROPPED;
 }
 

@@ -80,6 +80,7 @@ struct ema_request_record {
 	int64_t arrival_ns, first_token_ns, finish_ns;
 	int32_t prompt_tokens, output_tokens, preemptions;
 	bool dropped;            /* rejected: could never fit, or never be readmitted */
+	int32_t generated_tokens; /* output tokens produced by the run's end (each once) */
 };
 
 /* Where a run stands, for progress reports. */

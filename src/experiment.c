@@ -233,7 +233,7 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 	double *rec = malloc(((size_t)n_reclaims + 1) * sizeof *rec);
 	struct ema_request_record *recs = malloc((n + 1) * sizeof *recs);
 	size_t nt = 0, np = 0, ne = 0, nr = 0;
-	int64_t tokens = 0, first_arrival = -1, last_finish = -1;
+	int64_t tokens = 0, generated = 0, first_arrival = -1, last_finish = -1;
 	double page_gib = (double)ema_engine_page_bytes(e) / GIB;
 
 	memset(res, 0, sizeof *res);
@@ -264,6 +264,7 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 	res->max_admit_pages = ema_engine_max_admit_pages(e, ti);
 	res->vs_static_steady = res->vs_ideal_steady = NAN;
 	res->vs_static_ttft_paired = res->vs_static_tpot_paired = NAN;
+	res->generated_tok_s = res->vs_static_generated = NAN;
 	if (!ttft || !tpot || !e2e || !rec || !recs) {
 		free(ttft); free(tpot); free(e2e); free(rec); free(recs);
 		ema_metrics_compute(NULL, 0, &cfg->metrics, &cfg->slo, &res->metrics);
@@ -275,6 +276,9 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 		ema_engine_request(e, ti, (int32_t)i, &recs[i]);
 		if (first_arrival < 0 || r->arrival_ns < first_arrival)
 			first_arrival = r->arrival_ns;
+		if (!r->dropped)
+			generated += r->generated_tokens < r->output_tokens ? r->generated_tokens
+									   : r->output_tokens;
 		if (r->finish_ns < 0)
 			continue;
 		res->completed++;
@@ -292,6 +296,12 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 
 		res->throughput_tok_s = (double)tokens / span;
 		res->req_s = (double)res->completed / span;
+	}
+	{
+		int64_t end = cfg->horizon_s > 0 ? (int64_t)llround(cfg->horizon_s * 1e9) : last_finish;
+
+		if (end > first_arrival && first_arrival >= 0)
+			res->generated_tok_s = (double)generated / ((double)(end - first_arrival) * 1e-9);
 	}
 	{
 		/* three order statistics each, not three sorts */
@@ -439,6 +449,7 @@ static void compare(struct ema_experiment *x)
 				r->vs_static_tpot_p99 = r->tpot_ms[2] / s->tpot_ms[2];
 				r->vs_static_steady = r->metrics.steady_tok_s /
 						      s->metrics.steady_tok_s;
+				r->vs_static_generated = r->generated_tok_s / s->generated_tok_s;
 				if (&x->runs[i] == st) {
 					/* (each request against itself; not walked: a
 					 * static-only run pays nothing for the columns) */
@@ -751,7 +762,8 @@ int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f)
 	      "vs_static_ttft_p99,vs_static_tpot_p99,vs_ideal_throughput,lender_guarantee,"
 	      "steady_tok_s,window_start_s,window_end_s,user_tok_s_mean,user_tok_s_p50,"
 	      "slo_attainment,goodput_req_s,vs_static_steady_tok_s,vs_ideal_steady_tok_s,"
-	      "dropped_recomputed,vs_static_ttft_paired_p50,vs_static_tpot_paired_p50\n", f);
+	      "dropped_recomputed,vs_static_ttft_paired_p50,vs_static_tpot_paired_p50,"
+	      "generated_tok_s,vs_static_generated_tok_s\n", f);
 	for (int i = 0; i < x->n_runs; i++)
 		for (int ti = 0; ti < x->cfg.n_tenants; ti++) {
 			const struct ema_tenant_result *r = &x->runs[i].results[ti];
@@ -811,6 +823,10 @@ int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f)
 			put_num(f, r->vs_static_ttft_paired);
 			fputc(',', f);
 			put_num(f, r->vs_static_tpot_paired);
+			fputc(',', f);
+			put_num(f, r->generated_tok_s);
+			fputc(',', f);
+			put_num(f, r->vs_static_generated);
 			fputc('\n', f);
 		}
 	return ferror(f) ? EMA_ERR_IO : EMA_OK;

@@ -322,6 +322,7 @@ static void test_comparisons(void)
 				CU_ASSERT(r->vs_static_tpot_p99 == 1.0);
 				CU_ASSERT(r->vs_static_ttft_paired == 1.0);
 				CU_ASSERT(r->vs_static_tpot_paired == 1.0);
+				CU_ASSERT(r->vs_static_generated == 1.0);
 			} else {
 				/* the median of each request's ratio, from the
 				 * requests one by one */
@@ -338,6 +339,9 @@ static void test_comparisons(void)
 				CU_ASSERT_STRING_EQUAL(r->guarantee, "-");
 			}
 			CU_ASSERT_EQUAL(r->completed, r->requests);
+			/* no horizon: every token generated finished with its
+			 * request, over the same span */
+			CU_ASSERT(r->generated_tok_s == r->throughput_tok_s);
 		}
 	/* the default scenario exists to show lending: t1 lends to t0 */
 	CU_ASSERT(lenders > 0);
@@ -348,12 +352,14 @@ static void test_comparisons(void)
 		int c_thr = column_of(s, "vs_static_throughput");
 		int c_steady = column_of(s, "vs_static_steady_tok_s");
 		int c_g = column_of(s, "lender_guarantee");
+		int c_gen = column_of(s, "vs_static_generated_tok_s");
 
-		CU_ASSERT_FATAL(c_thr >= 0 && c_steady >= 0 && c_g >= 0);
+		CU_ASSERT_FATAL(c_thr >= 0 && c_steady >= 0 && c_g >= 0 && c_gen >= 0);
 		for (const char *line = rows; *line; line = strchr(line, '\n') + 1) {
 			CU_ASSERT_STRING_EQUAL(field(line, c_thr, buf, sizeof buf), "1");
 			CU_ASSERT_STRING_EQUAL(field(line, c_steady, buf, sizeof buf), "1");
 			CU_ASSERT_STRING_EQUAL(field(line, c_g, buf, sizeof buf), "-");
+			CU_ASSERT_STRING_EQUAL(field(line, c_gen, buf, sizeof buf), "1");
 		}
 		free(rows);
 		free(s);
@@ -455,11 +461,11 @@ static void test_quantiles_select(void)
  * token (100 ms, no TPOT, 0.25 tok/s); D 8 / 9 / 12, 31 tokens (1000 ms,
  * 100 ms, 7.75 tok/s); E arrives at 10 and is dropped. */
 static const struct ema_request_record five[] = {
-	{ 0, 0, 1 * S_NS, 3 * S_NS, 10, 11, 0, false },
-	{ 1, 2 * S_NS, 2500000000LL, 6 * S_NS, 10, 8, 0, false },
-	{ 2, 5 * S_NS, 5100000000LL, 9 * S_NS, 10, 1, 0, false },
-	{ 3, 8 * S_NS, 9 * S_NS, 12 * S_NS, 10, 31, 0, false },
-	{ 4, 10 * S_NS, -1, -1, 10, 5, 0, true },
+	{ 0, 0, 1 * S_NS, 3 * S_NS, 10, 11, 0, false, 11 },
+	{ 1, 2 * S_NS, 2500000000LL, 6 * S_NS, 10, 8, 0, false, 8 },
+	{ 2, 5 * S_NS, 5100000000LL, 9 * S_NS, 10, 1, 0, false, 1 },
+	{ 3, 8 * S_NS, 9 * S_NS, 12 * S_NS, 10, 31, 0, false, 31 },
+	{ 4, 10 * S_NS, -1, -1, 10, 5, 0, true, 0 },
 };
 
 static void test_metrics_by_hand(void)
@@ -616,6 +622,79 @@ static void test_one_request(void)
 	drop(x);
 }
 
+/* generated_tok_s: one request of 100 + 10 tokens alone. Without a
+ * horizon it generates its 10 tokens and the figure is throughput_tok_s,
+ * to the bit. Cut by a horizon H a third and two thirds of the way
+ * through its decode, it is unfinished (no throughput at all), has
+ * generated what its steps produced by H, 1 + (H - first token) / TPOT
+ * within one step (its steps slow as its context grows, by well under a
+ * step over nine), more at the later cut, and the figure is those tokens
+ * over H - arrival. */
+static struct ema_experiment *one_request_run(double horizon_s)
+{
+	char path[4096], hs[64];
+	const char *sets[] = {
+		"tenants.0.workload.prompt.kind=fixed", "tenants.0.workload.prompt.mean=100",
+		"tenants.0.workload.output.kind=fixed", "tenants.0.workload.output.mean=10",
+		"tenants.0.workload.max_requests=1",    hs,
+	};
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = {0};
+
+	if (x == NULL)
+		return NULL;
+	snprintf(hs, sizeof hs, "horizon_s=%.9f", horizon_s);
+	snprintf(path, sizeof path, "%s/tests/data/cli/one_request.json", ema_test_srcdir());
+	if (ema_config_load(&x->cfg, path, sets, 6, &err) != EMA_OK ||
+	    (x->quiet = true, ema_experiment_run(x, &err)) != EMA_OK) {
+		fprintf(stderr, "one request, horizon %g s: %s\n", horizon_s, err.msg);
+		drop(x);
+		return NULL;
+	}
+	return x;
+}
+
+static void test_generated_tokens(void)
+{
+	struct ema_experiment *x = one_request_run(0);
+	struct ema_request_record q, c;
+	int32_t last = 0;
+	double tpot_ns;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	ema_engine_request(x->runs[0].engine, 0, 0, &q);
+	CU_ASSERT_EQUAL(q.generated_tokens, 10);
+	CU_ASSERT(x->runs[0].results[0].generated_tok_s == x->runs[0].results[0].throughput_tok_s);
+	CU_ASSERT(x->runs[0].results[0].vs_static_generated == 1.0);
+	drop(x);
+	CU_ASSERT_FATAL(q.first_token_ns > q.arrival_ns && q.finish_ns > q.first_token_ns);
+	tpot_ns = (double)(q.finish_ns - q.first_token_ns) / 9;
+	for (int k = 1; k <= 2; k++) {
+		int64_t h = q.first_token_ns + (q.finish_ns - q.first_token_ns) * k / 3;
+		const struct ema_tenant_result *r;
+		int64_t h_ns;
+
+		x = one_request_run((double)h * 1e-9);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+		h_ns = llround(x->cfg.horizon_s * 1e9);
+		r = &x->runs[0].results[0];
+		ema_engine_request(x->runs[0].engine, 0, 0, &c);
+		CU_ASSERT_EQUAL(c.arrival_ns, q.arrival_ns);
+		CU_ASSERT_EQUAL(c.first_token_ns, q.first_token_ns);
+		CU_ASSERT(c.finish_ns < 0);
+		CU_ASSERT_EQUAL(r->completed, 0);
+		CU_ASSERT(c.generated_tokens >= 1 && c.generated_tokens <= 9);
+		CU_ASSERT(fabs(c.generated_tokens - (1 + (double)(h_ns - q.first_token_ns) / tpot_ns)) <= 1);
+		CU_ASSERT(c.generated_tokens > last);
+		last = c.generated_tokens;
+		CU_ASSERT_DOUBLE_EQUAL(r->generated_tok_s,
+				       c.generated_tokens / ((double)(h_ns - q.arrival_ns) * 1e-9),
+				       1e-9 * r->generated_tok_s);
+		CU_ASSERT(isnan(r->throughput_tok_s) || r->throughput_tok_s == 0);
+		drop(x);
+	}
+}
+
 /* ---- writing ---- */
 
 /* A full disk: the error names the file and says why, whether the writer
@@ -768,12 +847,12 @@ static void test_rows_as_they_finish(void)
 static void test_row_text(void)
 {
 	static const struct ema_request_record recs[] = {
-		{0, 0, 9430647, 216949894, 374, 44, 0, false},
-		{7, 4314579000, 4324566178, 4875223817, 396, 1, 2, false},
-		{8, 5000000, -1, -1, 1200, 30, 0, true},
-		{9, 5000000, 6000001, -1, 1200, 30, 1, false},
+		{0, 0, 9430647, 216949894, 374, 44, 0, false, 44},
+		{7, 4314579000, 4324566178, 4875223817, 396, 1, 2, false, 1},
+		{8, 5000000, -1, -1, 1200, 30, 0, true, 0},
+		{9, 5000000, 6000001, -1, 1200, 30, 1, false, 3},
 		{2147483647, 1000000000000001LL, 1000000000000002LL, 9000000000000000000LL,
-		 2147483647, 2147483647, 2147483647, false},
+		 2147483647, 2147483647, 2147483647, false, 2147483647},
 	};
 	char *big = malloc(EMA_CSVOUT_BUF + 1);
 	char *got = NULL, *want = malloc(8 * EMA_CSVOUT_BUF);
@@ -833,6 +912,7 @@ int main(void)
 		{"quantiles by selection are the sort's", test_quantiles_select},
 		{"steady state, per-user throughput and SLOs by hand", test_metrics_by_hand},
 		{"one request by hand", test_one_request},
+		{"tokens generated, with and without a horizon", test_generated_tokens},
 		{"a full disk: the file and the reason", test_write_full_disk},
 		{"the run folder as written", test_write_folder},
 		{"requests.csv's rows as they finish are those after the run", test_rows_as_they_finish},
