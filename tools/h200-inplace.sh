@@ -34,6 +34,15 @@
 #       in the simulator, static's throughput with both, the borrower at
 #       0.99 x and TPOT +3.4% with the guard alone, more reclaims and
 #       slower steps without)
+#   06  staged copies by the copy engines, which pay per piece: the
+#       validation scenario staged with `per_page` and `batch` copies at
+#       0.5 and 2 MiB pages (pieces of a page / 8 layer groups: 64 and
+#       256 KiB), each through `ema validate`. Since 2026-12-03 the
+#       simulator charges each group's slice of every remote page as a
+#       piece, as the hw backend copies it (it charged whole pages, 8 x
+#       fewer calls), and ema's link budgets take the pieces' rate
+#       (doc/model.md, "Remote reads"); the sim error on the borrower's
+#       TPOT here is that change's test on the GPUs
 #
 # The hw backend's in-place iterations split the read grid between local
 # pages and each lender's (hw/hw_split.c; the measured point L 924 + R 132
@@ -48,7 +57,8 @@
 # results/h200x2/ with their date.
 #
 # STEPS="01 03" (environment) runs only those steps (each device call has
-# 10 minutes; 02 takes about 16 validate runs, 03 four, 05 three).
+# 10 minutes; 02 takes about 16 validate runs, 03 four, 05 three, 06
+# four).
 set -eu
 
 dry=
@@ -96,7 +106,7 @@ run() {
 	"$@" >"$out/$log" 2>&1 || echo "h200-inplace: failed ($?): see $out/$log" >&2
 }
 
-steps=${STEPS:-00 01 02 03 05}
+steps=${STEPS:-00 01 02 03 05 06}
 want() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 
 want 00 && run 00-machine.txt sh -c "nvidia-smi -L; nvidia-smi topo -m; $ema version"
@@ -143,6 +153,15 @@ want 05 && for guard in true:1 true:0 false:0; do
 		--set policy.ema.queue_hold_s=$hold --csv "$out/$tag.csv"
 done
 
+want 06 && for method in per_page batch; do
+	for page in 0.5 2; do
+		tag="06-staged-$method-page$page"
+		# shellcheck disable=SC2086
+		run "$tag.txt" "$ema" validate $base --set policy.remote_path=staged \
+			--set policy.copy_method=$method --set page_mib=$page --csv "$out/$tag.csv"
+	done
+done
+
 [ -z "$dry" ] || { echo "Commands: $out/commands.txt" >&2; exit 0; }
 
 # 04: one line per validate run: the borrower's and the lender's figures on
@@ -150,7 +169,7 @@ done
 {
 	echo "| run | t0 thr ema/static (hw) | t0 TTFT p50 ema/static (hw) | t0 TPOT p50 ema/static (hw) | t1 TPOT p50 ema/static (hw) | t0 TPOT p50 sim error (ema) | t0 thr sim error (ema) |"
 	echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
-	for f in "$out"/0[23]-*.csv; do
+	for f in "$out"/0[236]-*.csv; do
 		[ -s "$f" ] || continue
 		awk -F, -v run="$(basename "$f" .csv)" '
 		NR > 1 { hw[$1, $2, $3] = $4; err[$1, $2, $3] = $6 }
