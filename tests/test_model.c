@@ -719,6 +719,48 @@ static void test_staging_pages(void)
 	done(x);
 }
 
+/* The staged budget of test_staging_pages with the copy engines, whose
+ * rate is that of their pieces (2 MiB pages in 8 groups: 262,144 bytes):
+ * per_page hypot(6.651 us, 262,144 B / 15.004 GB/s) = 18.695 us, 14.02
+ * GB/s; batch 0.8265 us + 262,144 B / 402.25 GB/s = 1.478 us, 177.3 GB/s;
+ * each x the pull share 0.9383. With s = 0.85 x rate / 3050 GB/s the
+ * budget R = s (W + L + R) gives R = s x 25.77 GB / (1 - s): 45 pages
+ * per_page, 597 batch (1325 with the gather kernel), and the run borrows
+ * exactly that. */
+static void test_staging_pages_copy_engines(void)
+{
+	static const char *methods[2] = { "policy.copy_method=per_page", "policy.copy_method=batch" };
+	static const int32_t want[2] = { 45, 597 };
+
+	for (int k = 0; k < 2; k++) {
+		const char *sets[] = { "policies=ema", "policy.remote_path=staged",
+				       "policy.ema.tpot_slack=0", "policy.ema.lender_slowdown=0",
+				       methods[k] };
+		struct ema_experiment *x = run(sets, 5);
+		const struct ema_hw_profile *hw;
+		double piece, step, rate, s, local, hand;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+		hw = &x->cfg.hw;
+		piece = page_bytes(&x->cfg) / 8;
+		CU_ASSERT_DOUBLE_EQUAL(piece, 262144, 0);
+		/* the profile's figures the comment uses */
+		CU_ASSERT_DOUBLE_EQUAL(ema_curve_gbps(hw->copy_curve, hw->n_copy_curve, piece), 15.004,
+				       0.001);
+		step = k == 0 ? hypot(hw->copy_call_us * 1e3, piece / 15.0037)
+			      : hw->batch_page_us * 1e3 + piece / hw->link_gbps;
+		CU_ASSERT_DOUBLE_EQUAL(step, k == 0 ? 18694.9 : 1478.2, 0.1);
+		rate = piece / step * hw->pull_share_under_load;
+		s = 0.85 * rate / (hw->hbm_read_gbps * hw->hbm_efficiency);
+		local = (double)ema_model_weight_bytes(&x->cfg.model) + kv_pages(&x->cfg) * page_bytes(&x->cfg);
+		hand = s * local / (1 - s) / page_bytes(&x->cfg);
+		CU_ASSERT_EQUAL((int32_t)floor(hand), want[k]);
+		CU_ASSERT_DOUBLE_EQUAL(row(x, "ema", "t0")->borrowed_peak_gib * GIB / page_bytes(&x->cfg),
+				       want[k], 1e-6);
+		done(x);
+	}
+}
+
 /* doc/policies.md and doc/model.md "Lending floor, reserve and headroom":
  * 4629 KV pages, floor 0.25, reserve 0.05: floor ceil(0.25 x 4629) = 1158,
  * reserve 232; GPU 1 lends min(free - 232, 3471 - lent); with its tenant
@@ -784,6 +826,7 @@ int main(void)
 		{ "ema's cap on h200x2 at 24 GiB: 1280 pages, reached", test_cap_h200x2 },
 		{ "ema's cap on h200x8 and a100x4_40gb", test_cap_h200x8_a100x4 },
 		{ "staging pages of the cap", test_staging_pages },
+		{ "the staged cap with the copy engines: their pieces' rate", test_staging_pages_copy_engines },
 		{ "lending floor and reserve by hand", test_lending_example },
 		{ NULL, NULL }
 	};
