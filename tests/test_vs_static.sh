@@ -49,6 +49,13 @@ if [ -z "$changed" ] || [ "$changed" -eq 0 ]; then
 fi
 grep -q '^  throughput, largest gain under A  *+[0-9.]* points  (seed [0-9]*, t[0-9]*: [0-9.]* against [0-9.]* x static.s)$' "$T/off.out" ||
 	fail "no tenant gains throughput from the guard, or the line is malformed"
+# a line ends with what explains it: seed 100018's lender lends under
+# reclaim_mode=move and waits for its pages to come home, and says how long
+# (the run has no horizon: no "cut at")
+grep -q "^  seed 100018, t1 (h200x2, lender): .*; waited [0-9]*\.[0-9][0-9] s for its pages\$" "$T/off.out" ||
+	fail "seed 100018's lender does not say how long it waited for its pages: $(grep '^  seed 100018' "$T/off.out")"
+sed -n '/^  seed 100018, t1/,/^  [a-z]/p' "$T/off.out" | grep -q "^      --set 'policy.reclaim_mode=move'\$" ||
+	fail "seed 100018 is not the move-mode scenario the wait is expected of"
 # where no tenant moved one way, the report says so
 grep -q '^  throughput, largest loss under A  *none$' "$T/same.out" ||
 	fail "an unchanged pairing reports a loss"

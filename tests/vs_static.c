@@ -122,6 +122,28 @@ static void paired_means(const struct ema_experiment *x, int t, double *ttft, do
 	*tpot = ratio(ep, sp);
 }
 
+/* What most often explains a tenant past a line, read off its run, for
+ * the report's line (empty where none applies): the time it waited as a
+ * lender for its lent pages to come back (reclaim_mode=move waits as long
+ * as its borrowers have no room: doc/tuning.md), its prefetch stalls (a
+ * staged window too shallow for its steps), and the horizon that cut
+ * the run (a request finishing after it is not counted). */
+static void signs(char *buf, size_t len, const struct ema_experiment *x,
+		  const struct ema_tenant_result *em)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	if (em->reclaim_wait_ms >= 5)
+		used += (size_t)snprintf(buf + used, len - used, "; waited %.2f s for its pages",
+					 em->reclaim_wait_ms * 1e-3);
+	if (em->stall_ms >= 1 && used < len)
+		used += (size_t)snprintf(buf + used, len - used, "; stalled %.0f ms",
+					 em->stall_ms);
+	if (x->cfg.horizon_s > 0 && used < len)
+		snprintf(buf + used, len - used, "; cut at %g s", x->cfg.horizon_s);
+}
+
 static void print_worst(const char *what, const struct worst *w)
 {
 	if (w->seed == 0)
@@ -297,15 +319,18 @@ int main(void)
 				    em->vs_static_ttft_paired > VS_TTFT_MAX ||
 				    (lender && (em->vs_static_ttft_paired > VS_LENDER_P50_MAX ||
 						em->vs_static_tpot_paired > VS_LENDER_P50_MAX))) {
+					char why[160];
+
+					signs(why, sizeof why, x, em);
 					apart_past++;
 					printf("  seed %u, %s (%s%s, apart): completed %lld against "
 					       "%lld, dropped %lld against %lld; tokens generated %.3f, "
-					       "paired TTFT %.3f, TPOT %.3f x static's; %lld reclaims\n",
+					       "paired TTFT %.3f, TPOT %.3f x static's; %lld reclaims%s\n",
 					       seed, em->tenant, x->cfg.hw.name, lender ? ", lender" : "",
 					       (long long)em->completed, (long long)st->completed,
 					       (long long)em->dropped, (long long)st->dropped, gen,
 					       em->vs_static_ttft_paired, em->vs_static_tpot_paired,
-					       (long long)em->reclaims);
+					       (long long)em->reclaims, why);
 					for (int k = 0; k < n && !shown; k++)
 						printf("      --set '%s'\n", rs.argv[k]);
 					shown = true;
@@ -353,16 +378,18 @@ int main(void)
 
 			if (by_p50 || by_paired) {
 				double mttft, mtpot;
+				char why[160];
 
 				paired_means(x, t, &mttft, &mtpot);
+				signs(why, sizeof why, x, em);
 				past += by_p50;
 				printf("  seed %u, %s (%s%s): throughput %.3f, TTFT p50 %.3f, TPOT p50 "
 				       "%.3f x static's (paired: %.3f, %.3f; means %.3f, %.3f); %lld "
-				       "reclaims; %lld requests%s\n",
+				       "reclaims; %lld requests%s%s\n",
 				       seed, em->tenant, x->cfg.hw.name, lender ? ", lender" : "", thr,
 				       ttft, tpot, em->vs_static_ttft_paired, em->vs_static_tpot_paired,
 				       mttft, mtpot, (long long)em->reclaims, (long long)em->completed,
-				       by_p50 ? "" : "; past on the paired medians only");
+				       why, by_p50 ? "" : "; past on the paired medians only");
 				lenders_past += lender && by_p50;
 				lenders_past_paired += by_p50 && by_paired;
 				lenders_past_means += lender && by_p50 &&
