@@ -80,6 +80,11 @@ struct ema_iteration {
 	 * attention reads it in place over the link (remote_direct). */
 	int layer_groups;
 	int prefetch_depth;
+	/* The pooled bound (policies/pooled.c): the remote KV costs what the
+	 * same bytes cost read from local HBM (no link time, no lender HBM,
+	 * no interference), as in a server whose memory is one pool. A
+	 * simulator-only idealisation: the hw backend refuses it. */
+	bool remote_as_local;
 	int n_remote;
 	struct ema_remote_read remote[EMA_MAX_GPUS];
 	enum ema_copy_method method;

@@ -753,6 +753,9 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 	if (g->busy)
 		return hw_fail(p, EMA_ERR_INTERNAL,
 			       "iteration on GPU %d while another runs there", it->gpu);
+	if (it->remote_as_local && it->n_remote > 0)
+		return hw_fail(p, EMA_ERR_UNSUPPORTED,
+			       "remote KV at local cost (the pooled bound) exists only in the simulator");
 	for (int i = 0; i < it->n_local_pages; i++)
 		if (!hw_page_ok(p, it->gpu, it->local_pages[i]))
 			return hw_fail(p, EMA_ERR_INTERNAL, "local page %d not in GPU %d's pool",

@@ -1,7 +1,7 @@
 # policies/local.mk: one file per policy, registered in policy_table.c.
 libema_policies_a_CPPFLAGS = $(POLICIES_CPPFLAGS)
 libema_policies_a_SOURCES = policies/policy.h policies/policy_table.c policies/static.c \
-	policies/ideal.c policies/host_swap.c policies/remote_direct.c policies/ema.c \
+	policies/ideal.c policies/ideal_kv.c policies/pooled.c policies/host_swap.c policies/remote_direct.c policies/ema.c \
 	policies/lending.c policies/lending.h
 
 
@@ -21,4 +21,13 @@ tests_test_example_policy_SOURCES = tests/test_example_policy.c tests/example_po
 	tests/test_main.h tests/mock_platform.h
 tests_test_example_policy_CFLAGS = $(TEST_CFLAGS)
 tests_test_example_policy_LDADD = $(TEST_LIBS)
+endif
+
+# The bounds (pooled, ideal, ideal_kv) by hand.
+if HAVE_CUNIT
+check_PROGRAMS += tests/test_bounds
+TESTS += tests/test_bounds
+tests_test_bounds_SOURCES = tests/test_bounds.c tests/test_main.h
+tests_test_bounds_CFLAGS = $(TEST_CFLAGS)
+tests_test_bounds_LDADD = $(TEST_LIBS)
 endif

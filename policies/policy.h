@@ -129,6 +129,12 @@ bool ema_policy_demote(const struct ema_policy_ctx *c, struct ema_request *r);
  * must have that many free pages); asynchronous: r is pinned until the
  * data has arrived. Returns the pages moved. */
 int32_t ema_policy_move_home(const struct ema_policy_ctx *c, struct ema_request *r, int lender);
+/* For the pooled bound only (policies/pooled.c), not a mechanism a real
+ * server has: r's pages on `gpu` move at once and at no cost to free
+ * pages elsewhere, its own GPU first, then the GPU with the most free
+ * pages. All or none: returns the pages moved, 0 where r is pinned or
+ * the other GPUs have too few free pages. */
+int32_t ema_policy_relocate_free(const struct ema_policy_ctx *c, struct ema_request *r, int gpu);
 /* Requests of other tenants holding pages on `gpu`, newest admission
  * first, in *out (the engine's array, valid until the next call); returns
  * the count. */
@@ -208,6 +214,12 @@ struct ema_policy_ops {
 	 * Multiplier of every GPU's memory for this policy (ideal: 2x).
 	 * NULL: 1. */
 	double (*memory_factor)(const struct ema_policy_cfg *knobs);
+
+	/* double kv_memory_factor(const struct ema_policy_cfg *knobs)
+	 * Multiplier of every GPU's KV memory, what its tenant's weights
+	 * leave (ideal_kv: 2x the KV, the weights as they are), applied
+	 * after memory_factor. NULL: 1. */
+	double (*kv_memory_factor)(const struct ema_policy_cfg *knobs);
 
 	/* int init(const struct ema_policy_ctx *c, void *state, struct ema_error *err)
 	 * Called once after the engine is built. NULL: nothing. */

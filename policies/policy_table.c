@@ -6,13 +6,17 @@
 
 extern const struct ema_policy_ops ema_policy_static;
 extern const struct ema_policy_ops ema_policy_ideal;
+extern const struct ema_policy_ops ema_policy_ideal_kv;
+extern const struct ema_policy_ops ema_policy_pooled;
 extern const struct ema_policy_ops ema_policy_host_swap;
 extern const struct ema_policy_ops ema_policy_remote_direct;
 extern const struct ema_policy_ops ema_policy_ema;
 
 const struct ema_policy_ops *const ema_policy_table[] = {
 	&ema_policy_static,
+	&ema_policy_pooled,
 	&ema_policy_ideal,
+	&ema_policy_ideal_kv,
 	&ema_policy_host_swap,
 	&ema_policy_remote_direct,
 	&ema_policy_ema,

@@ -738,6 +738,59 @@ int32_t ema_engine_move_home(struct ema_engine *e, struct ema_request *r, int le
 	return k;
 }
 
+/* The pooled bound's reclaim: r's pages on `gpu` are given up at once
+ * and the same number taken elsewhere, its own GPU first, then the GPU
+ * with the most free pages (the lowest of equals), with no transfer: in
+ * a server whose memory is one pool, where a page lives costs nothing.
+ * All or nothing: 0 where r is pinned or the other GPUs have too few
+ * free pages. */
+int32_t ema_engine_relocate_free(struct ema_engine *e, struct ema_request *r, int gpu)
+{
+	struct ema_tenant *t = &e->tenants[r->tenant];
+	int32_t k = ema_request_pages_on(r, gpu);
+	int64_t room = 0;
+
+	if (k == 0 || r->pinned || r->counted || gpu == t->gpu)
+		return 0;
+	for (int g = 0; g < e->ledger.n_gpus; g++)
+		if (g != gpu)
+			room += ema_ledger_free_pages(&e->ledger, g);
+	if (room < k)
+		return 0;
+	for (int32_t i = 0; i < r->n_pages; i++) {
+		struct ema_kv_page *pg = &r->pages[i];
+		int dst = -1;
+		int32_t np;
+
+		if (pg->gpu != gpu)
+			continue;
+		if (ema_ledger_free_pages(&e->ledger, t->gpu) > 0)
+			dst = t->gpu;
+		for (int g = 0; dst < 0 && g < e->ledger.n_gpus; g++)
+			if (g != gpu && ema_ledger_free_pages(&e->ledger, g) > 0)
+				dst = g;
+		for (int g = dst + 1; dst != t->gpu && g < e->ledger.n_gpus; g++)
+			if (g != gpu && ema_ledger_free_pages(&e->ledger, g) >
+					ema_ledger_free_pages(&e->ledger, dst))
+				dst = g;
+		np = ema_ledger_alloc(&e->ledger, dst, t->index, EMA_PAGE_KV);
+		if (np < 0) {
+			engine_fail(e, EMA_ERR_INTERNAL, "engine: a free page counted was not there");
+			return 0;
+		}
+		ema_ledger_free(&e->ledger, gpu, pg->page);
+		if (--r->pages_on[gpu] == 0)
+			r->on_mask &= ~(1u << gpu);
+		r->pages_on[dst]++;
+		r->on_mask |= 1u << dst;
+		if (dst == t->gpu)
+			r->n_remote--;
+		pg->gpu = (int16_t)dst;
+		pg->page = np;
+	}
+	return k;
+}
+
 static void xfer_done(void *arg, int64_t now)
 {
 	struct xfer_ctx *x = arg;
@@ -1116,18 +1169,19 @@ static void batch_add(struct ema_engine *e, struct ema_tenant *t, int32_t id, in
 		return;
 	}
 	{
-		/* (integer sums: any order gives the same totals; the home GPU
-		 * first, then the peers, with the tenant's fields written once
-		 * each, which the compiler cannot do itself: they might alias
-		 * the request's) */
+		/* (integer sums: any order gives the same totals; the peers
+		 * first, then the home GPU, with the tenant's fields written
+		 * once each, which the compiler cannot do itself: they might
+		 * alias the request's.) Each peer's share is its pages' part
+		 * rounded down, and the home GPU reads the rest, so that every
+		 * byte is read somewhere: until 2026-12-04 the rounding lost up
+		 * to a byte per page, which a pooled step folded back into its
+		 * local reads could not match with the same KV all local. */
 		const uint64_t share = kv / (uint64_t)r->n_pages;
 		const uint32_t home = 1u << t->gpu;
-		uint32_t m = r->on_mask;
+		uint32_t m = r->on_mask & ~home;
+		uint64_t remote = 0;
 
-		if (m & home) {
-			t->iter_kv_local += share * (uint64_t)r->pages_on[t->gpu];
-			m &= ~home;
-		}
 		t->iter_rem_mask |= m;
 		for (; m != 0; m &= m - 1) {
 			int g = __builtin_ctz(m);
@@ -1135,7 +1189,12 @@ static void batch_add(struct ema_engine *e, struct ema_tenant *t, int32_t id, in
 
 			t->iter_rem_bytes[g] += share * (uint64_t)n;
 			t->iter_rem_pages[g] += n;
+			remote += share * (uint64_t)n;
 		}
+		if (r->on_mask & home)
+			t->iter_kv_local += kv - remote;
+		else
+			t->iter_rem_bytes[__builtin_ctz(r->on_mask)] += kv - remote;
 	}
 }
 
@@ -2812,6 +2871,11 @@ int32_t ema_policy_move_home(const struct ema_policy_ctx *c, struct ema_request 
 	return ema_engine_move_home(c->engine, r, lender);
 }
 
+int32_t ema_policy_relocate_free(const struct ema_policy_ctx *c, struct ema_request *r, int gpu)
+{
+	return ema_engine_relocate_free(c->engine, r, gpu);
+}
+
 /* (the figures tenant_try_start asks can_obtain for: the front of the
  * swapped list first, which comes back before any admission; an idle
  * tenant's queue waits on others: tenant_try_start would have started
@@ -2928,6 +2992,24 @@ int ema_engine_platform_params(struct ema_platform_params *p, const struct ema_c
 	for (int i = 0; i < cfg->n_tenants; i++)
 		if (cfg->tenants[i].gpu + 1 > p->gpus_used)
 			p->gpus_used = cfg->tenants[i].gpu + 1;
+	if (policy->kv_memory_factor != NULL) {
+		/* the KV grows, the weights stay: a tenant's GPU keeps its
+		 * weight pages and multiplies the rest (a GPU without a tenant
+		 * is all KV) */
+		double kv_factor = policy->kv_memory_factor(&cfg->policy);
+		uint64_t weight_pages = (ema_model_weight_bytes(&cfg->model) + p->page_bytes - 1) /
+					p->page_bytes;
+
+		for (int g = 0; g < cfg->hw.n_gpus && g < EMA_MAX_GPUS; g++) {
+			uint64_t w = 0;
+
+			for (int i = 0; i < cfg->n_tenants; i++)
+				if (cfg->tenants[i].gpu == g && p->pool_pages[g] > weight_pages)
+					w = weight_pages;
+			p->pool_pages[g] = w + (uint64_t)floor((double)(p->pool_pages[g] - w) *
+							      kv_factor);
+		}
+	}
 	p->host_pages_per_gpu = (uint64_t)(int32_t)floor(cfg->policy.host_gib * 1073741824.0 /
 							 (double)p->page_bytes);
 	p->hw = &cfg->hw;

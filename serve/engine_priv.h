@@ -240,6 +240,10 @@ bool ema_engine_demote(struct ema_engine *e, struct ema_request *r);
  * (which must have that many free pages); asynchronous: the request is
  * pinned until the data has arrived. Returns the pages moved. */
 int32_t ema_engine_move_home(struct ema_engine *e, struct ema_request *r, int lender);
+/* The pooled bound's reclaim: r's pages on `gpu` move at once, with no
+ * transfer, to free pages elsewhere (its own GPU first); all or none.
+ * Returns the pages moved. */
+int32_t ema_engine_relocate_free(struct ema_engine *e, struct ema_request *r, int gpu);
 /* Records a reclaim (for the latency figures). */
 void ema_engine_record_reclaim(struct ema_engine *e, int gpu, int32_t pages,
 			       int64_t start_ns, int64_t latency_ns);

@@ -660,11 +660,32 @@ static void iter_log_line(const struct sim *p, const struct ema_iteration *it,
 		ema_flownet_hbm_in_gbps(p->net, it->gpu));
 }
 
+/* The pooled bound's step (ema_iteration.remote_as_local): its remote
+ * KV folded into the local reads, nothing on the links. */
+static void fold_remote(struct ema_iteration *one, const struct ema_iteration *it)
+{
+	*one = *it;
+	for (int i = 0; i < it->n_remote; i++)
+		one->kv_local_bytes += it->remote[i].bytes;
+	one->n_remote = 0;
+	one->prefetch_depth = 0;
+	one->n_staging_pages = 0;
+	one->staging_pages = NULL;
+	one->window_depth = 0;
+}
+
 static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it,
 			 ema_iteration_fn fn, void *arg, struct ema_error *err)
 {
 	struct sim *p = to_sim(pl);
-	int rc = sim_iteration_start(p, it, fn, arg);
+	struct ema_iteration folded;
+	int rc;
+
+	if (it != NULL && it->remote_as_local && it->n_remote > 0) {
+		fold_remote(&folded, it);
+		it = &folded;
+	}
+	rc = sim_iteration_start(p, it, fn, arg);
 
 	if (rc != EMA_OK && err != NULL)
 		*err = p->last;
