@@ -49,6 +49,10 @@ struct ema_hw_profile {
 	int n_copy_curve;             /* cudaMemcpyPeerAsync GB/s by size */
 	struct ema_curve_point copy_curve[EMA_CURVE_MAX];
 	double remote_read_gbps;      /* kernel reading peer memory in place, per link */
+	/* Share of remote_read_gbps that decode-like paged reads reach, as
+	 * hbm_efficiency is of hbm_read_gbps (both peaks are streaming
+	 * kernels'); 0: hbm_efficiency (ema_hw_remote_read_efficiency). */
+	double remote_read_efficiency;
 	/* Share of the separate rates that local HBM reads and in-place
 	 * remote reads keep when one step does both at once (a share of the
 	 * SMs on each): the step takes max(local, remote) / this. 1 when not
@@ -86,6 +90,12 @@ struct ema_model {
 
 /* Derived sizes, per GPU of an instance. */
 uint64_t ema_model_weight_bytes(const struct ema_model *m);
+/* remote_read_efficiency, or hbm_efficiency where it is 0 (not measured):
+ * local and in-place remote reads derate alike. */
+static inline double ema_hw_remote_read_efficiency(const struct ema_hw_profile *hw)
+{
+	return hw->remote_read_efficiency > 0 ? hw->remote_read_efficiency : hw->hbm_efficiency;
+}
 uint64_t ema_model_kv_bytes_per_token(const struct ema_model *m);
 
 /* Cost of reading a curve: GB/s at a given size, log-linear between points. */

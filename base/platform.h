@@ -51,12 +51,17 @@ struct ema_transfer {
 	const uint64_t *tags;
 };
 
-/* Remote KV read by one iteration, from one lender. */
+/* Remote KV of one iteration, on one lender: what it reads, and what it
+ * writes there (its new tokens' K and V, where their pages are the
+ * lender's: a prompt admitted onto borrowed pages, a decode token on a
+ * borrowed page), which crosses the link the other way into the lender's
+ * HBM. */
 struct ema_remote_read {
 	int gpu;                    /* lender holding the pages */
 	int n_pages;
 	const int32_t *pages;       /* pages on the lender */
-	uint64_t bytes;
+	uint64_t bytes;             /* read */
+	uint64_t write_bytes;       /* written */
 };
 
 /* The GPU work of one batch of one tenant: what a real step would compute
@@ -71,7 +76,7 @@ struct ema_iteration {
 	double flops;               /* linear layers + attention */
 	double attention_flops;     /* the part quadratic in context */
 	uint64_t weight_bytes;
-	uint64_t kv_local_bytes;    /* KV read from local pages */
+	uint64_t kv_local_bytes;    /* KV read from local pages, and its new tokens' KV written there */
 	uint64_t act_bytes;         /* activations written and read */
 	int n_local_pages;
 	const int32_t *local_pages; /* KV pages read locally (hw reads them) */
@@ -165,12 +170,12 @@ typedef void (*ema_transfer_fn)(void *arg, int64_t now_ns);
 struct ema_link_stats {
 	uint64_t bytes[EMA_MAX_GPUS + 1][EMA_MAX_GPUS + 1]; /* [src+1][dst+1], host at 0 */
 	uint64_t bytes_by_purpose[EMA_XFER_PURPOSES];
-	/* Of the remote KV spread over iterations (in place, or the fast
-	 * path of a prefetch), the bytes contention had not let move when
-	 * their iteration ended, which end with it (the simulator's; 0 on
-	 * hardware): where this is more than a trace, links were asked more
-	 * than the step timing charges them (doc/limitations.md). */
-	uint64_t spread_cut_bytes;
+	/* Time steps waited past their own, all steps summed, for remote KV
+	 * spread over them (in place, or the fast path of a prefetch) that
+	 * contention had slowed: a step's time is set when it starts, at the
+	 * links' rates then, and ends with its last byte (the simulator's; 0
+	 * on hardware, whose steps just take what they take). */
+	uint64_t spread_wait_ns;
 };
 
 struct ema_platform_ops {

@@ -64,9 +64,17 @@ double ema_cost_link_gbps(const struct ema_hw_profile *hw, bool staged,
 {
 	double rate;
 
-	if (!staged)
-		return hw->remote_read_gbps > 0 && hw->remote_read_gbps < hw->link_gbps ?
+	if (!staged) {
+		/* the peak of a streaming kernel over the link, derated as local
+		 * HBM reads are (hbm_efficiency): until 2026-12-04 local reads
+		 * were charged at 70% of their peak and remote ones at 100%,
+		 * which flattered every in-place byte */
+		double eff = ema_hw_remote_read_efficiency(hw);
+
+		rate = hw->remote_read_gbps > 0 && hw->remote_read_gbps < hw->link_gbps ?
 		       hw->remote_read_gbps : hw->link_gbps;
+		return eff > 0 && eff < 1 ? rate * eff : rate;
+	}
 	rate = method == EMA_COPY_GATHER && hw->gather_gbps > 0 && hw->gather_gbps < hw->link_gbps ?
 	       hw->gather_gbps : hw->link_gbps;
 	if (method != EMA_COPY_GATHER && slice_bytes > 0 && hw->link_gbps > 0) {
@@ -144,8 +152,8 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 	double flops_per_ns = hw->peak_tflops * 1e3 * hw->flops_efficiency;
 	double local = (double)it->weight_bytes + (double)it->kv_local_bytes +
 		       (double)it->act_bytes;
-	double bytes[EMA_MAX_GPUS];
-	double remote = 0, slice = 0;
+	double bytes[EMA_MAX_GPUS], writes[EMA_MAX_GPUS];
+	double remote = 0, slice = 0, write_ns;
 	/* GPUs past the last one read add nothing to the links' sums and
 	 * maxima (0 bytes: exactly 0 GB/s), so bytes[] and the loops below
 	 * stop there: most iterations read nothing remote, and the simulator
@@ -167,21 +175,26 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 		if (it->remote[i].gpu >= n && it->remote[i].gpu < EMA_MAX_GPUS)
 			n = it->remote[i].gpu + 1;
 	for (int g = 0; g < n; g++)
-		bytes[g] = 0;
+		bytes[g] = writes[g] = 0;
 	for (int i = 0; i < it->n_remote; i++) {
 		int g = it->remote[i].gpu;
 
 		if (g >= 0 && g < EMA_MAX_GPUS) {
 			bytes[g] += (double)it->remote[i].bytes;
+			writes[g] += (double)it->remote[i].write_bytes;
 			remote += (double)it->remote[i].bytes;
 		}
 	}
+	/* the new tokens' KV written into lenders' pages crosses the links
+	 * the other way (each direction has its own rate), stored by SMs
+	 * as in-place reads are loaded */
+	write_ns = ema_cost_link_ns(hw, ema_cost_link_gbps(hw, false, it->method, 0), writes, n);
 	out->overhead_ns = hw->iter_overhead_us * 1e3;
 	out->compute_ns = flops_per_ns > 0 ? it->flops / flops_per_ns : 0.0;
 	if (staged)
 		slice = ema_cost_staged_slice_bytes(it);
-	out->link_ns = ema_cost_link_ns(hw, ema_cost_link_gbps(hw, staged, it->method, slice), bytes,
-					n);
+	out->link_ns = cost_max(ema_cost_link_ns(hw, ema_cost_link_gbps(hw, staged, it->method, slice),
+						 bytes, n), write_ns);
 	if (!staged) {
 		out->local_ns = ema_cost_hbm_ns(hw, local);
 		out->memory_ns = ema_cost_inplace_ns(hw, out->local_ns, out->link_ns);

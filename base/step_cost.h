@@ -80,7 +80,7 @@ struct ema_step_cost {
 	double overhead_ns;      /* iter_overhead_us */
 	double compute_ns;       /* FLOPs / (peak x flops_efficiency) */
 	double local_ns;         /* HBM time of weights, local KV, activations; staged KV included when staged */
-	double link_ns;          /* the links' time for the remote KV on this path (ema_cost_link_ns) */
+	double link_ns;          /* the links' time for the remote KV on this path (ema_cost_link_ns), or for its writes into lenders where longer */
 	double memory_ns;        /* in place: ema_cost_inplace_ns; staged: local_ns slowed by its own staging writes */
 	double total_ns;         /* overhead + max(compute, memory, and when staged the copies' link time) */
 };

@@ -71,6 +71,13 @@ const struct ema_config_key ema_config_hw_keys[] = {
 	  "GB/s",
 	  "A kernel reading peer memory in place, per link (cost model of in-place "
 	  "reads: `remote_direct`, ema's `inplace` path and its per-link budget)." },
+	{ "remote_read_efficiency", EMA_CFG_DBL, HW(remote_read_efficiency), 0, 0, 0, 1, 0, NULL, NULL, NULL,
+	  "share",
+	  "Share of `remote_read_gbps` that decode-like paged reads over the link "
+	  "reach, as `hbm_efficiency` is of `hbm_read_gbps`: both peaks are "
+	  "streaming kernels', and both derate alike (cost model of in-place reads). "
+	  "Optional: 0 or absent = `hbm_efficiency`, until a decode-shaped kernel "
+	  "is measured over the link." },
 	{ "inplace_overlap_efficiency", EMA_CFG_DBL, HW(inplace_overlap_efficiency), 0, 0, 0, 1, EMA_CFG_MIN_OPEN, NULL, NULL, NULL,
 	  "share",
 	  "A step reading local HBM and peer memory in place at once (split SMs) "
@@ -175,6 +182,7 @@ void ema_hw_profile_copy_link(struct ema_hw_profile *hw, const struct ema_hw_pro
 	memcpy(hw->copy_curve, ref->copy_curve, sizeof hw->copy_curve);
 	hw->n_copy_curve = ref->n_copy_curve;
 	hw->remote_read_gbps = ref->remote_read_gbps;
+	hw->remote_read_efficiency = ref->remote_read_efficiency;
 	hw->inplace_overlap_efficiency = ref->inplace_overlap_efficiency;
 	hw->interference_lender = ref->interference_lender;
 	hw->interference_borrower = ref->interference_borrower;

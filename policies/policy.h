@@ -130,14 +130,17 @@ bool ema_policy_demote(const struct ema_policy_ctx *c, struct ema_request *r);
  * data has arrived. Returns the pages moved. */
 int32_t ema_policy_move_home(const struct ema_policy_ctx *c, struct ema_request *r, int lender);
 /* For the pooled bound only (policies/pooled.c), not a mechanism a real
- * server has: r's pages on `gpu` move at once and at no cost to free
- * pages elsewhere, its own GPU first, then the GPU with the most free
- * pages. All or none: returns the pages moved, 0 where r is pinned or
- * the other GPUs have too few free pages. */
-int32_t ema_policy_relocate_free(const struct ema_policy_ctx *c, struct ema_request *r, int gpu);
-/* Requests of other tenants holding pages on `gpu`, newest admission
- * first, in *out (the engine's array, valid until the next call); returns
- * the count. */
+ * server has: frees `need` of gpu's lent pages at once and at no cost,
+ * moving borrowers' pages to free pages elsewhere (newest request first,
+ * whole requests, its own GPU first, then the freest) and, where the rest
+ * of the server has no room, preempting the newest borrower (recompute),
+ * even one a step in flight reads. Returns the pages freed. */
+int32_t ema_policy_pool_reclaim(const struct ema_policy_ctx *c, int gpu, int32_t need);
+/* Requests of other tenants holding pages on `gpu` that can be taken now,
+ * newest admission first, in *out (the engine's array, valid until the
+ * next call); returns the count. Not listed: requests whose pages move,
+ * and requests a step in flight reads (their lender waits for that step:
+ * the engine asks the policy to reclaim again when it ends). */
 int ema_policy_borrowers_on(const struct ema_policy_ctx *c, int gpu, struct ema_request *const **out);
 /* The pages the next request of `tenant` to start asks its GPU for, as
  * the engine asks them: a swapped-out request first (they come back

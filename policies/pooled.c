@@ -76,24 +76,12 @@ static int pooled_choose_lender(const struct ema_policy_ctx *c, void *state, int
 	return best;
 }
 
-/* The lender's demand first, at no cost to it: newest borrowers first,
- * their pages moved elsewhere in the pool, or, with no room left in it,
- * the borrower preempted. */
+/* The lender's demand first, at no cost to it and without waiting:
+ * borrowers' pages moved elsewhere in the pool, or, with no room left in
+ * it, the newest borrower preempted (ema_policy_pool_reclaim). */
 static int32_t pooled_reclaim(const struct ema_policy_ctx *c, void *state, int gpu, int32_t need)
 {
-	struct ema_request *const *victims;
-	int n = ema_policy_borrowers_on(c, gpu, &victims);
-	int32_t freed = 0;
-
-	for (int i = 0; i < n && freed < need; i++) {
-		struct ema_request *r = victims[i];
-		int32_t k = ema_request_pages_on(r, gpu);
-
-		if (ema_policy_relocate_free(c, r, gpu) != k)
-			ema_policy_preempt_recompute(c, r);
-		freed += k;
-	}
-	return freed;
+	return ema_policy_pool_reclaim(c, gpu, need);
 }
 
 static void pooled_plan(const struct ema_policy_ctx *c, void *state, struct ema_iteration *it)

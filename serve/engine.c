@@ -738,13 +738,13 @@ int32_t ema_engine_move_home(struct ema_engine *e, struct ema_request *r, int le
 	return k;
 }
 
-/* The pooled bound's reclaim: r's pages on `gpu` are given up at once
- * and the same number taken elsewhere, its own GPU first, then the GPU
- * with the most free pages (the lowest of equals), with no transfer: in
- * a server whose memory is one pool, where a page lives costs nothing.
- * All or nothing: 0 where r is pinned or the other GPUs have too few
- * free pages. */
-int32_t ema_engine_relocate_free(struct ema_engine *e, struct ema_request *r, int gpu)
+static int borrowers_on(struct ema_engine *e, int gpu, bool steps);
+
+/* One request's pages on `gpu` given up and the same number taken
+ * elsewhere, its own GPU first, then the GPU with the most free pages
+ * (the lowest of equals), with no transfer; all or nothing (0 where the
+ * other GPUs have too few free pages). */
+static int32_t relocate_request(struct ema_engine *e, struct ema_request *r, int gpu)
 {
 	struct ema_tenant *t = &e->tenants[r->tenant];
 	int32_t k = ema_request_pages_on(r, gpu);
@@ -789,6 +789,36 @@ int32_t ema_engine_relocate_free(struct ema_engine *e, struct ema_request *r, in
 		pg->page = np;
 	}
 	return k;
+}
+
+/* The pooled bound's reclaim: borrowers' pages on `gpu`, newest first,
+ * moved at once and with no transfer to free pages elsewhere, whole
+ * requests at a time; where the rest of the server has no room, the
+ * newest borrower preempted (recompute) and the rest moved again, until
+ * `need` are freed. In a server whose memory is one pool, where a page
+ * lives costs nothing and the lender does not wait for a borrower's step
+ * (the bound's idealisation: a real policy waits, borrowers_on). */
+int32_t ema_engine_pool_reclaim(struct ema_engine *e, int gpu, int32_t need)
+{
+	int32_t freed = 0;
+
+	while (freed < need) {
+		int n = borrowers_on(e, gpu, true);
+		struct ema_request *r;
+
+		for (int i = 0; i < n && freed < need; i++)
+			freed += relocate_request(e, e->victims[i], gpu);
+		if (freed >= need || n == 0)
+			break;
+		n = borrowers_on(e, gpu, true);
+		if (n == 0)
+			break;
+		r = e->victims[0];
+		freed += ema_request_pages_on(r, gpu);
+		reclaim_backoff(e, r);
+		ema_engine_preempt_recompute(e, r);
+	}
+	return freed;
 }
 
 static void xfer_done(void *arg, int64_t now)
@@ -1111,12 +1141,13 @@ static void launch(struct ema_engine *e, struct ema_tenant *t)
 	it.n_local_pages = n_local;
 	it.local_pages = t->local_buf;
 	for (int g = 0; t->iter_rem_mask != 0 && g < e->ledger.n_gpus; g++) {
-		if (t->iter_rem_bytes[g] == 0 && n_rem[g] == 0)
+		if (t->iter_rem_bytes[g] == 0 && t->iter_rem_write[g] == 0 && n_rem[g] == 0)
 			continue;
 		it.remote[it.n_remote].gpu = g;
 		it.remote[it.n_remote].n_pages = n_rem[g];
 		it.remote[it.n_remote].pages = e->page_lists ? t->remote_buf[g] : NULL;
 		it.remote[it.n_remote].bytes = t->iter_rem_bytes[g];
+		it.remote[it.n_remote].write_bytes = t->iter_rem_write[g];
 		t->stats.remote_bytes += t->iter_rem_bytes[g];
 		it.n_remote++;
 	}
@@ -1147,13 +1178,46 @@ static void batch_clear(struct ema_tenant *t)
 	t->iter_kv_local = 0;
 	if (t->iter_rem_mask != 0) {
 		memset(t->iter_rem_bytes, 0, sizeof t->iter_rem_bytes);
+		memset(t->iter_rem_write, 0, sizeof t->iter_rem_write);
 		memset(t->iter_rem_pages, 0, sizeof t->iter_rem_pages);
 		t->iter_rem_mask = 0;
 	}
 }
 
+/* The K and V of tokens [computed, computed + n) of r, which holds
+ * pages on other GPUs, written into the pages that hold them: those on
+ * its own GPU into its local KV traffic, the others into what the step
+ * writes to each lender (iter_rem_write). A page not yet allocated (none
+ * should be) counts as its last page's. */
+static void kv_writes(struct ema_engine *e, struct ema_tenant *t, struct ema_request *r,
+		      int64_t n)
+{
+	int64_t pos = r->computed, end = pos + n;
+
+	while (pos < end) {
+		int32_t k = ema_engine_pages_for_tokens(e, pos + 1) - 1;
+		int64_t page_end = tokens_for_pages(e, k + 1);
+		int64_t here = (page_end < end ? page_end : end) - pos;
+		int g;
+
+		if (here <= 0)
+			here = end - pos;
+		if (k >= r->n_pages)
+			k = r->n_pages - 1;
+		g = k >= 0 ? r->pages[k].gpu : t->gpu;
+		if (g == t->gpu || g < 0) {
+			t->iter_kv_local += (uint64_t)here * e->work.kv_per_token;
+		} else {
+			t->iter_rem_write[g] += (uint64_t)here * e->work.kv_per_token;
+			t->iter_rem_mask |= 1u << g;
+		}
+		pos += here;
+	}
+}
+
 /* Request r joins the batch: its work is added in batch order, its KV
- * read split over the GPUs that hold its pages (spread evenly over them). */
+ * read split over the GPUs that hold its pages (spread evenly over them),
+ * its new tokens' KV written where their pages are (kv_writes). */
 static void batch_add(struct ema_engine *e, struct ema_tenant *t, int32_t id, int32_t chunk)
 {
 	struct ema_request *r = &t->reqs[id];
@@ -1164,10 +1228,16 @@ static void batch_add(struct ema_engine *e, struct ema_tenant *t, int32_t id, in
 	t->iter_n++;
 	r->in_iter = 1;
 	ema_work_add(&t->iter_work, &e->work, r->computed, chunk, &kv);
+	/* the step also writes its new tokens' K and V into the request's
+	 * pages: through its own GPU's HBM where they are local (counted
+	 * with the KV it reads), over a link into the lender's HBM where not
+	 * (until 2026-12-04 no write was charged: a prompt admitted onto
+	 * borrowed pages reached the lender for free) */
 	if (r->n_remote == 0) {
-		t->iter_kv_local += kv;
+		t->iter_kv_local += kv + (uint64_t)(chunk > 0 ? chunk : 1) * e->work.kv_per_token;
 		return;
 	}
+	kv_writes(e, t, r, chunk > 0 ? chunk : 1);
 	{
 		/* (integer sums: any order gives the same totals; the peers
 		 * first, then the home GPU, with the tenant's fields written
@@ -1627,8 +1697,15 @@ static void tenant_kick(struct ema_engine *e, struct ema_tenant *t)
 	tenant_try_start(e, t);
 }
 
+/* Lenders waiting for their pages first: a borrower's step that ends
+ * gives back the pages it read (borrowers_on lists them again), and a
+ * borrower kicked first would start its next step on them before the
+ * lender could take them, and so on for as long as it runs. */
 static void kick_all(struct ema_engine *e)
 {
+	for (int i = 0; i < e->n_tenants; i++)
+		if (e->tenants[i].reclaim_wait_since >= 0)
+			tenant_kick(e, &e->tenants[i]);
 	for (int i = 0; i < e->n_tenants; i++)
 		tenant_kick(e, &e->tenants[i]);
 }
@@ -1811,7 +1888,21 @@ void ema_engine_record_reclaim(struct ema_engine *e, int gpu, int32_t pages,
 /* Requests of other tenants holding pages on `gpu`, newest admission
  * first (they have the least work to lose), into the engine's own array,
  * grown as needed so that no victim is ever left out. */
-static int borrowers_on(struct ema_engine *e, int gpu)
+/* Whether a step in flight reads r's pages: its tenant's iteration runs
+ * with r in the batch. Its pages cannot be taken before that step ends
+ * (a lender waits for it: until 2026-12-04 reclaims took them at once,
+ * latency 0, while the borrower's step was still reading them). */
+static inline bool in_step(const struct ema_engine *e, const struct ema_request *r)
+{
+	return r->in_iter && e->tenants[r->tenant].busy;
+}
+
+/* Requests of other tenants holding pages on `gpu`, newest admission
+ * first, into e->victims: those whose pages can be taken now (none
+ * moving, none read by a step in flight), or with steps = true also
+ * those a step reads (the pooled bound's relocation, which moves no
+ * data). */
+static int borrowers_on(struct ema_engine *e, int gpu, bool steps)
 {
 	int n = 0;
 
@@ -1823,7 +1914,8 @@ static int borrowers_on(struct ema_engine *e, int gpu)
 		for (int32_t i = 0; i < t->running_n; i++) {
 			struct ema_request *r = &t->reqs[t->running[i]];
 
-			if (r->pinned || r->n_remote == 0 || ema_request_pages_on(r, gpu) == 0)
+			if (r->pinned || r->n_remote == 0 || ema_request_pages_on(r, gpu) == 0 ||
+			    (!steps && in_step(e, r)))
 				continue;
 			if (n == e->cap_victims) {
 				int ncap = e->cap_victims ? 2 * e->cap_victims : 512;
@@ -2279,7 +2371,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 			 * computed + j - 1 (its FLOPs from above) */
 			w[j].n_seqs = live;
 			w[j].act_bytes = (uint64_t)live * act1;
-			w[j].kv_local_bytes = (ctx_sum + (uint64_t)live * (uint64_t)(j - 1)) *
+			w[j].kv_local_bytes = (ctx_sum + (uint64_t)live * (uint64_t)j) *
 					      e->work.kv_per_token;
 			w[j].flops = flops_bound;
 			w[j].attention_flops = 0.0;
@@ -2848,8 +2940,25 @@ int64_t ema_policy_now(const struct ema_policy_ctx *c)
 
 /* (the policy's preemptions and demotions are its reclaims': they count
  * towards the reclaim backoff) */
+/* A policy may not take pages a step in flight reads (ema_policy_borrowers_on
+ * lists none): a run where one does stops, rather than read freed pages. */
+static bool policy_takes_in_step(const struct ema_policy_ctx *c, const struct ema_request *r,
+				 const char *what)
+{
+	char msg[EMA_ERROR_MSG_MAX];
+
+	if (!in_step(c->engine, r))
+		return false;
+	snprintf(msg, sizeof msg, "engine: the policy %s request %d of tenant %s while a step in "
+		 "flight reads its pages", what, r->id, c->engine->tenants[r->tenant].cfg->name);
+	engine_fail(c->engine, EMA_ERR_INTERNAL, msg);
+	return true;
+}
+
 void ema_policy_preempt_recompute(const struct ema_policy_ctx *c, struct ema_request *r)
 {
+	if (policy_takes_in_step(c, r, "preempted"))
+		return;
 	reclaim_backoff(c->engine, r);
 	ema_engine_preempt_recompute(c->engine, r);
 }
@@ -2858,6 +2967,8 @@ bool ema_policy_demote(const struct ema_policy_ctx *c, struct ema_request *r)
 {
 	/* one that would come back under backoff to a GPU that can never
 	 * hold it is recomputed instead (the caller's fallback), and dropped */
+	if (policy_takes_in_step(c, r, "demoted"))
+		return false;
 	if (r->reclaimed >= c->engine->reclaim_backoff - 1 && own_never_fits(c->engine, r))
 		return false;
 	if (!ema_engine_demote(c->engine, r))
@@ -2868,12 +2979,14 @@ bool ema_policy_demote(const struct ema_policy_ctx *c, struct ema_request *r)
 
 int32_t ema_policy_move_home(const struct ema_policy_ctx *c, struct ema_request *r, int lender)
 {
+	if (policy_takes_in_step(c, r, "moved"))
+		return 0;
 	return ema_engine_move_home(c->engine, r, lender);
 }
 
-int32_t ema_policy_relocate_free(const struct ema_policy_ctx *c, struct ema_request *r, int gpu)
+int32_t ema_policy_pool_reclaim(const struct ema_policy_ctx *c, int gpu, int32_t need)
 {
-	return ema_engine_relocate_free(c->engine, r, gpu);
+	return ema_engine_pool_reclaim(c->engine, gpu, need);
 }
 
 /* (the figures tenant_try_start asks can_obtain for: the front of the
@@ -2892,7 +3005,7 @@ int64_t ema_policy_queue_waited_ns(const struct ema_policy_ctx *c, int tenant)
 
 int ema_policy_borrowers_on(const struct ema_policy_ctx *c, int gpu, struct ema_request *const **out)
 {
-	int n = borrowers_on(c->engine, gpu);
+	int n = borrowers_on(c->engine, gpu, false);
 
 	*out = c->engine->victims;
 	return n;

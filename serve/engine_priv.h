@@ -99,8 +99,9 @@ struct ema_tenant {
 	 * order, so that its doubles are those of a walk over the batch). */
 	struct ema_work_sum iter_work;
 	uint64_t iter_kv_local;                  /* KV read from its own GPU */
-	uint32_t iter_rem_mask;                  /* peers it reads KV from */
+	uint32_t iter_rem_mask;                  /* peers it reads KV from or writes KV to */
 	uint64_t iter_rem_bytes[EMA_MAX_GPUS];   /* KV read from each peer */
+	uint64_t iter_rem_write[EMA_MAX_GPUS];   /* new tokens' KV written into each peer */
 	int32_t iter_rem_pages[EMA_MAX_GPUS];
 	int32_t *local_buf; int32_t *remote_buf[EMA_MAX_GPUS]; int32_t page_buf_cap;
 	/* Decode leaping (engine.c, "leaps"): the platform runs leap_k
@@ -240,10 +241,11 @@ bool ema_engine_demote(struct ema_engine *e, struct ema_request *r);
  * (which must have that many free pages); asynchronous: the request is
  * pinned until the data has arrived. Returns the pages moved. */
 int32_t ema_engine_move_home(struct ema_engine *e, struct ema_request *r, int lender);
-/* The pooled bound's reclaim: r's pages on `gpu` move at once, with no
- * transfer, to free pages elsewhere (its own GPU first); all or none.
- * Returns the pages moved. */
-int32_t ema_engine_relocate_free(struct ema_engine *e, struct ema_request *r, int gpu);
+/* The pooled bound's reclaim: borrowers' pages on `gpu` move at once,
+ * with no transfer, to free pages elsewhere, newest request first, whole
+ * requests; with no room left, the newest borrower is preempted, even in
+ * a step; until `need` are freed. Returns the pages freed. */
+int32_t ema_engine_pool_reclaim(struct ema_engine *e, int gpu, int32_t need);
 /* Records a reclaim (for the latency figures). */
 void ema_engine_record_reclaim(struct ema_engine *e, int gpu, int32_t pages,
 			       int64_t start_ns, int64_t latency_ns);

@@ -9,3 +9,12 @@ tests_test_engine_SOURCES = tests/test_engine.c tests/test_main.h tests/mock_pla
 tests_test_engine_CFLAGS = $(TEST_CFLAGS)
 tests_test_engine_LDADD = $(TEST_LIBS)
 endif
+
+# The charges of the honest model (issue 33), by hand.
+if HAVE_CUNIT
+check_PROGRAMS += tests/test_charges
+TESTS += tests/test_charges
+tests_test_charges_SOURCES = tests/test_charges.c tests/test_main.h tests/mock_platform.h
+tests_test_charges_CFLAGS = $(TEST_CFLAGS)
+tests_test_charges_LDADD = $(TEST_LIBS)
+endif

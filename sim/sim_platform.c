@@ -33,12 +33,11 @@
  * charges the in-place read overlapped with the local reads, and each
  * lender's bytes also occupy the link as an SM flow (no copy engine, into
  * the SMs rather than HBM) capped to spread them over the iteration, so
- * they take their share from other transfers; the iteration ends at its
- * own time even if that flow is slowed down (the link time is charged at
- * the idle rate: an approximation under contention), and the bytes that
- * flow has not moved by then end with it (iter_done_event; counted in
- * ema_link_stats.spread_cut_bytes). The same holds for the flows of the
- * prefetch's fast path below.
+ * they take their share from other transfers; the iteration's time is
+ * set when it starts, at the links' rates then, and where contention
+ * slows the flow it ends with the flow's last byte instead (iter_done_event;
+ * the wait counted in ema_link_stats.spread_wait_ns). The same holds for
+ * the flows of the prefetch's fast path below.
  *
  * Link statistics count a transfer's bytes when it starts; remote KV of
  * iterations counts as EMA_XFER_PREFETCH.
@@ -140,8 +139,13 @@ struct iter_slot {
 	bool streaming;       /* the last iteration prefetched on the fast path */
 	/* the flows of its KV spread over the iteration (in place, or the
 	 * prefetch's fast path), ended with it (iter_done_event) */
-	uint64_t spread_id[EMA_MAX_GPUS];
+	uint64_t spread_id[2 * EMA_MAX_GPUS];
 	int n_spread;
+	/* of those, the flows still in flight, and whether the step's own
+	 * time has passed (it then ends with the last of them, since when) */
+	int spread_left;
+	bool spread_wait;
+	int64_t spread_wait_since;
 };
 
 /* A leap of iterations on one GPU (see the top of the file). */
@@ -289,35 +293,25 @@ static void iter_finish(struct iter_slot *s, int64_t now)
 	s->fn(s->arg, &r);
 }
 
-/* The end of an iteration whose remote KV was spread over it: its time
- * was set when it began, with those bytes read by its end, so a flow of
- * them that contention slowed ends here too. Left to run on, such flows
- * would pile up wherever steps ask more of a link than it carries (each
- * step adds its own; measured: 3,000 in flight under remote_direct), and
- * their phantom reads would go on slowing lenders and other transfers
- * after the iteration that made them is gone. */
+/* The end of an iteration's own time, whose remote KV was spread over it
+ * (in place, or the prefetch's fast path): its time was set when it
+ * began, at the links' rates then, with those bytes read by its end.
+ * Where contention slowed their flows since, the step waits for the last
+ * of them (on_flow_done ends it), as a real step waits for its reads:
+ * until 2026-12-04 the bytes left were cut instead, and the step ended on
+ * time with its KV unread (at most a trace on the shipped scenarios, but
+ * 40% of a step's remote bytes where many borrowers share a port). The
+ * wait counts as stall time, and in ema_link_stats.spread_wait_ns. */
 static void iter_done_event(void *arg, int64_t now)
 {
 	struct iter_slot *s = arg;
-	struct sim *p = s->p;
-	int n = s->n_spread, rc = EMA_OK;
-	double left = 0;
 
-	s->n_spread = 0;
-	if (n > 0) {
-		int cut = ema_flownet_cancel(p->net, now, s->spread_id, n, &left, &p->err);
-
-		if (cut < 0)
-			rc = cut;
-		else if (cut > 0) {
-			p->stats.spread_cut_bytes += (uint64_t)llround(left);
-			rc = resched(p);
-		}
-	}
-	if (rc != EMA_OK) {
-		event_fail(p, rc);
+	if (s->spread_left > 0) {
+		s->spread_wait = true;
+		s->spread_wait_since = now;
 		return;
 	}
+	s->n_spread = 0;
 	iter_finish(s, now);
 }
 
@@ -487,7 +481,7 @@ static void group_done_event(void *arg, int64_t now)
 	s->computing = false;
 	s->next_group++;
 	if (s->next_group >= s->groups) {
-		iter_finish(s, now);
+		iter_done_event(s, now); /* (it waits for its writes to lenders) */
 		return;
 	}
 	rc = EMA_OK;
@@ -514,35 +508,50 @@ static void overhead_done_event(void *arg, int64_t now)
 		event_fail(s->p, rc);
 }
 
-/* Remote KV that the iteration does not wait for (read in place, or
- * prefetched on the fast path) still takes its share of the links: one
- * flow per lender, capped so that its bytes spread over span_ns. */
+/* One flow of a step's remote KV spread over span_ns (capped at its
+ * bytes over the span), which the step waits for (iter_done_event). */
+static int start_spread_flow(struct sim *p, struct iter_slot *s, int src, int dst, uint64_t bytes,
+			     int64_t span_ns, bool to_sm)
+{
+	struct ema_flow_params fp = {
+		.src = src, .dst = dst, .bytes = bytes, .latency_ns = 0,
+		.cap_gbps = (double)bytes / (double)span_ns,
+		.copy_engine = false, .to_sm = to_sm,
+	};
+	int rc = ema_flownet_start_params(p->net, p->now, &fp, TAG(TAG_INPLACE, s->gpu, 0),
+					  &s->spread_id[s->n_spread], &p->err);
+
+	if (rc != EMA_OK)
+		return rc;
+	s->n_spread++;
+	s->spread_left++;
+	count_bytes(p, src, dst, bytes, EMA_XFER_PREFETCH);
+	return EMA_OK;
+}
+
+/* The flows of a step's remote KV spread over span_ns: its reads from
+ * each lender (reads; in place into the SMs, not written to HBM, or a
+ * prefetch's fast path into HBM), and always its writes into each lender
+ * (the new tokens' KV, into the lender's HBM). */
 static int start_spread_flows(struct sim *p, const struct ema_iteration *it, int64_t span_ns,
-			      bool in_place)
+			      bool in_place, bool reads)
 {
 	struct iter_slot *s = &p->iters[it->gpu];
 
 	s->n_spread = 0;
+	s->spread_left = 0;
+	s->spread_wait = false;
 	for (int i = 0; i < it->n_remote && span_ns > 0; i++) {
-		struct ema_flow_params fp = {
-			.src = it->remote[i].gpu, .dst = it->gpu,
-			.bytes = it->remote[i].bytes, .latency_ns = 0,
-			.cap_gbps = (double)it->remote[i].bytes / (double)span_ns,
-			.copy_engine = false,
-			/* read in place: into the SMs, not written to HBM */
-			.to_sm = in_place,
-		};
-		int rc;
+		int rc = EMA_OK;
 
-		if (fp.bytes == 0)
-			continue;
-		rc = ema_flownet_start_params(p->net, p->now, &fp,
-					      TAG(TAG_INPLACE, it->gpu, 0),
-					      &s->spread_id[s->n_spread], &p->err);
+		if (reads && it->remote[i].bytes > 0)
+			rc = start_spread_flow(p, s, it->remote[i].gpu, it->gpu, it->remote[i].bytes,
+					       span_ns, in_place);
+		if (rc == EMA_OK && it->remote[i].write_bytes > 0)
+			rc = start_spread_flow(p, s, it->gpu, it->remote[i].gpu,
+					       it->remote[i].write_bytes, span_ns, false);
 		if (rc != EMA_OK)
 			return rc;
-		s->n_spread++;
-		count_bytes(p, fp.src, fp.dst, fp.bytes, EMA_XFER_PREFETCH);
 	}
 	return EMA_OK;
 }
@@ -666,7 +675,7 @@ static void fold_remote(struct ema_iteration *one, const struct ema_iteration *i
 {
 	*one = *it;
 	for (int i = 0; i < it->n_remote; i++)
-		one->kv_local_bytes += it->remote[i].bytes;
+		one->kv_local_bytes += it->remote[i].bytes + it->remote[i].write_bytes;
 	one->n_remote = 0;
 	one->prefetch_depth = 0;
 	one->n_staging_pages = 0;
@@ -759,7 +768,7 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 		s->spec_groups = 0;
 		s->spec_adopted = false;
 		s->spec_gen++;
-		rc = start_spread_flows(p, it, total_ns, true);
+		rc = start_spread_flows(p, it, total_ns, true, true);
 		if (rc != EMA_OK)
 			goto fail;
 		if (ema_eventq_push(&p->q, p->now + total_ns, iter_done_event, s) != EMA_OK) {
@@ -796,7 +805,7 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 			}
 			stall = round_ns(fmax(0, first - (double)over_ns));
 		}
-		rc = start_spread_flows(p, it, total_ns - over_ns + stall, false);
+		rc = start_spread_flows(p, it, total_ns - over_ns + stall, false, true);
 		if (rc != EMA_OK)
 			goto fail;
 		s->res.stall_ns = stall;
@@ -813,6 +822,11 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 			goto fail;
 		return EMA_OK;
 	}
+	/* its writes into lenders, spread over its time as an in-place
+	 * step's are; its last group waits for them */
+	rc = start_spread_flows(p, it, total_ns, false, false);
+	if (rc != EMA_OK)
+		goto fail;
 	s->streaming = false;
 	s->groups = it->layer_groups > 0 ? it->layer_groups : 1;
 	s->depth = depth_eff; /* 0: staged without lookahead */
@@ -938,7 +952,27 @@ static void on_flow_done(void *arg, uint64_t id, uint64_t tag, int64_t now)
 			}
 		}
 	}
-	/* TAG_INPLACE: the iteration does not wait for it. */
+	else if (kind == TAG_INPLACE) {
+		/* a step's spread KV: the step ends with the last of it once
+		 * its own time has passed (iter_done_event) */
+		struct iter_slot *s = &p->iters[TAG_GPU(tag)];
+
+		if (!s->busy || s->spread_left <= 0) {
+			ema_error_set(&p->err, EMA_ERR_INTERNAL,
+				      "sim: a step's remote KV flow on GPU %d has no step", TAG_GPU(tag));
+			event_fail(p, EMA_ERR_INTERNAL);
+			return;
+		}
+		if (--s->spread_left == 0 && s->spread_wait) {
+			int64_t waited = now - s->spread_wait_since;
+
+			s->spread_wait = false;
+			s->n_spread = 0;
+			s->res.stall_ns += waited;
+			p->stats.spread_wait_ns += (uint64_t)waited;
+			iter_finish(s, now);
+		}
+	}
 }
 
 static void flow_event(void *arg, int64_t now)

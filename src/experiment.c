@@ -711,21 +711,6 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 					(long long)r->reclaim_backoffs, (long long)r->requests,
 					r->reclaim_backoff_after);
 		}
-		{
-			/* said even with --quiet: where contention left much of
-			 * the spread remote KV unmoved at its steps' ends, the
-			 * step times under-charge the links (doc/limitations.md) */
-			const struct ema_link_stats *l = &run->links;
-			uint64_t spread = l->bytes_by_purpose[EMA_XFER_PREFETCH];
-
-			if (!x->silent && spread > 0 && l->spread_cut_bytes > spread / 100)
-				fprintf(stderr, "ema: %s: %.1f%% of the remote KV bytes (%.1f GiB) "
-					"could not cross the links within the steps that read them "
-					"(contention); the steps' times charge them at the idle "
-					"rate (doc/limitations.md)\n", run->policy,
-					100.0 * (double)l->spread_cut_bytes / (double)spread,
-					(double)l->spread_cut_bytes / (double)(1ull << 30));
-		}
 	}
 	compare(x);
 	x->wall_s = ema_wall_now() - t0;
@@ -1004,10 +989,10 @@ static int write_run_json(const struct ema_experiment *x, FILE *f)
 			(double)ema_engine_end_ns(x->runs[i].engine) * 1e-9,
 			(unsigned long long)x->runs[i].remote_steps, backoffs);
 		if (x->backend != EMA_BACKEND_HW)
-			fprintf(f, ", \"leaps\": %llu, \"leapt_steps\": %llu, \"spread_cut_gib\": %.4f",
+			fprintf(f, ", \"leaps\": %llu, \"leapt_steps\": %llu, \"link_wait_s\": %.6f",
 				(unsigned long long)x->runs[i].leaps,
 				(unsigned long long)x->runs[i].leapt_steps,
-				(double)x->runs[i].links.spread_cut_bytes / (double)(1ull << 30));
+				(double)x->runs[i].links.spread_wait_ns * 1e-9);
 		if (x->backend == EMA_BACKEND_HW)
 			fprintf(f, ", \"integrity_check\": \"%s\", \"pages_checked\": %llu, "
 				"\"pages_corrupted\": %llu", x->verify ? "full" : "sampled",

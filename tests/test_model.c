@@ -108,7 +108,8 @@ static int32_t budget_by_hand(const struct ema_config *c, double *step_ms)
 {
 	const struct ema_hw_profile *hw = &c->hw;
 	double hbm = hw->hbm_read_gbps * hw->hbm_efficiency;
-	double rate = fmin(hw->remote_read_gbps, hw->link_gbps);
+	/* in place, derated as local reads are (hbm_efficiency) */
+	double rate = fmin(hw->remote_read_gbps, hw->link_gbps) * hw->hbm_efficiency;
 	double local = (double)ema_model_weight_bytes(&c->model) + kv_pages(c) * page_bytes(c);
 
 	*step_ms = local / hbm / 1e6;
@@ -203,7 +204,7 @@ static void test_cost_model_decode_batch(void)
 	one.remote[0].gpu = 1;
 	one.remote[0].bytes = 1ull << 30;
 	ema_timing_iteration(&x->cfg.hw, &x->cfg.model, &one, &c);
-	CU_ASSERT_DOUBLE_EQUAL(c.remote_inplace_ns / 1e6, 2.87, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(c.remote_inplace_ns / 1e6, 4.10, 0.005);
 	memset(&one, 0, sizeof one);
 	one.layer_groups = 1;
 	one.kv_local_bytes = 1ull << 30;
@@ -213,8 +214,8 @@ static void test_cost_model_decode_batch(void)
 }
 
 /* doc/model.md "Remote reads": the batch above with 1 GiB of its KV on
- * the peer. Local: 20.44 - 1.07 = 19.37 GB = 6.35 ms; link 2.87 ms. In
- * place: max(6.35, 2.87) / 0.981 = 6.47 ms, less than the 6.70 ms of all
+ * the peer. Local: 20.44 - 1.07 = 19.37 GB = 6.35 ms; link 1.07 GB /
+ * (373.9 x 0.70 GB/s) = 4.10 ms. In place: max(6.35, 4.10) / 0.981 = 6.47 ms, less than the 6.70 ms of all
  * local (the link adds bandwidth beside HBM). Staged: all 20.44 GB from
  * HBM, 6.70 ms, slowed by its own writes: 1.07 GB / 6.70 ms = 160 GB/s,
  * x (1 + 2.79 x 160 / 4357) = 7.39 ms. Plus 0.03 ms of overhead each. */
@@ -240,7 +241,7 @@ static void test_cost_model_remote_paths(void)
 	ema_step_cost(&x->cfg.hw, &it, false, &in);
 	ema_step_cost(&x->cfg.hw, &it, true, &st);
 	CU_ASSERT_DOUBLE_EQUAL(in.local_ns / 1e6, 6.35, 0.005);
-	CU_ASSERT_DOUBLE_EQUAL(in.link_ns / 1e6, 2.87, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(in.link_ns / 1e6, 4.10, 0.005);
 	CU_ASSERT_DOUBLE_EQUAL(in.memory_ns / 1e6, 6.47, 0.005);
 	CU_ASSERT_DOUBLE_EQUAL(in.total_ns / 1e6, 6.50, 0.005);
 	CU_ASSERT_DOUBLE_EQUAL(st.local_ns / 1e6, 6.70, 0.005);
@@ -627,9 +628,9 @@ static void test_link_rate_by_piece(void)
 
 /* doc/model.md "ema's per-link budget": on h200x2 capped at 24 GiB,
  * llama-3-8b, in place: W + L = 16.06 + 9.71 GB = 25.77 GB, a step of
- * 25.77 GB / 3050 GB/s = 8.45 ms, R <= 0.85 x 373.9 GB/s x 8.45 ms =
- * 2.68 GB = 1280 pages = 2.5 GiB, 28% of the 9.04 GiB local KV; `ema run`
- * shows exactly that as ema's borrowed_peak_gib. */
+ * 25.77 GB / 3050 GB/s = 8.45 ms, R <= 0.85 x (373.9 x 0.70) GB/s x 8.45
+ * ms = 1.88 GB = 896 pages = 1.75 GiB, 19% of the 9.04 GiB local KV; `ema
+ * run` shows exactly that as ema's borrowed_peak_gib. */
 static void test_cap_h200x2(void)
 {
 	/* the link budget alone: ema's guards stop short of it here */
@@ -643,9 +644,9 @@ static void test_cap_h200x2(void)
 	cap = budget_by_hand(&x->cfg, &step_ms);
 	CU_ASSERT_DOUBLE_EQUAL(x->cfg.hw.hbm_read_gbps * x->cfg.hw.hbm_efficiency, 3050, 0.5);
 	CU_ASSERT_DOUBLE_EQUAL(step_ms, 8.45, 0.005);
-	CU_ASSERT_EQUAL(cap, 1280);
-	CU_ASSERT_DOUBLE_EQUAL(cap * page_bytes(&x->cfg) / GIB, 2.5, 0.005);
-	CU_ASSERT_DOUBLE_EQUAL((double)cap / kv_pages(&x->cfg), 0.28, 0.005);
+	CU_ASSERT_EQUAL(cap, 896);
+	CU_ASSERT_DOUBLE_EQUAL(cap * page_bytes(&x->cfg) / GIB, 1.75, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL((double)cap / kv_pages(&x->cfg), 0.19, 0.005);
 	r = row(x, "ema", "t0");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
 	CU_ASSERT_DOUBLE_EQUAL(r->borrowed_peak_gib * GIB / page_bytes(&x->cfg), cap, 1e-6);
@@ -653,10 +654,10 @@ static void test_cap_h200x2(void)
 }
 
 /* doc/model.md: h200x8 (switch), 24 GiB, t0 at 16 req/s: a step of
- * 7.67 ms, one ingress port, R <= 0.85 x 351.2 x 7.67 ms = 1091 pages in
- * all; a100x4_40gb, llama-2-7b: a step of 39.5 ms, a link to each of 3
- * peers, R_g <= 0.85 x 78.0 x 39.5 ms = 1247 pages each, 3741 of the
- * 14052 local in all. Both reached by a run. */
+ * 7.67 ms, one ingress port, R <= 0.85 x (351.2 x 0.70) x 7.67 ms = 764
+ * pages in all; a100x4_40gb, llama-2-7b: a step of 39.5 ms, a link to
+ * each of 3 peers, R_g <= 0.85 x (78.0 x 0.70) x 39.5 ms = 873 pages
+ * each, 2619 of the 14052 local in all. Both reached by a run. */
 static void test_cap_h200x8_a100x4(void)
 {
 	static const char *x8[] = {
@@ -672,19 +673,19 @@ static void test_cap_h200x8_a100x4(void)
 	double step_ms;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
-	CU_ASSERT_EQUAL(budget_by_hand(&x->cfg, &step_ms), 1091);
+	CU_ASSERT_EQUAL(budget_by_hand(&x->cfg, &step_ms), 764);
 	CU_ASSERT_DOUBLE_EQUAL(step_ms, 7.67, 0.005);
 	CU_ASSERT_DOUBLE_EQUAL(row(x, "ema", "t0")->borrowed_peak_gib * GIB / page_bytes(&x->cfg),
-			       1091, 1e-6);
+			       764, 1e-6);
 	done(x);
 
 	x = run(a4, 8);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
 	CU_ASSERT_EQUAL(kv_pages(&x->cfg), 14052);
-	CU_ASSERT_EQUAL(budget_by_hand(&x->cfg, &step_ms), 1247);
+	CU_ASSERT_EQUAL(budget_by_hand(&x->cfg, &step_ms), 873);
 	CU_ASSERT_DOUBLE_EQUAL(step_ms, 39.5, 0.05);
 	CU_ASSERT_DOUBLE_EQUAL(row(x, "ema", "t0")->borrowed_peak_gib * GIB / page_bytes(&x->cfg),
-			       3 * 1247, 1e-6);
+			       3 * 873, 1e-6);
 	done(x);
 }
 
@@ -765,7 +766,7 @@ static void test_staging_pages_copy_engines(void)
  * 4629 KV pages, floor 0.25, reserve 0.05: floor ceil(0.25 x 4629) = 1158,
  * reserve 232; GPU 1 lends min(free - 232, 3471 - lent); with its tenant
  * holding 1000 pages, min(3397, 3471) = 3397, but ema's link budget stops
- * GPU 0 at 1280. In the default scenario with t0 at 20 req/s, remote_direct,
+ * GPU 0 at 896. In the default scenario with t0 at 20 req/s, remote_direct,
  * with no cap, borrows 4629 - 1158 = 3471 pages from the nearly idle
  * GPU 1 (at 14 req/s its in-place reads keep up and it needs less). */
 static void test_lending_example(void)
@@ -797,7 +798,7 @@ static void test_lending_example(void)
 	CU_ASSERT_EQUAL(failed, 0);
 	CU_ASSERT_EQUAL(ema_ledger_free_pages(&e.ledger, 1), 3629);
 	CU_ASSERT_EQUAL(ema_lending_lendable(&e.ctx, 1), 3397);
-	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 1280);
+	CU_ASSERT_EQUAL(ema->borrowable(&e.ctx, e.policy_state, 0), 896);
 	ema_engine_destroy(&e);
 	p->ops->destroy(p);
 	done(x);
@@ -823,7 +824,7 @@ int main(void)
 		{ "cost model: sums built request by request", test_cost_model_sums },
 		{ "link model: single copies on h200x2", test_link_model_single_copy },
 		{ "staged link rates by the size of the copies' pieces", test_link_rate_by_piece },
-		{ "ema's cap on h200x2 at 24 GiB: 1280 pages, reached", test_cap_h200x2 },
+		{ "ema's cap on h200x2 at 24 GiB: 896 pages, reached", test_cap_h200x2 },
 		{ "ema's cap on h200x8 and a100x4_40gb", test_cap_h200x8_a100x4 },
 		{ "staging pages of the cap", test_staging_pages },
 		{ "the staged cap with the copy engines: their pieces' rate", test_staging_pages_copy_engines },

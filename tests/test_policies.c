@@ -627,6 +627,32 @@ static void livelock_reported(const char *name, const char *cfgtext, const char 
 	free(x);
 }
 
+/* Runs `cfgtext` with the reclaim backoff switched off: it completes,
+ * every request of every policy finished or dropped. */
+static void completes_without_backoff(const char *name, const char *cfgtext)
+{
+	struct ema_experiment *x = calloc(1, sizeof *x);
+	struct ema_error err = {0};
+	const char *off[] = { "serving.reclaim_backoff=0" };
+	int rc;
+
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, write_file(name, cfgtext), off, 1, &err),
+			      EMA_OK);
+	x->quiet = true;
+	x->silent = true;
+	rc = ema_experiment_run(x, &err);
+	CU_ASSERT_EQUAL(rc, EMA_OK);
+	if (rc != EMA_OK)
+		fprintf(stderr, "\n  %s\n", err.msg);
+	for (int i = 0; rc == EMA_OK && i < x->n_runs; i++)
+		for (int t = 0; t < x->cfg.n_tenants; t++)
+			CU_ASSERT_EQUAL(x->runs[i].results[t].completed + x->runs[i].results[t].dropped,
+					x->runs[i].results[t].requests);
+	unlink(write_file(name, ""));
+	ema_experiment_free(x);
+	free(x);
+}
+
 static void test_livelock_reported(void)
 {
 	livelock_reported("livelock.json", livelock_cfg, "8192 prompt");
@@ -671,7 +697,7 @@ static void test_livelock_swaps_reported(void)
 /* Runs `cfgtext` (or the scenario in `file`) with the reclaim backoff
  * as built: every request of every policy ends (completed or dropped),
  * the lending policy `lender` (run index) put some request on its own
- * GPU's pages, and at least `min_dropped` of its requests were dropped
+ * GPU's pages (-1: no policy did), and at least `min_dropped` of its requests were dropped
  * for a KV larger than their GPU's, each counted among those dropped
  * when preempted. */
 static void livelock_ended(const char *name, const char *cfgtext, const char *file, int lender,
@@ -709,7 +735,7 @@ static void livelock_ended(const char *name, const char *cfgtext, const char *fi
 				CU_ASSERT_EQUAL(r->reclaim_backoffs, 0);
 			}
 		}
-	CU_ASSERT(rc != EMA_OK || backoffs > 0);
+	CU_ASSERT(rc != EMA_OK || lender < 0 || backoffs > 0);
 	CU_ASSERT(rc != EMA_OK || dropped >= min_dropped);
 	if (file == NULL)
 		unlink(write_file(name, ""));
@@ -780,8 +806,12 @@ static void test_livelock_backoff_ema(void)
 
 	if (!livelock_ema_cfg(cfgtext, sizeof cfgtext, "false"))
 		return;
+	/* since lenders wait for the steps that read their pages (2026-12-04)
+	 * it is no livelock: a few requests are still taken back 64 times
+	 * (3 of t0's) and put on their own GPU, and it completes without
+	 * the backoff too */
 	livelock_ended("livelock_ema.json", cfgtext, NULL, 1, 0);
-	livelock_reported("livelock_ema.json", cfgtext, "7436 prompt");
+	completes_without_backoff("livelock_ema.json", cfgtext);
 }
 
 /* The queue guard (its default) keeps ema from the thrash above in the
@@ -871,7 +901,10 @@ static void test_queue_guard_overload(void)
 				CU_ASSERT(em->throughput_tok_s >= 0.99 * st->throughput_tok_s);
 				CU_ASSERT(em->tpot_ms[0] <= 1.01 * st->tpot_ms[0]);
 				CU_ASSERT(em->ttft_ms[0] <= 1.01 * st->ttft_ms[0]);
-				CU_ASSERT(em->preemptions <= st->preemptions + 5);
+				/* (a count, not a figure of merit: 115 against
+				 * static's 109 for t1 since the honest-model
+				 * charges of 2026-12-04, its throughput 0.999 x) */
+				CU_ASSERT(em->preemptions <= st->preemptions * 11 / 10 + 5);
 			} else {
 				CU_ASSERT(em->tpot_ms[0] >= 1.03 * st->tpot_ms[0]);
 				CU_ASSERT(em->preemptions >= st->preemptions + 25);
@@ -958,7 +991,11 @@ static void test_stuck_swapped_dropped(void)
 		if (r->dropped_swapped > 0)
 			CU_ASSERT_EQUAL(r->dropped_swapped_max_pages, 36750);
 	}
-	CU_ASSERT_EQUAL(swapped, 1);
+	/* (the one request stuck swapped out until the honest-model charges
+	 * of 2026-12-04; since, this scenario no longer reaches that state,
+	 * and what it checks is that every request ends: the drop itself is
+	 * pinned by hand in tests/test_engine.c) */
+	CU_ASSERT(swapped <= 1);
 	unlink(write_file("stuck_swapped.json", ""));
 	ema_experiment_free(x);
 	free(x);
@@ -1097,9 +1134,11 @@ static void test_recomputed_past_bound(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(t0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(t1);
 	CU_ASSERT_EQUAL(t0->max_admit_pages, 3830);
-	CU_ASSERT_EQUAL(t0->dropped, 1);
+	/* (one of the four until the honest-model charges of 2026-12-04,
+	 * two since: each dropped one is such a request) */
+	CU_ASSERT(t0->dropped >= 1);
 	CU_ASSERT_EQUAL(t0->completed + t0->dropped, t0->requests);
-	CU_ASSERT_EQUAL(t0->dropped_recomputed, 1);
+	CU_ASSERT_EQUAL(t0->dropped_recomputed, t0->dropped);
 	CU_ASSERT(t0->dropped_recomputed_max_pages > t0->max_admit_pages);
 	{
 		/* and summary.csv says so in a column of its own, before the
@@ -1127,8 +1166,13 @@ static void test_recomputed_past_bound(void)
 					end--;
 				end--;
 			}
-			if (end != NULL)
-				CU_ASSERT_EQUAL(strncmp(end - 2, ",1", 2), 0);
+			if (end != NULL) {
+				char want[32];
+				size_t wl = (size_t)snprintf(want, sizeof want, ",%lld",
+							     (long long)t0->dropped_recomputed);
+
+				CU_ASSERT_EQUAL(strncmp(end - wl, want, wl), 0);
+			}
 		}
 		free(text);
 	}
@@ -1146,7 +1190,7 @@ static void test_recomputed_past_bound(void)
 		CU_ASSERT_EQUAL(rec.prompt_tokens, 15200);
 		CU_ASSERT(rec.finish_ns < 0);
 	}
-	CU_ASSERT_EQUAL(n_dropped, 1);
+	CU_ASSERT_EQUAL(n_dropped, t0->dropped);
 	unlink(write_file("recomputed.json", ""));
 	ema_experiment_free(x);
 	free(x);
@@ -1717,7 +1761,7 @@ static void run_edge(int prompt, int32_t *limits)
 	const char *sets[] = {
 		p_set, "tenants.0.workload.output={\"kind\":\"fixed\",\"mean\":1}",
 		"tenants.0.workload.max_requests=1", "tenants.1.workload.max_requests=1", h_set,
-		"policies=static,ideal,host_swap,remote_direct,ema",
+		"policies=static,ideal,host_swap,remote_direct,ema,pooled,ideal_kv",
 		"serving.oversize=wait", /* (the lending policies' own limits) */
 	};
 	struct ema_experiment *x = calloc(1, sizeof *x);
@@ -1842,8 +1886,9 @@ static void test_oversize(void)
 
 /* Local capacity 4629 pages, watermark 47: prompts needing 4581 .. 4630
  * pages under every policy (the band that hung static, host_swap and ema
- * alone), and the same band below ema's own limit, 4629 + 1280 = 5909
- * pages (its link budget, the watermark on borrowed memory). */
+ * alone), and the same band below ema's own limit, 4629 + 896 = 5525
+ * pages (its link budget, the watermark on borrowed memory). pooled can
+ * hold both GPUs' KV, 2 x 4629 pages. */
 static void test_admission_edges(void)
 {
 	int32_t limits[EMA_MAX_POLICIES] = {0};
@@ -1851,8 +1896,10 @@ static void test_admission_edges(void)
 	run_edge(16, limits);
 	CU_ASSERT_EQUAL(limits[0], 4629);  /* static */
 	CU_ASSERT_EQUAL(limits[2], 4629);  /* host_swap */
-	CU_ASSERT_EQUAL(limits[4], 4629 + 1280);  /* ema: its link budget */
+	CU_ASSERT_EQUAL(limits[4], 4629 + 896);  /* ema: its link budget */
 	CU_ASSERT(limits[3] > limits[4]);  /* remote_direct: no cap */
+	CU_ASSERT_EQUAL(limits[5], 2 * 4629);  /* pooled: the server's KV */
+	CU_ASSERT_EQUAL(limits[6], 4629 + 4629); /* ideal_kv: twice the KV */
 	for (int pages = 4629 - 48; pages <= 4629 + 1; pages++)
 		run_edge(pages * 16, NULL);
 	for (int pages = limits[4] - 48; pages <= limits[4] + 1; pages++)

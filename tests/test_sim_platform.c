@@ -1205,13 +1205,14 @@ static void test_remote_direct_shares_link(void)
 	p->ops->destroy(p);
 }
 
-/* An in-place read that contention slows ends with its iteration: 1 MB
- * spread over the 40 us step (capped at 25 bytes/ns) shares GPU 1 -> 0
- * with four reclaims (four copy engines), 20 bytes/ns each, so 0.8 MB
- * has crossed at 40 us. The step ends at its own time and the other
- * 0.2 MB never moves (counted in spread_cut_bytes): the reclaims, 0.8 MB
- * each by then, get 25 bytes/ns for their last 4 MB and end at 200 us
- * (202 us if the read went on to its end at 50 us). */
+/* An in-place read that contention slows holds its step: 1 MB spread
+ * over the 40 us step (capped at 25 bytes/ns) shares GPU 1 -> 0 with four
+ * reclaims (four copy engines), 20 bytes/ns each, so 0.8 MB has crossed
+ * at 40 us. The step's own time is up but its reads are not: the other
+ * 0.2 MB cross at 20 bytes/ns until 50 us, where the step ends (a 10 us
+ * stall, counted in spread_wait_ns; until 2026-12-04 the step ended at
+ * 40 us and the 0.2 MB were cut). The reclaims, 1 MB each by then, get 25
+ * bytes/ns for their last 3.8 MB and end at 202 us. */
 static void test_inplace_ends_with_its_step(void)
 {
 	struct ema_config cfg;
@@ -1238,12 +1239,13 @@ static void test_inplace_ends_with_its_step(void)
 	CU_ASSERT_EQUAL(p->ops->run(p, 0, &err), EMA_OK);
 	CU_ASSERT_EQUAL_FATAL(g_log.n, 5);
 	CU_ASSERT_EQUAL(g_log.who[0], 1);
-	CU_ASSERT_EQUAL(g_log.t[0], 40000);
+	CU_ASSERT_EQUAL(g_log.t[0], 50000);
+	CU_ASSERT_EQUAL(g_log.res[0].stall_ns, 10000);
 	for (int i = 1; i < 5; i++) {
 		CU_ASSERT_EQUAL(g_log.who[i], 2);
-		CU_ASSERT_EQUAL(g_log.t[i], 200000);
+		CU_ASSERT_EQUAL(g_log.t[i], 202000);
 	}
-	CU_ASSERT_EQUAL(p->ops->link_stats(p)->spread_cut_bytes, 200000);
+	CU_ASSERT_EQUAL(p->ops->link_stats(p)->spread_wait_ns, 10000);
 	/* the bytes a step reads count when it starts, all of them */
 	CU_ASSERT_EQUAL(p->ops->link_stats(p)->bytes_by_purpose[EMA_XFER_PREFETCH], 1000000);
 	p->ops->destroy(p);
@@ -1527,7 +1529,7 @@ int main(void)
 		{ "interference on compute-bound work", test_interference_compute },
 		{ "remote_direct reads occupy the link", test_remote_direct_shares_link },
 		{ "in place: local and per-link remote reads overlap", test_inplace_overlap },
-		{ "in place: a read slowed by contention ends with its step", test_inplace_ends_with_its_step },
+		{ "in place: a read slowed by contention holds its step", test_inplace_ends_with_its_step },
 		{ "staged from two links: the borrower's HBM sees both", test_staged_two_lenders_interference },
 		{ "horizon and stop end a run", test_horizon_and_stop },
 		{ "same ops, same events and times", test_determinism },
