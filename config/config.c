@@ -35,6 +35,8 @@ static bool policy_known(const char *name)
 #define LN(f) offsetof(struct ema_length_cfg, f)
 #define MT(f) offsetof(struct ema_metrics_cfg, f)
 #define SL(f) offsetof(struct ema_slo_cfg, f)
+#define PL(f) offsetof(struct ema_plan_cfg, f)
+#define PE(f) offsetof(struct ema_plan_error_cfg, f)
 #define SZ(t, f) sizeof(((struct t *)0)->f)
 #define OPEN EMA_CFG_MIN_OPEN
 #define SEED_MAX 9007199254740992.0 /* 2^53: JSON numbers are doubles */
@@ -223,6 +225,31 @@ static struct ema_config_key policy_keys[POLICY_SHARED_KEYS + EMA_MAX_KNOB_TABLE
 	END
 };
 
+#define ERR_KEY(f, what) \
+	{ #f, EMA_CFG_DBL, PE(f), 0, 0, -0.9, 10, EMA_CFG_PERCENT, NULL, NULL, NULL, "share", \
+	  "What the policies believe of " what " over the truth the platform " \
+	  "charges: +0.2 (or `+20%` with --set) believes it 20% higher; 0 = no " \
+	  "error (doc/model.md, \"The policy against a model it does not know\")." }
+static const struct ema_config_key plan_error_keys[] = {
+	ERR_KEY(link, "the link rates (`link_gbps`, `remote_read_gbps`, `gather_gbps`, the copy curve)"),
+	ERR_KEY(hbm, "the HBM rate (`hbm_read_gbps`)"),
+	ERR_KEY(interference, "the interference factors (`interference_lender`, `_borrower`, `_compute`)"),
+	ERR_KEY(compute, "the compute rate (`peak_tflops`)"),
+	END
+};
+#undef ERR_KEY
+
+static const struct ema_config_key plan_keys[] = {
+	{ "hardware", EMA_CFG_STR, PL(hardware), SZ(ema_plan_cfg, hardware), 0, 0, 0, 0, NULL, NULL, NULL,
+	  "",
+	  "The hardware profile the policies plan with (an embedded name or a "
+	  "path), where it is not the one the platform charges; \"\" = "
+	  "`hardware`. Must have as many GPUs." },
+	{ "error", EMA_CFG_OBJ, PL(error), SZ(ema_plan_cfg, error), 0, 0, 0, 0, NULL, plan_error_keys, NULL,
+	  "", "Errors of the policies' belief, figure by figure: the `plan.error.*` rows." },
+	END
+};
+
 static const struct ema_config_key metrics_keys[] = {
 	{ "warmup_s", EMA_CFG_DBL, MT(warmup_s), 0, 0, -1, 1e9, 0, NULL, NULL, NULL,
 	  "s",
@@ -314,6 +341,10 @@ const struct ema_config_key ema_config_top_keys[] = {
 	  "", "How summary.csv measures steady state: the `metrics.*` rows." },
 	{ "slo", EMA_CFG_OBJ, CF(slo), SZ(ema_config, slo), 0, 0, 0, 0, NULL, slo_keys, NULL,
 	  "", "Per-request latency targets of summary.csv: the `slo.*` rows." },
+	{ "plan", EMA_CFG_OBJ, CF(plan), SZ(ema_config, plan), 0, 0, 0, 0, NULL, plan_keys, NULL,
+	  "",
+	  "The model the policies plan with, where it differs from the truth the "
+	  "platform charges: the `plan.*` rows (all 0 and \"\": the same)." },
 	END
 };
 
@@ -695,6 +726,47 @@ static const char *locate(const struct origin *o, const char *const *paths)
 	return paths[0];
 }
 
+/* The profile the policies plan with: plan.hardware (or the platform's
+ * profile, hw) with plan.error applied figure by figure. It must describe
+ * the same server (GPUs, memory): the policies index GPUs and pages by
+ * it; what may differ are its rates. */
+static int resolve_plan(const struct origin *o, struct ema_config *c, struct ema_error *err)
+{
+	struct ema_hw_profile *b = &c->plan_hw;
+	const struct ema_plan_error_cfg *e = &c->plan.error;
+	double link = 1 + e->link, hbm = 1 + e->hbm;
+	double inter = 1 + e->interference, comp = 1 + e->compute;
+
+	if (c->plan.hardware[0] == '\0') {
+		*b = c->hw;
+	} else {
+		char key[512];
+		struct ema_config_src tmp;
+		const struct ema_config_src *s = src_for(o, "plan.hardware", &tmp, key, sizeof key);
+		int rc = ema_config_resolve_hw(b, c->plan.hardware, s, "plan.hardware", err);
+
+		if (rc < 0)
+			return rc;
+		if (b->n_gpus != c->hw.n_gpus)
+			return vfail(o, "plan.hardware", true, err,
+				     "expected a profile of the %d GPUs of %s, got %s with %d",
+				     c->hw.n_gpus, c->hw.name, b->name, b->n_gpus);
+		/* the server's size is the truth's: a belief is about rates */
+		b->gpu_mem_gib = c->hw.gpu_mem_gib;
+	}
+	b->link_gbps *= link;
+	b->remote_read_gbps *= link;
+	b->gather_gbps *= link;
+	for (int i = 0; i < b->n_copy_curve; i++)
+		b->copy_curve[i].gbps *= link;
+	b->hbm_read_gbps *= hbm;
+	b->interference_lender *= inter;
+	b->interference_borrower *= inter;
+	b->interference_compute *= inter;
+	b->peak_tflops *= comp;
+	return EMA_OK;
+}
+
 static int validate(struct ema_config *c, const struct origin *o,
 		    struct ema_error *err)
 {
@@ -765,6 +837,9 @@ static int validate(struct ema_config *c, const struct origin *o,
 			     "metrics.warmup_s (%g s) must be below metrics.window_end_s (%g s)",
 			     c->metrics.warmup_s, c->metrics.window_end_s);
 	}
+	rc = resolve_plan(o, c, err);
+	if (rc < 0)
+		return rc;
 	usable_gib = c->gpu_mem_cap_gib > 0 ? c->gpu_mem_cap_gib : c->hw.gpu_mem_gib;
 	weights = ema_model_weight_bytes(&c->model);
 	if ((double)weights >= usable_gib * 1073741824.0)

@@ -33,6 +33,20 @@ struct ema_slo_cfg {
 	double ttft_ms;               /* per-request TTFT target; 0 = none */
 	double tpot_ms;               /* per-request TPOT target; 0 = none */
 };
+/* What the policies believe of the hardware, where it is not the truth
+ * the platform charges (issue 33: the policy against a model it does not
+ * know). Each error is a share: +0.2 believes the figure 20% higher than
+ * it is. */
+struct ema_plan_error_cfg {
+	double link;                  /* link_gbps, remote_read_gbps, gather_gbps, the copy curve */
+	double hbm;                   /* hbm_read_gbps */
+	double interference;          /* interference_lender, _borrower, _compute */
+	double compute;               /* peak_tflops */
+};
+struct ema_plan_cfg {
+	char hardware[EMA_PATH_MAX];  /* profile the policies plan with; "" = `hardware` */
+	struct ema_plan_error_cfg error;
+};
 
 struct ema_config {
 	char source_file[EMA_PATH_MAX]; /* "(default)" for the embedded scenario */
@@ -55,9 +69,13 @@ struct ema_config {
 	struct ema_tenant_cfg tenants[EMA_MAX_TENANTS];
 	struct ema_metrics_cfg metrics;
 	struct ema_slo_cfg slo;
+	struct ema_plan_cfg plan;
 	/* resolved from the names above by ema_config_load */
 	struct ema_hw_profile hw;
 	struct ema_model model;
+	/* the profile the policies are given (ema_policy_ctx.hw): plan.hardware
+	 * (or hw) with plan.error applied; the platform charges hw */
+	struct ema_hw_profile plan_hw;
 };
 
 /* The embedded default scenario, as JSON text (also `ema config default`). */

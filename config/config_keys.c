@@ -613,8 +613,17 @@ static int set_text_to_json(const struct ema_config_key *k, const char *value,
 	case EMA_CFG_DBL: {
 		double x = strtod(value, &end);
 
+		/* a share as a percentage: "+20%", "-10%" */
+		if ((k->flags & EMA_CFG_PERCENT) && *value != '\0' && end != value &&
+		    end[0] == '%' && end[1] == '\0') {
+			x /= 100.0;
+			end++;
+		}
 		if (*value == '\0' || *end != '\0')
-			return ema_config_fail(src, p, false, err, "expected a number");
+			return ema_config_fail(src, p, false, err,
+					       (k->flags & EMA_CFG_PERCENT) ?
+					       "expected a number or a percentage (\"+20%%\")" :
+					       "expected a number");
 		*out = cJSON_CreateNumber(x);
 		break;
 	}

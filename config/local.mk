@@ -76,3 +76,12 @@ tests_test_config_SOURCES = tests/test_config.c tests/test_main.h
 tests_test_config_CFLAGS = $(TEST_CFLAGS)
 tests_test_config_LDADD = $(TEST_LIBS)
 endif
+
+# The policies' belief against the platform's truth (plan.*).
+if HAVE_CUNIT
+check_PROGRAMS += tests/test_plan
+TESTS += tests/test_plan
+tests_test_plan_SOURCES = tests/test_plan.c tests/test_main.h
+tests_test_plan_CFLAGS = $(TEST_CFLAGS)
+tests_test_plan_LDADD = $(TEST_LIBS)
+endif

@@ -2912,7 +2912,9 @@ static void ctx_init(struct ema_engine *e)
 
 	memset(c, 0, sizeof *c);
 	c->ledger = &e->ledger;
-	c->hw = &e->cfg->hw;
+	/* what the policy believes (plan.*), the truth where nothing says
+	 * otherwise; the platform charges cfg->hw */
+	c->hw = &e->cfg->plan_hw;
 	c->model = &e->cfg->model;
 	c->knobs = &e->cfg->policy;
 	c->own_knobs = e->own_knobs;
