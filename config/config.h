@@ -74,7 +74,9 @@ struct ema_config {
 	struct ema_hw_profile hw;
 	struct ema_model model;
 	/* the profile the policies are given (ema_policy_ctx.hw): plan.hardware
-	 * (or hw) with plan.error applied; the platform charges hw */
+	 * (or hw) with plan.error applied; the platform charges hw. A
+	 * configuration built by hand may leave it zeroed: the engine then
+	 * gives the policies hw. */
 	struct ema_hw_profile plan_hw;
 };
 

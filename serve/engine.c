@@ -2913,8 +2913,9 @@ static void ctx_init(struct ema_engine *e)
 	memset(c, 0, sizeof *c);
 	c->ledger = &e->ledger;
 	/* what the policy believes (plan.*), the truth where nothing says
-	 * otherwise; the platform charges cfg->hw */
-	c->hw = &e->cfg->plan_hw;
+	 * otherwise (a configuration built by hand, not loaded, has no
+	 * belief: n_gpus 0); the platform charges cfg->hw */
+	c->hw = e->cfg->plan_hw.n_gpus > 0 ? &e->cfg->plan_hw : &e->cfg->hw;
 	c->model = &e->cfg->model;
 	c->knobs = &e->cfg->policy;
 	c->own_knobs = e->own_knobs;

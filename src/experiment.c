@@ -263,6 +263,8 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 	res->max_request_pages = ema_engine_max_request_pages(e, ti);
 	res->max_admit_pages = ema_engine_max_admit_pages(e, ti);
 	res->vs_static_steady = res->vs_ideal_steady = NAN;
+	res->vs_pooled_throughput = res->vs_pooled_steady = res->vs_pooled_generated = NAN;
+	res->vs_ideal_kv_steady = NAN;
 	res->vs_static_ttft_paired = res->vs_static_tpot_paired = NAN;
 	res->generated_tok_s = res->vs_static_generated = NAN;
 	if (!ttft || !tpot || !e2e || !rec || !recs) {
@@ -427,13 +429,17 @@ static void paired_medians(const struct ema_engine *a, const struct ema_engine *
 
 static void compare(struct ema_experiment *x)
 {
-	const struct ema_policy_run *st = NULL, *id = NULL;
+	const struct ema_policy_run *st = NULL, *id = NULL, *po = NULL, *ik = NULL;
 
 	for (int i = 0; i < x->n_runs; i++) {
 		if (strcmp(x->runs[i].policy, "static") == 0)
 			st = &x->runs[i];
 		if (strcmp(x->runs[i].policy, "ideal") == 0)
 			id = &x->runs[i];
+		if (strcmp(x->runs[i].policy, "pooled") == 0)
+			po = &x->runs[i];
+		if (strcmp(x->runs[i].policy, "ideal_kv") == 0)
+			ik = &x->runs[i];
 	}
 	for (int i = 0; i < x->n_runs; i++)
 		for (int ti = 0; ti < x->cfg.n_tenants; ti++) {
@@ -483,6 +489,16 @@ static void compare(struct ema_experiment *x)
 				r->vs_ideal_steady = r->metrics.steady_tok_s /
 						     id->results[ti].metrics.steady_tok_s;
 			}
+			if (po != NULL) {
+				const struct ema_tenant_result *b = &po->results[ti];
+
+				r->vs_pooled_throughput = r->throughput_tok_s / b->throughput_tok_s;
+				r->vs_pooled_steady = r->metrics.steady_tok_s / b->metrics.steady_tok_s;
+				r->vs_pooled_generated = r->generated_tok_s / b->generated_tok_s;
+			}
+			if (ik != NULL)
+				r->vs_ideal_kv_steady = r->metrics.steady_tok_s /
+							ik->results[ti].metrics.steady_tok_s;
 		}
 }
 
@@ -751,7 +767,8 @@ int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f)
 	      "steady_tok_s,window_start_s,window_end_s,user_tok_s_mean,user_tok_s_p50,"
 	      "slo_attainment,goodput_req_s,vs_static_steady_tok_s,vs_ideal_steady_tok_s,"
 	      "dropped_recomputed,vs_static_ttft_paired_p50,vs_static_tpot_paired_p50,"
-	      "generated_tok_s,vs_static_generated_tok_s\n", f);
+	      "generated_tok_s,vs_static_generated_tok_s,vs_pooled_throughput,"
+	      "vs_pooled_steady_tok_s,vs_pooled_generated_tok_s,vs_ideal_kv_steady_tok_s\n", f);
 	for (int i = 0; i < x->n_runs; i++)
 		for (int ti = 0; ti < x->cfg.n_tenants; ti++) {
 			const struct ema_tenant_result *r = &x->runs[i].results[ti];
@@ -815,6 +832,16 @@ int ema_experiment_write_summary_csv(const struct ema_experiment *x, FILE *f)
 			put_num(f, r->generated_tok_s);
 			fputc(',', f);
 			put_num(f, r->vs_static_generated);
+			{
+				const double bounds[] = {
+					r->vs_pooled_throughput, r->vs_pooled_steady,
+					r->vs_pooled_generated, r->vs_ideal_kv_steady,
+				};
+				for (size_t k = 0; k < sizeof bounds / sizeof bounds[0]; k++) {
+					fputc(',', f);
+					put_num(f, bounds[k]);
+				}
+			}
 			fputc('\n', f);
 		}
 	return ferror(f) ? EMA_ERR_IO : EMA_OK;

@@ -101,6 +101,13 @@ struct ema_tenant_result {
 	 * in flight, where throughput_tok_s counts only those that finished
 	 * and moves by which long request ends first. NAN without a span. */
 	double generated_tok_s, vs_static_generated;
+	/* Against the bounds, where they ran (NAN if not): pooled, the bound
+	 * of every borrowing policy (the figure of merit is ema / pooled on
+	 * steady_tok_s), and ideal_kv, the server with twice the KV (the
+	 * published "96% of 2x"). vs_ideal_* above are against ideal, twice
+	 * the whole GPU, weights included: no borrowing reaches it. */
+	double vs_pooled_throughput, vs_pooled_steady, vs_pooled_generated;
+	double vs_ideal_kv_steady;
 };
 
 struct ema_policy_run {

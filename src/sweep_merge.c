@@ -80,7 +80,8 @@ static const char *const stat_names[] = {
 	"tpot_p90_ms", "tpot_p99_ms", "e2e_p50_ms", "e2e_p99_ms", "vs_static_throughput",
 	"vs_static_ttft_p50", "vs_static_tpot_p50", "vs_static_ttft_p99", "vs_static_tpot_p99",
 	"vs_ideal_throughput", "vs_static_ttft_paired_p50", "vs_static_tpot_paired_p50",
-	"generated_tok_s", "vs_static_generated_tok_s",
+	"generated_tok_s", "vs_static_generated_tok_s", "vs_pooled_steady_tok_s",
+	"vs_pooled_generated_tok_s", "vs_ideal_kv_steady_tok_s",
 };
 #define N_STATS (sizeof stat_names / sizeof stat_names[0])
 
