@@ -69,6 +69,20 @@ struct ema_hw_profile {
 	 * memory-bound work (prefetch always overlaps an iteration); 1 when
 	 * not measured. */
 	double pull_share_under_load;
+	/* The remote-attention path (policy.remote_path=compute): a lender
+	 * runs split-K decode attention over the pages it lent and returns
+	 * partial outputs. attention_gbps: that kernel's rate over the
+	 * borrower's KV alone (0: hbm_read_gbps x hbm_efficiency, what the
+	 * borrower's own decode kernels reach); attention_busy_share: the
+	 * share of it the kernel keeps beside the lender's own step (0: 0.5);
+	 * attention_lender_ms_per_gb: what each GB read for a borrower adds
+	 * to the lender's own step (0: the bytes alone, 1 / (hbm_read_gbps x
+	 * hbm_efficiency)); attention_sync_us: the per-layer round trip,
+	 * queries out, partials back, the borrower waiting on them. */
+	double attention_gbps;
+	double attention_busy_share;
+	double attention_lender_ms_per_gb;
+	double attention_sync_us;
 	double map_us_per_page;       /* cuMemMap + cuMemSetAccess, 2 MiB page */
 	double unmap_us_per_page;
 	double malloc_2mib_us;

@@ -62,6 +62,19 @@ struct ema_remote_read {
 	const int32_t *pages;       /* pages on the lender */
 	uint64_t bytes;             /* read */
 	uint64_t write_bytes;       /* written */
+	/* Remote attention (policy.remote_path=compute): the lender runs
+	 * the attention over these pages, layer by layer, and sends back
+	 * partial outputs and log-sum-exps that the borrower combines with
+	 * its own; bytes are then read by the lender from its own HBM, and
+	 * only exchange_bytes cross the link (the engine fills them: the
+	 * queries out and the partials back, for the batch's new tokens
+	 * whose requests hold pages there). lender_busy: the lender runs a
+	 * step of its own meanwhile (the kernel then keeps
+	 * attention_busy_share of its rate): the policy's guess when it
+	 * plans, the simulator's knowledge when it charges. */
+	bool compute;
+	bool lender_busy;
+	uint64_t exchange_bytes;
 };
 
 /* The GPU work of one batch of one tenant: what a real step would compute
@@ -84,6 +97,7 @@ struct ema_iteration {
 	 * layer group by group, depth groups ahead; with prefetch_depth == 0
 	 * attention reads it in place over the link (remote_direct). */
 	int layer_groups;
+	int model_layers;           /* the model's layers (remote attention syncs once per layer) */
 	int prefetch_depth;
 	/* The pooled bound (policies/pooled.c): the remote KV costs what the
 	 * same bytes cost read from local HBM (no link time, no lender HBM,

@@ -98,10 +98,62 @@ double ema_cost_staged_slice_bytes(const struct ema_iteration *it)
 	int groups = it->layer_groups > 0 ? it->layer_groups : 1;
 
 	for (int i = 0; i < it->n_remote; i++) {
+		if (it->remote[i].compute)
+			continue; /* read by the lender, not copied */
 		bytes += (double)it->remote[i].bytes;
 		pages += it->remote[i].n_pages;
 	}
 	return pages > 0 ? bytes / pages / groups : 0.0;
+}
+
+double ema_cost_attention_gbps(const struct ema_hw_profile *hw, bool lender_busy)
+{
+	double rate = hw->attention_gbps > 0 ? hw->attention_gbps :
+		      hw->hbm_read_gbps * hw->hbm_efficiency;
+	double share = hw->attention_busy_share > 0 ? hw->attention_busy_share : 0.5;
+
+	return lender_busy ? rate * share : rate;
+}
+
+double ema_cost_attention_lender_s_per_gb(const struct ema_hw_profile *hw)
+{
+	double rate = hw->hbm_read_gbps * hw->hbm_efficiency;
+
+	if (hw->attention_lender_ms_per_gb > 0)
+		return hw->attention_lender_ms_per_gb * 1e-3;
+	return rate > 0 ? 1.0 / rate : 0.0;
+}
+
+double ema_cost_attention_sync_ns(const struct ema_hw_profile *hw)
+{
+	return (hw->attention_sync_us > 0 ? hw->attention_sync_us : 5.0) * 1e3;
+}
+
+double ema_cost_attention_ns(const struct ema_hw_profile *hw, const struct ema_iteration *it)
+{
+	double exchange[EMA_MAX_GPUS] = {0};
+	double slowest = 0;
+	int n = 0, layers = it->model_layers > 0 ? it->model_layers : 1;
+
+	for (int i = 0; i < it->n_remote; i++) {
+		const struct ema_remote_read *rr = &it->remote[i];
+		double rate, t;
+
+		if (!rr->compute || rr->gpu < 0 || rr->gpu >= EMA_MAX_GPUS)
+			continue;
+		rate = ema_cost_attention_gbps(hw, rr->lender_busy);
+		t = rate > 0 ? (double)rr->bytes / rate : 0.0;
+		slowest = cost_max(slowest, t);
+		exchange[rr->gpu] += (double)rr->exchange_bytes;
+		if (rr->gpu >= n)
+			n = rr->gpu + 1;
+	}
+	if (n == 0)
+		return 0.0;
+	/* each layer waits for its round trip; the lenders' reads and the
+	 * exchange of the layers overlap one another */
+	return layers * ema_cost_attention_sync_ns(hw) +
+	       cost_max(slowest, ema_cost_link_ns(hw, hw->link_gbps, exchange, n));
 }
 
 double ema_cost_link_ns(const struct ema_hw_profile *hw, double rate_gbps,
@@ -167,6 +219,7 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 		out->overhead_ns = hw->iter_overhead_us * 1e3;
 		ema_cost_local_parts(hw, it, &out->compute_ns, &out->local_ns);
 		out->link_ns = 0.0;
+		out->attention_ns = 0.0;
 		out->memory_ns = out->local_ns;
 		out->total_ns = out->overhead_ns + cost_max(out->compute_ns, out->memory_ns);
 		return;
@@ -180,11 +233,14 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 		int g = it->remote[i].gpu;
 
 		if (g >= 0 && g < EMA_MAX_GPUS) {
-			bytes[g] += (double)it->remote[i].bytes;
 			writes[g] += (double)it->remote[i].write_bytes;
+			if (it->remote[i].compute)
+				continue; /* the lender reads them (attention_ns) */
+			bytes[g] += (double)it->remote[i].bytes;
 			remote += (double)it->remote[i].bytes;
 		}
 	}
+	out->attention_ns = ema_cost_attention_ns(hw, it);
 	/* the new tokens' KV written into lenders' pages crosses the links
 	 * the other way (each direction has its own rate), stored by SMs
 	 * as in-place reads are loaded */
@@ -198,7 +254,8 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 	if (!staged) {
 		out->local_ns = ema_cost_hbm_ns(hw, local);
 		out->memory_ns = ema_cost_inplace_ns(hw, out->local_ns, out->link_ns);
-		out->total_ns = out->overhead_ns + cost_max(out->compute_ns, out->memory_ns);
+		out->total_ns = out->overhead_ns +
+				cost_max(cost_max(out->compute_ns, out->memory_ns), out->attention_ns);
 		return;
 	}
 	/* staged KV is written into local HBM and read from there: the
@@ -212,7 +269,8 @@ void ema_step_cost(const struct ema_hw_profile *hw, const struct ema_iteration *
 				 (1 + hw->interference_borrower * in / hw->hbm_read_gbps);
 	}
 	out->total_ns = out->overhead_ns +
-			cost_max(cost_max(out->compute_ns, out->memory_ns), out->link_ns);
+			cost_max(cost_max(cost_max(out->compute_ns, out->memory_ns), out->link_ns),
+				 out->attention_ns);
 }
 
 double ema_step_cost_staged_floor_ns(const struct ema_hw_profile *hw, const struct ema_iteration *it)
@@ -233,7 +291,7 @@ double ema_step_cost_staged_floor_ns(const struct ema_hw_profile *hw, const stru
 	for (int i = 0; i < it->n_remote; i++) {
 		int g = it->remote[i].gpu;
 
-		if (g >= 0 && g < EMA_MAX_GPUS)
+		if (g >= 0 && g < EMA_MAX_GPUS && !it->remote[i].compute)
 			remote += (double)it->remote[i].bytes;
 	}
 	return hw->iter_overhead_us * 1e3 + ema_cost_hbm_ns(hw, local + remote);

@@ -74,6 +74,25 @@ double ema_cost_inplace_ns(const struct ema_hw_profile *hw, double local_ns, dou
 double ema_cost_stage_in_gbps(const struct ema_hw_profile *hw, enum ema_copy_method method,
 			      double slice_bytes, const double *bytes, int n, double span_ns);
 
+/* Remote attention (policy.remote_path=compute; doc/model.md, "Remote
+ * attention"). GB/s the lender's attention kernel reads the borrower's
+ * KV at: attention_gbps (or the local decode rate, hbm_read_gbps x
+ * hbm_efficiency, where the profile has none), times attention_busy_share
+ * (0.5 where none) while the lender runs a step of its own. */
+double ema_cost_attention_gbps(const struct ema_hw_profile *hw, bool lender_busy);
+/* Seconds each GB a lender reads for a borrower adds to its own step:
+ * attention_lender_ms_per_gb / 1e3, or the bytes alone, 1 /
+ * (hbm_read_gbps x hbm_efficiency), where the profile has none. */
+double ema_cost_attention_lender_s_per_gb(const struct ema_hw_profile *hw);
+/* The per-layer round trip, ns: attention_sync_us (5 us where none). */
+double ema_cost_attention_sync_ns(const struct ema_hw_profile *hw);
+/* ns of a step's remote attention: per layer, the round trip, then the
+ * lenders' attention over their share of the layer's pages, each at its
+ * own rate, and the exchange of queries and partials over the links:
+ * layers x sync + max(max over compute lenders of bytes / rate, the
+ * links' time for the exchange). 0 with no compute lender. */
+double ema_cost_attention_ns(const struct ema_hw_profile *hw, const struct ema_iteration *it);
+
 /* One iteration's predicted time on a path, without transfers of other
  * GPUs (the simulator adds their interference). */
 struct ema_step_cost {
@@ -81,8 +100,9 @@ struct ema_step_cost {
 	double compute_ns;       /* FLOPs / (peak x flops_efficiency) */
 	double local_ns;         /* HBM time of weights, local KV, activations; staged KV included when staged */
 	double link_ns;          /* the links' time for the remote KV on this path (ema_cost_link_ns), or for its writes into lenders where longer */
+	double attention_ns;     /* remote attention on the lenders that compute it (ema_cost_attention_ns); 0 without */
 	double memory_ns;        /* in place: ema_cost_inplace_ns; staged: local_ns slowed by its own staging writes */
-	double total_ns;         /* overhead + max(compute, memory, and when staged the copies' link time) */
+	double total_ns;         /* overhead + max(compute, memory, remote attention, and when staged the copies' link time) */
 };
 
 /* The compute and local HBM times of a step, FLOPs / (peak x

@@ -98,6 +98,27 @@ const struct ema_config_key ema_config_hw_keys[] = {
 	  "Share of its rate a pull into a GPU keeps while that GPU reads its HBM, "
 	  "as a prefetch does during the iteration it feeds (sim prefetch flows, "
 	  "ema's cap). Optional." },
+	{ "attention_gbps", EMA_CFG_DBL, HW(attention_gbps), 0, 0, 0, 1e6, 0, NULL, NULL, NULL,
+	  "GB/s",
+	  "Remote attention (`policy.remote_path=compute`): a lender's split-K "
+	  "decode-attention kernel over a borrower's paged KV, alone (cost model). "
+	  "Optional: 0 = `hbm_read_gbps` x `hbm_efficiency`, what the borrower's "
+	  "own decode kernels reach." },
+	{ "attention_busy_share", EMA_CFG_DBL, HW(attention_busy_share), 0, 0, 0, 1, 0, NULL, NULL, NULL,
+	  "share",
+	  "Remote attention: the share of `attention_gbps` the kernel keeps "
+	  "while the lender runs its own step (cost model). Optional: 0 = 0.5, "
+	  "an estimate until measured." },
+	{ "attention_lender_ms_per_gb", EMA_CFG_DBL, HW(attention_lender_ms_per_gb), 0, 0, 0, 1e6, 0, NULL, NULL, NULL,
+	  "ms per GB",
+	  "Remote attention: time each GB a lender reads for a borrower adds to "
+	  "the lender's own step (sim; ema's lender budget). Optional: 0 = the "
+	  "bytes alone, 1 / (`hbm_read_gbps` x `hbm_efficiency`)." },
+	{ "attention_sync_us", EMA_CFG_DBL, HW(attention_sync_us), 0, 0, 0, 1e6, 0, NULL, NULL, NULL,
+	  "us",
+	  "Remote attention: per-layer round trip between borrower and lender "
+	  "(queries out, partials back, the wait). Optional: 0 = 5 us, an "
+	  "estimate until measured over NVLink." },
 	{ "map_us_per_page", EMA_CFG_DBL, HW(map_us_per_page), 0, 0, 0, 1e6, REQ, NULL, NULL, NULL,
 	  "us",
 	  "VMM map + access cost per 2 MiB page; recorded only (doc/hardware.md "
@@ -188,6 +209,10 @@ void ema_hw_profile_copy_link(struct ema_hw_profile *hw, const struct ema_hw_pro
 	hw->interference_borrower = ref->interference_borrower;
 	hw->interference_compute = ref->interference_compute;
 	hw->pull_share_under_load = ref->pull_share_under_load;
+	hw->attention_gbps = ref->attention_gbps;
+	hw->attention_busy_share = ref->attention_busy_share;
+	hw->attention_lender_ms_per_gb = ref->attention_lender_ms_per_gb;
+	hw->attention_sync_us = ref->attention_sync_us;
 }
 
 int ema_config_check_hw(const struct ema_hw_profile *hw,

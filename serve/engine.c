@@ -1113,6 +1113,7 @@ static void launch(struct ema_engine *e, struct ema_tenant *t)
 	it.gpu = t->gpu;
 	it.weight_bytes = e->weight_bytes;
 	it.layer_groups = e->cfg->serving.layer_groups;
+	it.model_layers = e->cfg->model.layers;
 	it.staging_pages = NULL;
 	if (e->page_lists) {
 		int32_t total_pages = 0;
@@ -1148,6 +1149,11 @@ static void launch(struct ema_engine *e, struct ema_tenant *t)
 		it.remote[it.n_remote].pages = e->page_lists ? t->remote_buf[g] : NULL;
 		it.remote[it.n_remote].bytes = t->iter_rem_bytes[g];
 		it.remote[it.n_remote].write_bytes = t->iter_rem_write[g];
+		it.remote[it.n_remote].exchange_bytes =
+			(uint64_t)t->iter_rem_tokens[g] * e->attention_exchange_per_token;
+		/* the path is the policy's (plan_iteration) */
+		it.remote[it.n_remote].compute = false;
+		it.remote[it.n_remote].lender_busy = false;
 		t->stats.remote_bytes += t->iter_rem_bytes[g];
 		it.n_remote++;
 	}
@@ -1179,6 +1185,7 @@ static void batch_clear(struct ema_tenant *t)
 	if (t->iter_rem_mask != 0) {
 		memset(t->iter_rem_bytes, 0, sizeof t->iter_rem_bytes);
 		memset(t->iter_rem_write, 0, sizeof t->iter_rem_write);
+		memset(t->iter_rem_tokens, 0, sizeof t->iter_rem_tokens);
 		memset(t->iter_rem_pages, 0, sizeof t->iter_rem_pages);
 		t->iter_rem_mask = 0;
 	}
@@ -1259,6 +1266,7 @@ static void batch_add(struct ema_engine *e, struct ema_tenant *t, int32_t id, in
 
 			t->iter_rem_bytes[g] += share * (uint64_t)n;
 			t->iter_rem_pages[g] += n;
+			t->iter_rem_tokens[g] += chunk > 0 ? chunk : 1;
 			remote += share * (uint64_t)n;
 		}
 		if (r->on_mask & home)
@@ -3164,6 +3172,18 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 				     cfg->serving.block_tokens;
 	e->weight_bytes = ema_model_weight_bytes(&cfg->model);
 	ema_work_model_init(&e->work, &cfg->model);
+	{
+		/* remote attention, per new token whose request holds pages on
+		 * a lender: per layer, its query out (heads x head_dim at the
+		 * model's precision) and its partial output back (fp32) with a
+		 * log-sum-exp (fp32) per head */
+		int tp = cfg->model.tensor_parallel > 0 ? cfg->model.tensor_parallel : 1;
+		uint64_t heads = (uint64_t)(cfg->model.heads / tp > 0 ? cfg->model.heads / tp : 1);
+
+		e->attention_exchange_per_token =
+			(uint64_t)cfg->model.layers * heads *
+			((uint64_t)cfg->model.head_dim * ((uint64_t)cfg->model.bytes_per_param + 4) + 4);
+	}
 	e->weight_pages = (int32_t)((ema_model_weight_bytes(&cfg->model) + e->page_bytes - 1) /
 				    e->page_bytes);
 	e->n_tenants = cfg->n_tenants;

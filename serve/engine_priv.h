@@ -102,6 +102,7 @@ struct ema_tenant {
 	uint32_t iter_rem_mask;                  /* peers it reads KV from or writes KV to */
 	uint64_t iter_rem_bytes[EMA_MAX_GPUS];   /* KV read from each peer */
 	uint64_t iter_rem_write[EMA_MAX_GPUS];   /* new tokens' KV written into each peer */
+	int64_t iter_rem_tokens[EMA_MAX_GPUS];   /* new tokens of the requests holding pages there */
 	int32_t iter_rem_pages[EMA_MAX_GPUS];
 	int32_t *local_buf; int32_t *remote_buf[EMA_MAX_GPUS]; int32_t page_buf_cap;
 	/* Decode leaping (engine.c, "leaps"): the platform runs leap_k
@@ -155,6 +156,7 @@ struct ema_engine {
 	uint64_t block_bytes;
 	int64_t tokens_per_page;      /* when a page holds whole blocks; else 0 */
 	uint64_t weight_bytes;
+	uint64_t attention_exchange_per_token; /* remote attention: bytes a new token exchanges with a lender */
 	struct ema_work_model work;   /* the cost model's constants */
 	int32_t weight_pages;
 	int n_tenants;

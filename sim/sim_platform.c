@@ -139,13 +139,17 @@ struct iter_slot {
 	bool streaming;       /* the last iteration prefetched on the fast path */
 	/* the flows of its KV spread over the iteration (in place, or the
 	 * prefetch's fast path), ended with it (iter_done_event) */
-	uint64_t spread_id[2 * EMA_MAX_GPUS];
+	uint64_t spread_id[3 * EMA_MAX_GPUS];
 	int n_spread;
 	/* of those, the flows still in flight, and whether the step's own
 	 * time has passed (it then ends with the last of them, since when) */
 	int spread_left;
 	bool spread_wait;
 	int64_t spread_wait_since;
+	/* remote attention: the GB/s of its lenders' HBM this step's
+	 * attention takes while it runs (given back when it ends) */
+	double attn_gbps[EMA_MAX_GPUS];
+	bool attn_any;
 };
 
 /* A leap of iterations on one GPU (see the top of the file). */
@@ -162,6 +166,7 @@ struct leap {
 	struct ema_iteration tmpl;
 	int64_t stop_ns, limit_ns;
 	double out_gbps, in_gbps; /* the GPU's transfer rates its steps after the first were timed at */
+	double attn_gbps;         /* ... and the remote attention it ran for borrowers */
 	ema_iteration_fn fn;
 	void *arg;
 };
@@ -197,6 +202,12 @@ struct sim {
 	bool plain_without_flows;
 	/* the flownet's HBM rates by GPU (ema_flownet_hbm_out_array) */
 	const double *net_hbm_out, *net_hbm_in;
+	/* Remote attention each GPU runs for borrowers now, GB/s of its HBM
+	 * (the sum over the borrowers' steps in flight): its own steps that
+	 * start meanwhile take attention_lender_ms_per_gb longer per GB per
+	 * second (attn_factor). attn_gen counts its changes, for leaps. */
+	double attn_load[EMA_MAX_GPUS];
+	uint64_t attn_gen, attn_gen_seen;
 };
 
 static struct sim *to_sim(struct ema_platform *pl)
@@ -288,9 +299,31 @@ static void iter_finish(struct iter_slot *s, int64_t now)
 {
 	struct ema_iteration_result r = s->res;
 
+	if (s->attn_any) {
+		struct sim *p = s->p;
+
+		for (int g = 0; g < EMA_MAX_GPUS; g++)
+			if (s->attn_gbps[g] > 0) {
+				p->attn_load[g] -= s->attn_gbps[g];
+				if (p->attn_load[g] < 1e-9)
+					p->attn_load[g] = 0; /* (no residue of rounding) */
+				s->attn_gbps[g] = 0;
+			}
+		s->attn_any = false;
+		p->attn_gen++;
+	}
 	r.end_ns = now;
 	s->busy = false;
 	s->fn(s->arg, &r);
+}
+
+/* What a GPU's own step takes longer for the remote attention it runs
+ * for borrowers meanwhile (its time shares the GPU): 1 + GB/s read for
+ * them x the seconds each GB costs it. */
+static inline double attn_factor(const struct sim *p, int g)
+{
+	return p->attn_load[g] > 0 ? 1 + p->attn_load[g] * ema_cost_attention_lender_s_per_gb(p->hw)
+				   : 1.0;
 }
 
 /* The end of an iteration's own time, whose remote KV was spread over it
@@ -556,6 +589,47 @@ static int start_spread_flows(struct sim *p, const struct ema_iteration *it, int
 	return EMA_OK;
 }
 
+/* A step's remote attention (ema_remote_read.compute), as
+ * sim_iteration split it off: its time on the lenders (ns, from the cost
+ * model with each lender busy or not as it is now), and per lender the
+ * bytes its attention reads and the queries and partials exchanged. */
+struct attn_part {
+	double ns;
+	int n;
+	int gpu[EMA_MAX_GPUS];
+	uint64_t bytes[EMA_MAX_GPUS];
+	uint64_t exchange[EMA_MAX_GPUS];
+};
+
+/* The lenders' side of a step's remote attention, over span_ns: each
+ * lender's HBM serves bytes / span GB/s of attention for it meanwhile
+ * (its own steps slow by attn_factor), and the partials cross the link
+ * back as a flow the step waits for. */
+static int start_attention(struct sim *p, struct iter_slot *s, const struct attn_part *ap,
+			   int64_t span_ns)
+{
+	if (ap == NULL || ap->n == 0 || span_ns <= 0)
+		return EMA_OK;
+	for (int i = 0; i < ap->n; i++) {
+		int g = ap->gpu[i];
+		double a = (double)ap->bytes[i] / (double)span_ns;
+
+		if (a > 0) {
+			p->attn_load[g] += a;
+			s->attn_gbps[g] += a;
+			s->attn_any = true;
+		}
+		if (ap->exchange[i] > 0) {
+			int rc = start_spread_flow(p, s, g, s->gpu, ap->exchange[i], span_ns, false);
+
+			if (rc != EMA_OK)
+				return rc;
+		}
+	}
+	p->attn_gen++;
+	return EMA_OK;
+}
+
 /* GB/s one lender's prefetch can get now: the copy method's rate, less
  * what other flows already take out of the lender and into the borrower
  * (both counted over all their links: conservative on direct links). */
@@ -605,7 +679,7 @@ static double iteration_total(struct sim *p, const struct ema_iteration *it, uin
 			      struct ema_timing *c, double *in_others, bool *compute_wins)
 {
 	const struct ema_hw_profile *hw = p->hw;
-	double out, in, f_mem, f_comp, busy, mem;
+	double out, in, f_mem, f_comp, f_att, busy, mem;
 
 	ema_timing_iteration(hw, p->params.model, it, c);
 	out = ema_flownet_hbm_out_gbps(p->net, it->gpu);
@@ -628,7 +702,8 @@ static double iteration_total(struct sim *p, const struct ema_iteration *it, uin
 	f_mem = 1 + (hw->interference_lender * out + hw->interference_borrower * in) /
 		hw->hbm_read_gbps;
 	f_comp = 1 + hw->interference_compute * (in + out) / hw->link_gbps;
-	if (f_mem == 1 && f_comp == 1) {
+	f_att = attn_factor(p, it->gpu);
+	if (f_mem == 1 && f_comp == 1 && f_att == 1) {
 		if (compute_wins != NULL)
 			*compute_wins = c->compute_ns > ema_timing_memory_ns(hw, c, 1.0);
 		return c->total_ns; /* exactly the cost model's time */
@@ -638,12 +713,12 @@ static double iteration_total(struct sim *p, const struct ema_iteration *it, uin
 	mem = ema_timing_memory_ns(hw, c, f_mem);
 	if (compute_wins != NULL)
 		*compute_wins = c->compute_ns * f_comp > mem;
-	busy = fmax(c->compute_ns * f_comp, mem);
+	busy = fmax(c->compute_ns * f_comp, mem) * f_att;
 	return c->overhead_ns + busy;
 }
 
 static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
-			       ema_iteration_fn fn, void *arg);
+			       ema_iteration_fn fn, void *arg, const struct attn_part *ap);
 
 /* EMA_ITER_LOG=FILE: one CSV line per iteration started, for diagnosis
  * (doc/model.md, "The targets of issue 11, simulated", measures the
@@ -683,18 +758,72 @@ static void fold_remote(struct ema_iteration *one, const struct ema_iteration *i
 	one->window_depth = 0;
 }
 
+/* A step with remote attention: *view is it without the attention's
+ * reads (a lender's entry stays, with no read, where the step also
+ * writes its new tokens' KV there), *ap the attention, costed with each
+ * lender busy with a step of its own, or not, as it is now. False: none. */
+static bool split_attention(const struct sim *p, const struct ema_iteration *it,
+			    struct ema_iteration *view, struct attn_part *ap)
+{
+	struct ema_iteration full;
+	int k = 0;
+
+	memset(ap, 0, sizeof *ap);
+	for (int i = 0; i < it->n_remote; i++)
+		if (it->remote[i].compute)
+			ap->n++;
+	if (ap->n == 0)
+		return false;
+	full = *it;
+	*view = *it;
+	ap->n = 0;
+	for (int i = 0; i < it->n_remote; i++) {
+		const struct ema_remote_read *rr = &it->remote[i];
+		int g = rr->gpu;
+
+		if (!rr->compute) {
+			view->remote[k++] = *rr;
+			continue;
+		}
+		full.remote[i].lender_busy = g >= 0 && g < p->hw->n_gpus &&
+					     (p->iters[g].busy || p->leaps[g].active);
+		if (ap->n < EMA_MAX_GPUS) {
+			ap->gpu[ap->n] = g;
+			ap->bytes[ap->n] = rr->bytes;
+			ap->exchange[ap->n] = rr->exchange_bytes;
+			ap->n++;
+		}
+		if (rr->write_bytes > 0) {
+			view->remote[k] = *rr;
+			view->remote[k].compute = false;
+			view->remote[k].bytes = 0;
+			view->remote[k].n_pages = 0;
+			view->remote[k].exchange_bytes = 0;
+			k++;
+		}
+	}
+	view->n_remote = k;
+	ap->ns = ema_cost_attention_ns(p->hw, &full);
+	return true;
+}
+
 static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it,
 			 ema_iteration_fn fn, void *arg, struct ema_error *err)
 {
 	struct sim *p = to_sim(pl);
-	struct ema_iteration folded;
+	struct ema_iteration folded, view;
+	struct attn_part ap;
+	bool attn = false;
 	int rc;
 
 	if (it != NULL && it->remote_as_local && it->n_remote > 0) {
 		fold_remote(&folded, it);
 		it = &folded;
+	} else if (it != NULL && it->n_remote > 0 && split_attention(p, it, &view, &ap)) {
+		it = &view;
+		attn = true;
 	}
-	rc = sim_iteration_start(p, it, fn, arg);
+	rc = sim_iteration_start(p, it, fn, arg, attn ? &ap : NULL);
 
 	if (rc != EMA_OK && err != NULL)
 		*err = p->last;
@@ -714,7 +843,7 @@ static inline int64_t round_ns(double x)
 }
 
 static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
-			       ema_iteration_fn fn, void *arg)
+			       ema_iteration_fn fn, void *arg, const struct attn_part *ap)
 {
 	const struct ema_hw_profile *hw = p->hw;
 	struct iter_slot *s;
@@ -750,6 +879,10 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 		remote += it->remote[i].bytes;
 	}
 	total = iteration_total(p, it, remote, &c, &in_others, NULL);
+	/* remote attention runs on the lenders beside the step's own work:
+	 * the step waits for the last layer's partials */
+	if (ap != NULL && c.overhead_ns + ap->ns > total)
+		total = c.overhead_ns + ap->ns;
 	iter_log_line(p, it, &c, total, remote);
 	total_ns = round_ns(total);
 	over_ns = round_ns(c.overhead_ns);
@@ -769,6 +902,8 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 		s->spec_adopted = false;
 		s->spec_gen++;
 		rc = start_spread_flows(p, it, total_ns, true, true);
+		if (rc == EMA_OK)
+			rc = start_attention(p, s, ap, total_ns - over_ns);
 		if (rc != EMA_OK)
 			goto fail;
 		if (ema_eventq_push(&p->q, p->now + total_ns, iter_done_event, s) != EMA_OK) {
@@ -806,6 +941,8 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 			stall = round_ns(fmax(0, first - (double)over_ns));
 		}
 		rc = start_spread_flows(p, it, total_ns - over_ns + stall, false, true);
+		if (rc == EMA_OK)
+			rc = start_attention(p, s, ap, total_ns - over_ns);
 		if (rc != EMA_OK)
 			goto fail;
 		s->res.stall_ns = stall;
@@ -825,6 +962,8 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 	/* its writes into lenders, spread over its time as an in-place
 	 * step's are; its last group waits for them */
 	rc = start_spread_flows(p, it, total_ns, false, false);
+	if (rc == EMA_OK)
+		rc = start_attention(p, s, ap, total_ns - over_ns);
 	if (rc != EMA_OK)
 		goto fail;
 	s->streaming = false;
@@ -1072,7 +1211,8 @@ static int local_step_ns(struct sim *p, const struct ema_iteration *it, int64_t 
 {
 	double total;
 
-	if (p->plain_without_flows && ema_flownet_flows_at(p->net, it->gpu) == 0) {
+	if (p->plain_without_flows && ema_flownet_flows_at(p->net, it->gpu) == 0 &&
+	    p->attn_load[it->gpu] == 0) {
 		double compute, local;
 
 		/* No flow through the GPU: iteration_total's factors are 1, and
@@ -1097,7 +1237,7 @@ static int local_step_ns(struct sim *p, const struct ema_iteration *it, int64_t 
 		const int g = it->gpu;
 		double out = g >= 0 && g < hw->n_gpus ? p->net_hbm_out[g] : 0.0;
 		double in = g >= 0 && g < hw->n_gpus ? p->net_hbm_in[g] : 0.0;
-		double compute, local, f_mem, f_comp, busy;
+		double compute, local, f_mem, f_comp, f_att, busy;
 		bool compute_wins;
 
 		/* iteration_total(p, it, 0, ...) in line, the same doubles: with
@@ -1112,6 +1252,7 @@ static int local_step_ns(struct sim *p, const struct ema_iteration *it, int64_t 
 		f_mem = 1 + (hw->interference_lender * out + hw->interference_borrower * in) /
 			hw->hbm_read_gbps;
 		f_comp = 1 + hw->interference_compute * (in + out) / hw->link_gbps;
+		f_att = g >= 0 && g < hw->n_gpus ? attn_factor(p, g) : 1.0;
 		if (f_mem == 1 && f_comp == 1) {
 			compute_wins = compute > local;
 			busy = max_time(compute, local);
@@ -1121,6 +1262,8 @@ static int local_step_ns(struct sim *p, const struct ema_iteration *it, int64_t 
 			compute_wins = compute * f_comp > mem;
 			busy = max_time(compute * f_comp, mem);
 		}
+		if (f_att != 1)
+			busy *= f_att;
 		if (it->flops_bound && compute_wins)
 			return EMA_ERR_UNSUPPORTED;
 		total = hw->iter_overhead_us * 1e3 + busy;
@@ -1258,6 +1401,7 @@ static int sim_leap(struct ema_platform *pl, int gpu, int k, int64_t *end,
 	l->limit_ns = rt->limit_ns;
 	l->out_gbps = ema_flownet_hbm_out_gbps(p->net, gpu);
 	l->in_gbps = ema_flownet_hbm_in_gbps(p->net, gpu);
+	l->attn_gbps = p->attn_load[gpu];
 	/* its first iteration's event would have been pushed now */
 	l->seq0 = ema_eventq_take_seq(&p->q);
 	l->fn = fn;
@@ -1277,20 +1421,24 @@ static void leaps_check_rates(struct sim *p)
 {
 	uint64_t gen = ema_flownet_generation(p->net);
 
-	/* (the flownet counts every change of its rates) */
-	if (gen == p->rates_gen)
+	/* (the flownet counts every change of its rates, attn_gen every
+	 * change of the remote attention the GPUs run) */
+	if (gen == p->rates_gen && p->attn_gen == p->attn_gen_seen)
 		return;
 	p->rates_gen = gen;
+	p->attn_gen_seen = p->attn_gen;
 	for (uint32_t m = p->leap_gpus; m != 0; m &= m - 1) {
 		int g = __builtin_ctz(m);
 		struct leap *l = &p->leaps[g];
 		double out = ema_flownet_hbm_out_gbps(p->net, g), in = ema_flownet_hbm_in_gbps(p->net, g);
+		double attn = p->attn_load[g];
 		int j;
 
-		if (out == l->out_gbps && in == l->in_gbps)
+		if (out == l->out_gbps && in == l->in_gbps && attn == l->attn_gbps)
 			continue;
 		l->out_gbps = out;
 		l->in_gbps = in;
+		l->attn_gbps = attn;
 		/* the iteration in progress (none begins now: one ending now
 		 * was made the leap's end before this dispatch) */
 		j = l->cur;
