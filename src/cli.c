@@ -738,7 +738,7 @@ void ema_cli_print_man(FILE *out)
 	fputs("\n.SH FILES\n", out);
 	roff(out, "runs/NAME/: the run folder of 'ema run' without --out; runs/sweep-ID/ that of "
 		  "'ema sweep' (ID from the sweep's configuration: the same command resumes it). A "
-		  "folder being written is NAME.tmp-PID; a leftover of a killed process is removed by "
+		  "folder being written is NAME.tmp-HOST-PID; a leftover of a killed process is removed by "
 		  "the next run aimed at the same name.");
 	fputs("\n.SH SEE ALSO\n", out);
 	roff(out, "doc/cli.md (this reference with the details) and README.md (configuration, "

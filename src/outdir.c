@@ -1,6 +1,6 @@
 /* outdir.c: the output folders of the commands, made safe against user
  * mistakes and interruptions: the --out name is checked and reserved
- * (NAME.tmp-PID created) before a simulation that may take hours, the
+ * (NAME.tmp-HOST-PID created) before a simulation that may take hours, the
  * folder is renamed only when complete, a signal removes the unfinished
  * folder, and the leftover of a killed process (kill -9, a crash, a power
  * cut) is removed by the next run aimed at the same name.

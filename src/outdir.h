@@ -45,14 +45,14 @@ struct ema_outdir {
  * runs/DEFAULT_NAME, runs/DEFAULT_NAME-2, ... (the first name that is free
  * and not being written by a live process). Checks that the parent folder
  * exists, is a folder and is writable, and that the name is free; removes
- * (and says so on stderr) NAME.tmp-PID leftovers of killed processes;
+ * (and says so on stderr) NAME.tmp-HOST-PID leftovers of killed processes;
  * creates od->tmp and registers it for removal on SIGINT, SIGTERM and
  * SIGHUP. A user's mistake is EMA_ERR_INPUT (exit 2). */
 int ema_outdir_reserve(struct ema_outdir *od, const char *opt, const char *out,
 		       const char *default_name, struct ema_error *err);
 
 /* Reserves NAME inside a reserved folder (a sweep's point): only creates
- * PARENT.tmp/NAME.tmp-PID, the parent's registration covering it. */
+ * PARENT.tmp/NAME.tmp-HOST-PID, the parent's registration covering it. */
 int ema_outdir_reserve_sub(struct ema_outdir *od, const struct ema_outdir *parent,
 			   const char *name, struct ema_error *err);
 
@@ -106,7 +106,7 @@ int ema_outdir_write_files(const struct ema_outdir *od,
 void ema_outdir_print_contents(const struct ema_outdir *od, bool plots, FILE *out);
 
 /* One output file written whole or not at all (validate --csv, calibrate
- * --out and --csv, bench --hw --csv): written as PATH.tmp-PID and renamed
+ * --out and --csv, bench --hw --csv): written as PATH.tmp-HOST-PID and renamed
  * over PATH when complete, so an old file stays whole until the new one
  * is; removed on a failure or a signal. */
 struct ema_outfile {
@@ -119,7 +119,7 @@ struct ema_outfile {
 
 /* Checks, before the work starts, that path can be written: its parent
  * folder exists and is writable, path is not a folder; removes leftovers
- * PATH.tmp-PID of killed processes. Creates nothing. EMA_ERR_INPUT
+ * PATH.tmp-[HOST-]PID of killed processes. Creates nothing. EMA_ERR_INPUT
  * "OPT PATH: ..." when it cannot. */
 int ema_outfile_reserve(struct ema_outfile *of, const char *opt, const char *path,
 			struct ema_error *err);

@@ -425,7 +425,7 @@ out:
 
 /* ---- the merge ---------------------------------------------------------------------- */
 
-/* Writes one file of the sweep folder whole: DIR/NAME.tmp-PID, renamed
+/* Writes one file of the sweep folder whole: DIR/NAME.tmp-HOST-PID, renamed
  * over DIR/NAME when complete. */
 static int write_whole(const struct ema_sweep *s, const char *name,
 		       int (*fn)(struct merge *m, FILE *f), struct merge *m, const char *data,
