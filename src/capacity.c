@@ -774,6 +774,11 @@ static int check_same_search(const struct cap *c, const char *path, const char *
 		return rc;
 	root = cJSON_ParseWithLength(text, len);
 	free(text);
+	if (!cJSON_IsObject(root)) {
+		rc = ema_error_set(err, EMA_ERR_INPUT, "%s: not the JSON object ema writes; choose "
+				   "another --out (or remove the folder), nothing was run", path);
+		goto out;
+	}
 	old_cfg = cJSON_GetObjectItemCaseSensitive(root, "scenario_config");
 	key = cJSON_GetObjectItemCaseSensitive(root, "key");
 	cmd = cJSON_GetObjectItemCaseSensitive(root, "command");

@@ -1192,7 +1192,7 @@ static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 	if (rc == EMA_OK)
 		rc = open_folder(s, a->out, a->dry_run, err);
 	for (long pt = 0; pt < s->n_points && rc == EMA_OK && s->exists; pt++) {
-		bool d;
+		bool d = false;
 
 		rc = ema_sweep_point_done(s, pt, &d, err);
 		done += d;
@@ -1219,7 +1219,7 @@ static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 		res.taken = malloc((size_t)s->n_points * sizeof *res.taken);
 		for (long pt = shard_i; pt < s->n_points && todo != NULL && rc == EMA_OK;
 		     pt += shard_n) {
-			bool d;
+			bool d = false;
 
 			rc = ema_sweep_point_done(s, pt, &d, err);
 			if (!d)
