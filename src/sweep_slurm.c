@@ -356,11 +356,17 @@ int ema_sweep_sbatch(struct ema_sweep_run *r, const struct ema_cli_args *a,
 		rc = run_trial(r, a->quiet, trial, secs, kib, &n_trial, &all_done, err);
 		if (rc != EMA_OK)
 			return rc;
-		if (all_done) {
-			printf("sweep --sbatch: all %ld points of %s are complete; nothing to submit "
-			       "(tables: ema sweep merge %s)\n", s->n_points, s->dir, s->dir);
-			return EMA_OK;
-		}
+	} else if (!a->dry_run) {
+		all_done = true;
+		for (long pt = 0; pt < s->n_points && all_done && rc == EMA_OK; pt++)
+			rc = ema_sweep_point_done(s, pt, &all_done, err);
+		if (rc != EMA_OK)
+			return rc;
+	}
+	if (all_done) {
+		printf("sweep --sbatch: all %ld points of %s are complete; nothing to submit "
+		       "(tables: ema sweep merge %s)\n", s->n_points, s->dir, s->dir);
+		return EMA_OK;
 	}
 	for (long t = 0; t < n_trial; t++) {
 		if (secs[t] > t_max)

@@ -190,6 +190,9 @@ done
 ema sweep merge sb
 check "merge after the resubmitted tasks: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
 check "merge after the resubmitted tasks: the tables of one run" cmp -s ref/sweep.csv sb/sweep.csv
+ema sweep --quiet --no-plots $TINY $EIGHT --sbatch job3.sh --tasks 4 $SITE --out sb
+check "--sbatch without a trial on a complete sweep: says so" grep -qF "all 8 points of sb are complete" "$T/log/out"
+check "--sbatch without a trial on a complete sweep: no script" [ ! -e job3.sh ]
 
 # ---- --tasks is capped as documented; the options go with --sbatch --------------------
 
