@@ -36,6 +36,13 @@ int ema_error_set(struct ema_error *err, int code, const char *fmt, ...)
 int ema_error_at(struct ema_error *err, const char *file, long line,
 		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* Copies src into dst (n bytes, NUL included) with what a terminal
+ * would act on escaped: \n, \t, \r, and \xNN for other control bytes,
+ * DEL, C1 controls and bytes that are not UTF-8. ema_error_set and
+ * ema_error_at do it to every message, since messages quote input.
+ * Returns the length written (cut short at a whole character). */
+size_t ema_error_escape(char *dst, size_t n, const char *src);
+
 /* Short name of a status code, for messages and logs. */
 const char *ema_status_str(int code);
 

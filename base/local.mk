@@ -4,7 +4,7 @@ libema_base_a_CPPFLAGS = $(BASE_CPPFLAGS)
 libema_base_a_SOURCES = base/ema_error.c base/ema_error.h base/ledger.c base/ledger.h \
 	base/platform.h base/platform.c base/embedded.c base/embedded.h base/ema_limits.h base/hardware.c \
 	base/hardware.h base/knobs.h base/knobs.c base/step_cost.c base/step_cost.h base/keys.h base/readfile.c base/readfile.h base/wallclock.h base/eventq.c base/eventq.h \
-	base/csvout.c base/csvout.h base/sortd.c base/sortd.h
+	base/csvout.c base/csvout.h base/sortd.c base/sortd.h base/json_text.c base/json_text.h
 
 if HAVE_CUNIT
 check_PROGRAMS += tests/test_ledger
@@ -12,6 +12,12 @@ TESTS += tests/test_ledger
 tests_test_ledger_SOURCES = tests/test_ledger.c tests/test_main.h
 tests_test_ledger_CFLAGS = $(TEST_CFLAGS)
 tests_test_ledger_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/test_json_text
+TESTS += tests/test_json_text
+tests_test_json_text_SOURCES = tests/test_json_text.c tests/test_main.h
+tests_test_json_text_CFLAGS = $(TEST_CFLAGS)
+tests_test_json_text_LDADD = $(TEST_LIBS)
 
 check_PROGRAMS += tests/test_csvout
 TESTS += tests/test_csvout

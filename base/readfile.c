@@ -10,6 +10,12 @@
 int ema_read_file(const char *path, const char *what, size_t max_bytes, char **buf,
 		  size_t *len, struct ema_error *err)
 {
+	return ema_read_file_limit(path, what, max_bytes, NULL, buf, len, err);
+}
+
+int ema_read_file_limit(const char *path, const char *what, size_t max_bytes,
+			const char *limit_hint, char **buf, size_t *len, struct ema_error *err)
+{
 	FILE *f;
 	char *b = NULL, *nb;
 	size_t cap = 0, n = 0, got;
@@ -30,6 +36,9 @@ int ema_read_file(const char *path, const char *what, size_t max_bytes, char **b
 	for (;;) {
 		if (cap - n < 65536) {
 			cap = cap ? cap * 2 : 1 << 16;
+			/* enough to see the limit passed, never twice the limit */
+			if (max_bytes > 0 && cap > max_bytes + 65536)
+				cap = max_bytes + 65536;
 			nb = realloc(b, cap + 1);
 			if (nb == NULL) {
 				rc = ema_error_set(err, EMA_ERR_NOMEM, "%s: out of memory reading the file",
@@ -41,8 +50,12 @@ int ema_read_file(const char *path, const char *what, size_t max_bytes, char **b
 		got = fread(b + n, 1, cap - n, f);
 		n += got;
 		if (max_bytes > 0 && n > max_bytes) {
-			rc = ema_error_at(err, path, 0, "expected %s under %zu MiB", what,
-					  max_bytes >> 20);
+			/* /dev/zero, a pipe never closed: read until a limit, not
+			 * until the memory is gone */
+			rc = ema_error_at(err, path, 0, "more than %zu MiB: expected %s of at most "
+					  "that (an endless stream, such as /dev/zero or a pipe "
+					  "never closed?)%s%s", max_bytes >> 20, what,
+					  limit_hint ? "; " : "", limit_hint ? limit_hint : "");
 			goto out;
 		}
 		if (got == 0)

@@ -92,9 +92,13 @@ int ema_config_read_file(const char *path, char **text, size_t *len,
 int ema_config_parse_text(const char *file, const char *text, size_t len,
 			  cJSON **root, struct ema_error *err);
 
-/* Joins dir and a relative path (absolute paths and dir "" unchanged). */
+/* Joins dir and a relative path (an absolute path unchanged). -1 when
+ * the result would not fit, -2 for a relative path when dir is not an
+ * absolute folder (NULL, "", or relative: the current folder could not
+ * be named); ema_config_join_why(rc) says it for the user. */
 int ema_config_join_path(char *out, size_t size, const char *dir,
 			 const char *path);
+const char *ema_config_join_why(int rc);
 
 /* True when a hardware/model string names a file rather than an embedded
  * entry: it holds a '/' or ends with ".json". */

@@ -3,6 +3,7 @@
  * applies a --set override, checks types and ranges, and writes the object
  * back, so that every format behaves alike and a knob is one table row. */
 #include "config_internal.h"
+#include "json_text.h"
 #include "readfile.h"
 
 #include <errno.h>
@@ -159,13 +160,29 @@ int ema_config_join_path(char *out, size_t size, const char *dir,
 {
 	int n;
 
-	if (path[0] == '/' || path[0] == '\0' || dir == NULL || dir[0] == '\0')
+	/* a relative path kept relative would name another file once the
+	 * effective configuration (config.json) is run from elsewhere */
+	if (path[0] != '/' && path[0] != '\0' && (dir == NULL || dir[0] != '/'))
+		return -2;
+	if (path[0] == '/' || path[0] == '\0')
 		n = snprintf(out, size, "%s", path);
 	else if (dir[strlen(dir) - 1] == '/')
 		n = snprintf(out, size, "%s%s", dir, path);
 	else
 		n = snprintf(out, size, "%s/%s", dir, path);
 	return n >= 0 && (size_t)n < size ? 0 : -1;
+}
+
+_Static_assert(EMA_PATH_MAX == 1024, "ema_config_join_why says 1024 bytes");
+
+const char *ema_config_join_why(int rc)
+{
+	if (rc == -2)
+		return "a relative path, but the folder it is relative to cannot be named (the "
+		       "current folder's path is longer than ema can hold, or unreadable): give "
+		       "the path absolute, or run from a shorter folder";
+	return "expected a path shorter than 1024 bytes once made absolute "
+	       "(joined to the config file's folder, or to the current folder for --set)";
 }
 
 int ema_config_read_file(const char *path, char **text, size_t *len,
@@ -182,6 +199,15 @@ int ema_config_parse_text(const char *file, const char *text, size_t len,
 	long line, col;
 	size_t i;
 
+	const char *why = ema_json_check_text(text, len, &i);
+
+	/* what cJSON would let through: a NUL or a raw control character
+	 * cuts a string short, bytes that are not UTF-8 reach config.json */
+	if (why != NULL) {
+		ema_config_json_pos(text, i, &line, &col);
+		snprintf(where, sizeof where, "%s:%ld", file, line);
+		return ema_error_at(err, where, col, "%s", why);
+	}
 	for (i = 0; i < len && strchr(" \t\r\n", text[i]) != NULL; i++)
 		;
 	if (i == len)
@@ -264,10 +290,17 @@ static int set_string(const struct ema_config_key *k, char *field,
 				       "expected one of: %s; got \"%s\"", names, s);
 	}
 	if (k->type == EMA_CFG_PATH) {
-		if (ema_config_join_path(joined, sizeof joined, src->base_dir, s) < 0)
-			return ema_config_fail(src, path, true, err,
-					       "expected a path shorter than %d bytes",
-					       EMA_PATH_MAX);
+		int j = ema_config_join_path(joined, sizeof joined, src->base_dir, s);
+
+		if (j < 0)
+			return ema_config_fail(src, path, true, err, "%s", ema_config_join_why(j));
+		/* the folder joined in front is held to what the value is: the
+		 * path is written into config.json and read back from it */
+		if (!ema_text_is_clean(joined))
+			return ema_config_fail(src, path, true, err, "the path becomes \"%s\" (the "
+					       "folder it is relative to joined in front), which holds "
+					       "control characters or bytes that are not UTF-8; give it "
+					       "absolute", joined);
 		s = joined;
 	}
 	if (strlen(s) >= k->size)
@@ -297,9 +330,11 @@ static int set_strlist(const struct ema_config_key *k, char *base,
 		char *dst = base + k->off + (size_t)i * k->size;
 
 		snprintf(epath, sizeof epath, "%s.%d", path, i);
-		if (!cJSON_IsString(e) || e->valuestring[0] == '\0')
+		if (!cJSON_IsString(e) || e->valuestring[0] == '\0' ||
+		    !ema_text_is_clean(e->valuestring))
 			return ema_config_fail(src, epath, true, err,
-					       "expected a non-empty name");
+					       "expected a non-empty name, in UTF-8 without control "
+					       "characters");
 		if (strlen(e->valuestring) >= k->size)
 			return ema_config_fail(src, epath, true, err,
 					       "expected a name of at most %zu bytes",
@@ -414,11 +449,12 @@ static int set_hw_or_model(const struct ema_config_key *k, char *base,
 			return ema_config_fail(src, path, true, err,
 					       "expected a name or a path, got \"\"");
 		if (ema_config_is_path(v->valuestring)) {
-			if (ema_config_join_path(value, sizeof value, src->base_dir,
-						 v->valuestring) < 0)
-				return ema_config_fail(src, path, true, err,
-						       "expected a path shorter than %d bytes",
-						       EMA_PATH_MAX);
+			int j = ema_config_join_path(value, sizeof value, src->base_dir,
+						     v->valuestring);
+
+			if (j < 0)
+				return ema_config_fail(src, path, true, err, "%s",
+						       ema_config_join_why(j));
 		} else {
 			snprintf(value, sizeof value, "%s", v->valuestring);
 		}
@@ -465,6 +501,12 @@ static int set_value(const struct ema_config_key *k, char *base,
 	double x = 0;
 	int rc;
 
+	/* a --set value, or an inline object's: a file's strings were
+	 * checked with its text (ema_config_parse_text) */
+	if (cJSON_IsString(v) && !ema_text_is_clean(v->valuestring))
+		return ema_config_fail(src, path, true, err,
+				       "expected text in UTF-8 without control characters, got \"%s\"",
+				       v->valuestring);
 	switch (k->type) {
 	case EMA_CFG_STR:
 	case EMA_CFG_PATH:
@@ -853,24 +895,10 @@ static void put_indent(FILE *out, int n)
 		fputs("  ", out);
 }
 
+/* every JSON file ema writes escapes strings the same way (json_text.h) */
 static void put_string(FILE *out, const char *s)
 {
-	fputc('"', out);
-	for (; *s != '\0'; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c == '\n')
-			fputs("\\n", out);
-		else if (c == '\t')
-			fputs("\\t", out);
-		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
+	ema_json_put_string(out, s);
 }
 
 static void put_double(FILE *out, double x)

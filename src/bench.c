@@ -90,9 +90,19 @@ static int find_trace(struct bench *b, const char *given, bool *found, struct em
 
 	*found = false;
 	if (given != NULL) {
+		struct ema_workload w = {0};
+		int rc;
+
 		if (realpath(given, b->trace) == NULL || access(b->trace, R_OK) != 0)
 			return ema_error_set(err, EMA_ERR_INPUT, "bench: cannot open trace %s: %s",
 					     given, strerror(errno));
+		/* the user's trace is read once here, so that a bad one fails
+		 * as bad input (exit 2) before anything is measured, not as
+		 * the failure of the first replay */
+		rc = ema_trace_read(given, EMA_TRACE_AUTO, &w, err);
+		ema_workload_free(&w);
+		if (rc != EMA_OK)
+			return rc;
 		*found = true;
 		return EMA_OK;
 	}
@@ -338,7 +348,9 @@ static int child_run(struct bench *b, const char *config, struct bench_fig *fig,
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		rm_tree(out);
-		return ema_error_set(err, EMA_ERR_INTERNAL,
+		/* the child's message is above; its bad input is the user's */
+		return ema_error_set(err, WIFEXITED(status) && WEXITSTATUS(status) == 2 ?
+				     EMA_ERR_INPUT : EMA_ERR_INTERNAL,
 				     "bench: `%s run --config %s` failed (status %d)", b->exe, config,
 				     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	}

@@ -26,7 +26,9 @@
 #include <cjson/cJSON.h>
 
 #include "ema_build.h"
+#include "ema_commit.h"
 #include "experiment.h"
+#include "json_text.h"
 #include "outdir.h"
 #include "readfile.h"
 #include "wallclock.h"
@@ -315,9 +317,9 @@ static int probe(struct cap *c, struct cap_group *g, double rate, bool *met, str
 			 "--set %s=%.6g", g->policy, c->key, rate);
 		rc = ema_experiment_run(x, err);
 		if (rc == EMA_OK)
-			rc = ema_outdir_reserve_part(&od, pdir, name, err);
+			rc = ema_outdir_reserve_part(&od, pdir, name, false, err);
 		if (rc == EMA_OK) {
-			char p2[EMA_PATH_MAX + 64];
+			char p2[EMA_PATH_MAX + 160];
 
 			snprintf(p2, sizeof p2, "%s/config.sha256", od.tmp);
 			f = fopen(p2, "w");
@@ -648,39 +650,236 @@ static int write_csv(const struct cap *c, const char *name, bool per_seed,
 
 /* ---- the command ----------------------------------------------------------------------------- */
 
+/* The scenario a search runs on, as capacity.json records it: the
+ * effective configuration of the command's --config and --set (not the
+ * --vary values, which are the searched combinations), with policies
+ * written as "static", since each probe sets its own policy, as it sets
+ * the searched key. */
+static int scenario_text(struct cap *c, char **text, size_t *len, struct ema_error *err)
+{
+	struct ema_sweep_run *r = c->r;
+	struct ema_config *cfg = malloc(sizeof *cfg);
+	FILE *m;
+	int rc;
+
+	*text = NULL;
+	if (cfg == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	r->sets[r->n_sets] = "policies=static";
+	rc = ema_config_load(cfg, r->config, r->sets, r->n_sets + 1, err);
+	if (rc == EMA_OK) {
+		snprintf(c->s->scenario, sizeof c->s->scenario, "%s", cfg->name);
+		m = open_memstream(text, len);
+		if (m == NULL) {
+			rc = ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+		} else {
+			rc = ema_config_write_json(cfg, m, err);
+			if (fclose(m) != 0 && rc == EMA_OK)
+				rc = ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+		}
+	}
+	free(cfg);
+	return rc;
+}
+
+/* Removes the dotted key path (object keys, array indices) from a tree:
+ * the searched key's value is where each search starts, not what it is
+ * about. */
+static void drop_path(cJSON *o, const char *path)
+{
+	char head[256];
+	const char *dot = strchr(path, '.');
+	cJSON *next;
+
+	snprintf(head, sizeof head, "%.*s", dot ? (int)(dot - path) : (int)strlen(path), path);
+	if (cJSON_IsArray(o)) {
+		char *end;
+		long i = strtol(head, &end, 10);
+
+		if (*end != '\0' || i < 0)
+			return;
+		if (dot == NULL) {
+			cJSON_DeleteItemFromArray(o, (int)i);
+			return;
+		}
+		next = cJSON_GetArrayItem(o, (int)i);
+	} else {
+		if (dot == NULL) {
+			cJSON_DeleteItemFromObjectCaseSensitive(o, head);
+			return;
+		}
+		next = cJSON_GetObjectItemCaseSensitive(o, head);
+	}
+	if (next != NULL)
+		drop_path(next, dot + 1);
+}
+
+/* The first key whose value differs between two trees, for the message:
+ * "hardware.name: \"h200x8\" there, \"h200x2\" here". */
+static bool first_difference(const cJSON *a, const cJSON *b, char *path, size_t n, char *buf,
+			     size_t len)
+{
+	if (cJSON_Compare(a, b, true))
+		return false;
+	if (cJSON_IsObject(a) && cJSON_IsObject(b)) {
+		for (const cJSON *x = a->child; x != NULL; x = x->next) {
+			const cJSON *y = cJSON_GetObjectItemCaseSensitive(b, x->string);
+			size_t l = strlen(path);
+
+			if (y == NULL)
+				continue;
+			snprintf(path + l, n - l, "%s%s", l ? "." : "", x->string);
+			if (first_difference(x, y, path, n, buf, len))
+				return true;
+			path[l] = '\0';
+		}
+	} else if (cJSON_IsArray(a) && cJSON_IsArray(b) &&
+		   cJSON_GetArraySize(a) == cJSON_GetArraySize(b)) {
+		int i = 0;
+
+		for (const cJSON *x = a->child; x != NULL; x = x->next, i++) {
+			size_t l = strlen(path);
+
+			snprintf(path + l, n - l, "%s%d", l ? "." : "", i);
+			if (first_difference(x, cJSON_GetArrayItem(b, i), path, n, buf, len))
+				return true;
+			path[l] = '\0';
+		}
+	}
+	{
+		char *ta = cJSON_PrintUnformatted(a), *tb = cJSON_PrintUnformatted(b);
+
+		snprintf(buf, len, "%s: %.80s there, %.80s here", path[0] ? path : "the whole scenario",
+			 ta ? ta : "?", tb ? tb : "?");
+		free(ta);
+		free(tb);
+	}
+	return true;
+}
+
+/* A folder that holds a search already must hold one of this scenario
+ * and key: probes of another (an h200x2 search into the folder of an
+ * h200x8 one) would be mixed with this search's, and its capacity.csv
+ * replaced by this one's. */
+static int check_same_search(const struct cap *c, const char *path, const char *mine,
+			     const char *opt, struct ema_error *err)
+{
+	char *text = NULL, diff[512] = "", where[1024] = "";
+	size_t len = 0;
+	cJSON *root = NULL, *old_cfg, *new_cfg = NULL;
+	const cJSON *key, *cmd;
+	int rc = ema_read_file(path, "capacity.json", 64u << 20, &text, &len, err);
+
+	if (rc != EMA_OK)
+		return rc;
+	root = cJSON_ParseWithLength(text, len);
+	free(text);
+	if (!cJSON_IsObject(root)) {
+		rc = ema_error_set(err, EMA_ERR_INPUT, "%s: not the JSON object ema writes; choose "
+				   "another --out (or remove the folder), nothing was run", path);
+		goto out;
+	}
+	old_cfg = cJSON_GetObjectItemCaseSensitive(root, "scenario_config");
+	key = cJSON_GetObjectItemCaseSensitive(root, "key");
+	cmd = cJSON_GetObjectItemCaseSensitive(root, "command");
+	if (!cJSON_IsObject(old_cfg) || !cJSON_IsString(key)) {
+		rc = ema_error_set(err, EMA_ERR_INPUT, "%s %s: holds a capacity search made by an "
+				   "older ema, which did not record its scenario, so this one cannot "
+				   "tell whether its probes are of the same; choose another --out (or "
+				   "remove the folder), nothing was run", opt, c->dir);
+		goto out;
+	}
+	if (cJSON_IsString(cmd))
+		snprintf(where, sizeof where, " (made by: %.400s)", cmd->valuestring);
+	if (strcmp(key->valuestring, c->key) != 0) {
+		rc = ema_error_set(err, EMA_ERR_INPUT, "%s %s: holds a capacity search of another key "
+				   "(%s there, %s here)%s; choose another --out, nothing was run", opt,
+				   c->dir, key->valuestring, c->key, where);
+		goto out;
+	}
+	new_cfg = cJSON_Parse(mine);
+	if (new_cfg == NULL) {
+		rc = ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	drop_path(old_cfg, c->key);
+	drop_path(new_cfg, c->key);
+	{
+		char p[512] = "";
+
+		if (first_difference(old_cfg, new_cfg, p, sizeof p, diff, sizeof diff))
+			rc = ema_error_set(err, EMA_ERR_INPUT, "%s %s: holds a capacity search of another "
+					   "scenario (%s)%s; choose another --out, nothing was run", opt,
+					   c->dir, diff, where);
+	}
+out:
+	cJSON_Delete(new_cfg);
+	cJSON_Delete(root);
+	return rc;
+}
+
+static int write_capacity_json(const struct cap *c, const char *path, const char *scen,
+			       struct ema_error *err)
+{
+	FILE *f = fopen(path, "w");
+	const char *name = c->s->scenario;
+
+	if (f == NULL)
+		return ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+	errno = 0;
+	fprintf(f, "{\n  \"program\": \"ema\",\n  \"version\": \"%s\",\n  \"commit\": ",
+		PACKAGE_VERSION);
+	ema_json_put_string(f, ema_commit);
+	fputs(",\n  \"kind\": \"capacity\",\n  \"command\": ", f);
+	ema_json_put_string(f, c->s->command);
+	fputs(",\n  \"scenario\": ", f);
+	ema_json_put_string(f, name[0] ? name : "default");
+	fputs(",\n  \"key\": ", f);
+	ema_json_put_string(f, c->key);
+	fputs(",\n  \"probes\": \"probes/HASH/: one run folder per probe, HASH the sha256 of its "
+	      "config.json\",\n  \"scenario_config\": ", f);
+	fputs(scen, f);
+	fputs("}\n", f);
+	return ema_file_close(f, EMA_OK, path, err);
+}
+
 static int open_dir(struct cap *c, const char *out, struct ema_error *err)
 {
-	char path[EMA_PATH_MAX + 64];
+	char path[EMA_PATH_MAX + 64], *scen = NULL;
+	const char *opt = out != NULL ? "--out" : "output folder";
+	size_t scen_len = 0;
 	struct stat st;
-	FILE *f;
+	int rc;
 
 	snprintf(c->dir, sizeof c->dir, "%s", out != NULL ? out : "runs/capacity");
-	if (out == NULL && mkdir("runs", 0777) != 0 && errno != EEXIST)
+	rc = scenario_text(c, &scen, &scen_len, err);
+	if (rc != EMA_OK) {
+		free(scen);
+		return rc;
+	}
+	if (out == NULL && mkdir("runs", 0777) != 0 && errno != EEXIST) {
+		free(scen);
 		return ema_error_set(err, EMA_ERR_INPUT, "runs: cannot create: %s", strerror(errno));
+	}
 	snprintf(path, sizeof path, "%s/capacity.json", c->dir);
 	if (stat(c->dir, &st) == 0) {
 		if (stat(path, &st) != 0)
-			return ema_error_set(err, EMA_ERR_INPUT, "--out %s: already exists and is not a "
-					     "capacity folder (no capacity.json); choose another, nothing "
-					     "was run", c->dir);
+			rc = ema_error_set(err, EMA_ERR_INPUT, "%s %s: already exists and is not a "
+					   "capacity folder (no capacity.json); choose another, nothing "
+					   "was run", opt, c->dir);
+		else
+			rc = check_same_search(c, path, scen, opt, err);
 	} else {
-		int rc = ema_out_check_parent("--out", c->dir, err);
-
-		if (rc != EMA_OK)
-			return rc;
-		if (mkdir(c->dir, 0777) != 0 && errno != EEXIST)
-			return ema_error_set(err, EMA_ERR_INPUT, "--out %s: cannot create: %s", c->dir,
-					     strerror(errno));
-		f = fopen(path, "w");
-		if (f == NULL)
-			return ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-		fprintf(f, "{\n  \"program\": \"ema\",\n  \"version\": \"%s\",\n  \"kind\": \"capacity\","
-			"\n  \"probes\": \"probes/HASH/: one run folder per probe, HASH the sha256 of its "
-			"config.json\"\n}\n", PACKAGE_VERSION);
-		rc = ema_file_close(f, EMA_OK, path, err);
-		if (rc != EMA_OK)
-			return rc;
+		rc = ema_out_check_parent("--out", c->dir, err);
+		if (rc == EMA_OK && mkdir(c->dir, 0777) != 0 && errno != EEXIST)
+			rc = ema_error_set(err, EMA_ERR_INPUT, "--out %s: cannot create: %s", c->dir,
+					   strerror(errno));
+		if (rc == EMA_OK)
+			rc = write_capacity_json(c, path, scen, err);
 	}
+	free(scen);
+	if (rc != EMA_OK)
+		return rc;
 	snprintf(path, sizeof path, "%s/probes", c->dir);
 	if (mkdir(path, 0777) != 0 && errno != EEXIST)
 		return ema_error_set(err, EMA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ema_build.h"
+#include "ema_commit.h"
 
 const struct ema_cli_optdef ema_cli_options[] = {
 	{ EMA_OPT_CONFIG, "config", "FILE", EMA_VALUE_FILE,
@@ -62,6 +63,22 @@ const struct ema_cli_optdef ema_cli_options[] = {
 	{ EMA_OPT_THROTTLE, "throttle", "M", EMA_VALUE_OTHER,
 	  "--sbatch: at most M tasks running at once, Slurm's array throttle 0-(N-1)%M "
 	  "(default: N, at most 50)" },
+	{ EMA_OPT_PARTITION, "partition", "P", EMA_VALUE_OTHER,
+	  "--sbatch: the Slurm partition of the array and of the merge job" },
+	{ EMA_OPT_ACCOUNT, "account", "A", EMA_VALUE_OTHER,
+	  "--sbatch: the Slurm account the array and the merge job are charged to" },
+	{ EMA_OPT_TIME, "time", "LIMIT", EMA_VALUE_OTHER,
+	  "--sbatch: each task's time limit, as Slurm writes it (MINUTES, HH:MM:SS, D-HH:MM:SS), "
+	  "instead of the trial's estimate" },
+	{ EMA_OPT_MEM, "mem", "SIZE", EMA_VALUE_OTHER,
+	  "--sbatch: each task's memory, as Slurm writes it (4000M, 8G), instead of the trial's "
+	  "estimate; with --time too, no trial runs" },
+	{ EMA_OPT_SBATCH_ARG, "sbatch-arg", "OPTION", EMA_VALUE_OTHER,
+	  "--sbatch: one more option of sbatch, as sbatch takes it (with its dashes), for the "
+	  "array and the merge job: a QOS, a generic resource, a constraint; repeatable (at most "
+	  "16)" },
+	{ EMA_OPT_DRY_RUN, "dry-run", NULL, EMA_VALUE_NONE,
+	  "--sbatch: prints the script on stdout and runs nothing (no trial), writes nothing" },
 	{ EMA_OPT_MAX_RATE, "max-rate", "KEY", EMA_VALUE_KEY,
 	  "finds, per policy, the largest value of the rate KEY whose run meets every --slo "
 	  "target, by bisection, for every combination of the --vary values (seeds are "
@@ -104,7 +121,7 @@ const struct ema_cli_cmd *ema_cli_find(const char *name)
 
 /* ---- parsing ------------------------------------------------------------ */
 
-#define CLI_MAX_OPTS 24
+#define CLI_MAX_OPTS 32
 
 static const struct ema_cli_optuse *cmd_use(const struct ema_cli_cmd *cmd, int id)
 {
@@ -161,6 +178,48 @@ static int bad_option(const struct ema_cli_cmd *cmd, const struct option *longop
 	if (matches > 1 && strlen(name) > 2)
 		return usage_error(err, cmd, "ambiguous option %s (%s?)", name, list);
 	return usage_error(err, cmd, "unknown option %s", name);
+}
+
+/* Slurm's time limits: MINUTES, MM:SS, HH:MM:SS, D-HH, D-HH:MM,
+ * D-HH:MM:SS (numbers of one to four digits). */
+static bool slurm_time_ok(const char *v)
+{
+	const char *dash = strchr(v, '-');
+	int colons = 0, digits = 0;
+
+	if (dash != NULL) {
+		if (dash == v || dash[1] == '\0')
+			return false;
+		for (const char *q = v; q < dash; q++)
+			if (*q < '0' || *q > '9')
+				return false;
+		v = dash + 1;
+	}
+	for (const char *q = v; *q; q++) {
+		if (*q == ':') {
+			if (digits == 0)
+				return false;
+			colons++;
+			digits = 0;
+		} else if (*q >= '0' && *q <= '9' && digits < 4) {
+			digits++;
+		} else {
+			return false;
+		}
+	}
+	return digits > 0 && colons <= 2;
+}
+
+/* Slurm's sizes: digits, then K, M, G or T (M when none). */
+static bool slurm_mem_ok(const char *v)
+{
+	const char *q = v;
+
+	while (*q >= '0' && *q <= '9')
+		q++;
+	if (q == v)
+		return false;
+	return *q == '\0' || (strchr("KMGTkmgt", *q) != NULL && q[1] == '\0');
 }
 
 int ema_cli_parse(const struct ema_cli_cmd *cmd, int argc, char **argv,
@@ -302,6 +361,54 @@ int ema_cli_parse(const struct ema_cli_cmd *cmd, int argc, char **argv,
 			break;
 		case EMA_OPT_RESOLUTION:
 			a->resolution = v;
+			break;
+		case EMA_OPT_PARTITION:
+		case EMA_OPT_ACCOUNT:
+			/* names: anything else would be a typo or a line break
+			 * in a script */
+			for (const char *q = v; *q; q++)
+				if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+				      (*q >= '0' && *q <= '9') || strchr("-_.,", *q) != NULL))
+					return usage_error(err, cmd, "--%s %.100s: expected a name (letters, "
+							   "digits, '-', '_', '.', ',')",
+							   c == EMA_OPT_PARTITION ? "partition" : "account", v);
+			if (*v == '\0')
+				return usage_error(err, cmd, "--%s: expected a name",
+						   c == EMA_OPT_PARTITION ? "partition" : "account");
+			if (c == EMA_OPT_PARTITION)
+				a->partition = v;
+			else
+				a->account = v;
+			break;
+		case EMA_OPT_TIME:
+			if (!slurm_time_ok(v))
+				return usage_error(err, cmd, "--time %.100s: expected a time limit as "
+						   "Slurm writes it: MINUTES, MM:SS, HH:MM:SS, D-HH, D-HH:MM "
+						   "or D-HH:MM:SS", v);
+			a->time_limit = v;
+			break;
+		case EMA_OPT_MEM:
+			if (!slurm_mem_ok(v))
+				return usage_error(err, cmd, "--mem %.100s: expected a size as Slurm "
+						   "writes it: a number with K, M, G or T (4000M, 8G)", v);
+			a->mem = v;
+			break;
+		case EMA_OPT_SBATCH_ARG:
+			if (v[0] != '-' || v[1] == '\0' || strpbrk(v, "\n\r") != NULL)
+				return usage_error(err, cmd, "--sbatch-arg %.100s: expected one sbatch "
+						   "option, such as --qos=long", v);
+			if (strncmp(v, "--array", 7) == 0 || strncmp(v, "-a", 2) == 0 ||
+			    strncmp(v, "--dependency", 12) == 0 || strncmp(v, "--wrap", 6) == 0)
+				return usage_error(err, cmd, "--sbatch-arg %.100s: the script sets it "
+						   "itself (give --array to 'sbatch FILE' to run some "
+						   "tasks again)", v);
+			if (a->n_sbatch_args == EMA_CLI_MAX_SBATCH_ARGS)
+				return usage_error(err, cmd, "--sbatch-arg: at most %d",
+						   EMA_CLI_MAX_SBATCH_ARGS);
+			a->sbatch_args[a->n_sbatch_args++] = v;
+			break;
+		case EMA_OPT_DRY_RUN:
+			a->dry_run = true;
 			break;
 		case EMA_OPT_RUNS: {
 			char *end;
@@ -631,7 +738,7 @@ void ema_cli_print_man(FILE *out)
 	fputs("\n.SH FILES\n", out);
 	roff(out, "runs/NAME/: the run folder of 'ema run' without --out; runs/sweep-ID/ that of "
 		  "'ema sweep' (ID from the sweep's configuration: the same command resumes it). A "
-		  "folder being written is NAME.tmp-PID; a leftover of a killed process is removed by "
+		  "folder being written is NAME.tmp-HOST-PID; a leftover of a killed process is removed by "
 		  "the next run aimed at the same name.");
 	fputs("\n.SH SEE ALSO\n", out);
 	roff(out, "doc/cli.md (this reference with the details) and README.md (configuration, "
@@ -691,7 +798,8 @@ static const char cli_backend[] = "not built";
 
 static int version_exec(const struct ema_cli_args *a, struct ema_error *err)
 {
-	printf("ema %s (hardware backend: %s)\n", PACKAGE_VERSION, cli_backend);
+	printf("ema %s (commit %s; hardware backend: %s)\n", PACKAGE_VERSION, ema_commit,
+	       cli_backend);
 	return EMA_OK;
 }
 
@@ -705,8 +813,10 @@ const struct ema_cli_cmd ema_cmd_version = {
 	.summary = "print the version (also: ema --version)",
 	.usage = "",
 	.options = version_options,
-	.description = "Prints the version and whether the hardware backend was built with "
-		       "CUDA.",
+	.description = "Prints the version, the commit the program was built from ('git "
+		       "describe --always --dirty' at build time; a tarball's version outside git; "
+		       "'unknown' without either), which run.json, sweep.json and capacity.json "
+		       "record too, and whether the hardware backend was built with CUDA.",
 	.fn = version_exec,
 };
 
@@ -733,10 +843,14 @@ int ema_cli_main(int argc, char **argv)
 		name = "version";
 	cmd = ema_cli_find(name);
 	if (cmd == NULL) {
+		char shown[256];
+
+		/* what the user typed, shown without what a terminal acts on */
+		ema_error_escape(shown, sizeof shown, name);
 		if (name[0] == '-')
-			fprintf(stderr, "ema: unknown option %s (see 'ema help')\n", name);
+			fprintf(stderr, "ema: unknown option %s (see 'ema help')\n", shown);
 		else
-			fprintf(stderr, "ema: unknown command \"%s\" (see 'ema help')\n", name);
+			fprintf(stderr, "ema: unknown command \"%s\" (see 'ema help')\n", shown);
 		return 2;
 	}
 	a = malloc(sizeof *a);

@@ -40,7 +40,13 @@ enum ema_cli_opt {
 	EMA_OPT_MAX_RATE,
 	EMA_OPT_SLO,
 	EMA_OPT_RESOLUTION,
-	EMA_OPT_RUNS
+	EMA_OPT_RUNS,
+	EMA_OPT_PARTITION,
+	EMA_OPT_ACCOUNT,
+	EMA_OPT_TIME,
+	EMA_OPT_MEM,
+	EMA_OPT_SBATCH_ARG,
+	EMA_OPT_DRY_RUN
 };
 
 /* What a value of the option is, for the completion and the man page. */
@@ -74,6 +80,7 @@ struct ema_cli_optuse {
 #define EMA_CLI_MAX_SETS 256
 #define EMA_CLI_MAX_VARY 8   /* keys of a sweep */
 #define EMA_CLI_MAX_ARGS 8
+#define EMA_CLI_MAX_SBATCH_ARGS 16
 
 /* The parsed command line of one command. */
 struct ema_cli_args {
@@ -94,6 +101,12 @@ struct ema_cli_args {
 	 * --max-rate KEY, --slo M=V,..., --resolution R */
 	const char *shard, *sbatch, *max_rate, *slo, *resolution;
 	int tasks, throttle;
+	/* --sbatch: --partition, --account, --time, --mem (NULL: none given),
+	 * --sbatch-arg ARG..., --dry-run */
+	const char *partition, *account, *time_limit, *mem;
+	const char *sbatch_args[EMA_CLI_MAX_SBATCH_ARGS];
+	int n_sbatch_args;
+	bool dry_run;
 	int runs;               /* bench --runs N; 0: the command's default */
 	/* words that are not options (`ema list WHAT`) */
 	const char *args[EMA_CLI_MAX_ARGS];

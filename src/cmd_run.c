@@ -77,9 +77,9 @@ const struct ema_cli_cmd ema_cmd_run = {
 		"on the simulator or on the GPUs of this machine (--backend hw), prints one summary "
 		"row per policy and tenant, and writes the run folder: summary.csv, requests.csv, "
 		"timeline.csv, links.csv, transfers.csv, reclaims.csv, config.json (the effective configuration, "
-		"which reproduces the run), run.json (version, command, seed, wall time) and plots/."
+		"which reproduces the run), run.json (version, commit, command, host, seed, wall time) and plots/."
 		"\nBad input (an option, the scenario, a --set, a trace, --out) exits with status 2 "
-		"before anything runs, and nothing is written: the folder is written as DIR.tmp-PID "
+		"before anything runs, and nothing is written: the folder is written as DIR.tmp-HOST-PID "
 		"and renamed when complete, and removed on SIGINT, SIGTERM or SIGHUP.",
 	.examples = run_examples,
 	.fn = run_exec,

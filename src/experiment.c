@@ -23,6 +23,9 @@
 #include <dirent.h>
 
 #include "ema_build.h"
+#include "ema_commit.h"
+#include "json_text.h"
+#include "outdir.h"
 #include "plots.h"
 #include "policy.h"
 
@@ -995,14 +998,38 @@ static int write_reclaims_csv(const struct ema_experiment *x, FILE *f)
 
 static int write_run_json(const struct ema_experiment *x, FILE *f)
 {
-	fprintf(f, "{\n  \"program\": \"ema\",\n  \"version\": \"%s\",\n", PACKAGE_VERSION);
-	fputs("  \"command\": \"", f);
-	for (const char *c = x->command; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			fputc('\\', f);
-		fputc(*c, f);
+	static const char *const slurm_vars[][2] = {
+		{ "SLURM_JOB_ID", "job_id" },
+		{ "SLURM_ARRAY_JOB_ID", "array_job_id" },
+		{ "SLURM_ARRAY_TASK_ID", "array_task_id" },
+	};
+	const char *job = getenv("SLURM_JOB_ID");
+
+	fprintf(f, "{\n  \"program\": \"ema\",\n  \"version\": \"%s\",\n  \"commit\": ",
+		PACKAGE_VERSION);
+	ema_json_put_string(f, ema_commit);
+	fputs(",\n  \"command\": ", f);
+	ema_json_put_string(f, x->command);
+	/* where it ran: a point of a sweep spread over a cluster names its
+	 * node and its Slurm job, to find the task's log */
+	fputs(",\n  \"host\": ", f);
+	ema_json_put_string(f, ema_host_name());
+	if (job != NULL && *job != '\0') {
+		bool first = true;
+
+		fputs(",\n  \"slurm\": {", f);
+		for (size_t i = 0; i < sizeof slurm_vars / sizeof slurm_vars[0]; i++) {
+			const char *v = getenv(slurm_vars[i][0]);
+
+			if (v == NULL || *v == '\0')
+				continue;
+			fprintf(f, "%s\"%s\": ", first ? "" : ", ", slurm_vars[i][1]);
+			ema_json_put_string(f, v);
+			first = false;
+		}
+		fputc('}', f);
 	}
-	fprintf(f, "\",\n  \"backend\": \"%s\",\n  \"seed\": %llu,\n",
+	fprintf(f, ",\n  \"backend\": \"%s\",\n  \"seed\": %llu,\n",
 		x->backend == EMA_BACKEND_HW ? "hw" : "sim", (unsigned long long)x->cfg.seed);
 	fprintf(f, "  \"wall_s\": %.3f,\n  \"policies\": [\n", x->wall_s);
 	for (int i = 0; i < x->n_runs; i++) {

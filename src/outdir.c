@@ -1,6 +1,6 @@
 /* outdir.c: the output folders of the commands, made safe against user
  * mistakes and interruptions: the --out name is checked and reserved
- * (NAME.tmp-PID created) before a simulation that may take hours, the
+ * (NAME.tmp-HOST-PID created) before a simulation that may take hours, the
  * folder is renamed only when complete, a signal removes the unfinished
  * folder, and the leftover of a killed process (kill -9, a crash, a power
  * cut) is removed by the next run aimed at the same name.
@@ -318,18 +318,36 @@ void ema_cleanup_forked(void)
 
 /* ---- names ---------------------------------------------------------------- */
 
-/* The PID of a leftover name BASE.tmp-PID, or -1 when name is not one. A
- * PID as ema writes it: decimal, no leading zero, a valid pid_t. */
-static long leftover_pid(const char *name, const char *base)
+const char *ema_host_name(void)
 {
-	size_t n = strlen(base);
-	const char *p;
+	static char host[64];
+
+	if (host[0] == '\0') {
+		char buf[256] = "";
+		size_t k = 0;
+
+		if (gethostname(buf, sizeof buf - 1) != 0)
+			buf[0] = '\0';
+		buf[sizeof buf - 1] = '\0';
+		/* the short name, in the characters a file name and a message
+		 * take as they are */
+		for (const char *p = buf; *p && *p != '.' && k + 1 < sizeof host; p++)
+			host[k++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+				    (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' ? *p : '_';
+		host[k] = '\0';
+		if (k == 0)
+			snprintf(host, sizeof host, "localhost");
+	}
+	return host;
+}
+
+/* A PID as ema writes it: decimal, no leading zero, a valid pid_t; -1
+ * otherwise. */
+static long pid_of(const char *p)
+{
 	char *end;
 	long pid;
 
-	if (strncmp(name, base, n) != 0 || strncmp(name + n, ".tmp-", 5) != 0)
-		return -1;
-	p = name + n + 5;
 	if (*p < '1' || *p > '9')
 		return -1;
 	errno = 0;
@@ -339,21 +357,56 @@ static long leftover_pid(const char *name, const char *base)
 	return pid;
 }
 
+/* Parses what follows ".tmp-": "HOST-PID" (since several machines write
+ * into one sweep folder on a shared file system, and their PIDs collide)
+ * or "PID" (written by an older ema: this machine). */
+static bool parse_writer(const char *rest, struct ema_out_writer *w)
+{
+	const char *dash = strrchr(rest, '-');
+	size_t n;
+
+	memset(w, 0, sizeof *w);
+	if (strlen(rest) >= sizeof w->tail)
+		return false;
+	memcpy(w->tail, rest, strlen(rest) + 1);
+	if (dash == NULL) {
+		w->pid = pid_of(rest);
+		return w->pid > 0;
+	}
+	n = (size_t)(dash - rest);
+	if (n == 0 || n >= sizeof w->host)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((rest[i] >= 'a' && rest[i] <= 'z') || (rest[i] >= 'A' && rest[i] <= 'Z') ||
+		      (rest[i] >= '0' && rest[i] <= '9') || rest[i] == '-' || rest[i] == '_'))
+			return false;
+	memcpy(w->host, rest, n);
+	w->host[n] = '\0';
+	w->pid = pid_of(dash + 1);
+	return w->pid > 0;
+}
+
+/* The writer of a leftover name BASE.tmp-[HOST-]PID; false when name is
+ * not one. */
+static bool leftover_writer(const char *name, const char *base, struct ema_out_writer *w)
+{
+	size_t n = strlen(base);
+
+	if (strncmp(name, base, n) != 0 || strncmp(name + n, ".tmp-", 5) != 0)
+		return false;
+	return parse_writer(name + n + 5, w);
+}
+
 bool ema_out_is_tmp_name(const char *name)
 {
 	const char *last = NULL;
+	struct ema_out_writer w;
 
 	for (const char *p = strstr(name, ".tmp-"); p != NULL; p = strstr(p + 1, ".tmp-"))
 		last = p;
 	if (last == NULL || last == name)
 		return false;
-	last += 5;
-	if (*last == '\0')
-		return false;
-	for (; *last; last++)
-		if (*last < '0' || *last > '9')
-			return false;
-	return true;
+	return parse_writer(last + 5, &w);
 }
 
 /* path without trailing slashes ("/" stays). */
@@ -383,7 +436,7 @@ static int errno_code(int e)
 /* Whether a process writes: it exists (EPERM: another user's) and is not
  * a zombie. A worker killed with its sweep stays a zombie until it is
  * reaped, and kill(pid, 0) still finds it; it writes nothing any more. */
-static bool pid_alive(pid_t pid)
+bool ema_pid_alive(pid_t pid)
 {
 	char path[64], buf[512];
 	const char *paren;
@@ -434,7 +487,23 @@ int ema_out_check_parent(const char *opt, const char *path, struct ema_error *er
 	return EMA_OK;
 }
 
-int ema_out_clean_leftovers(const char *path, long *live, struct ema_error *err)
+/* Whether the writer of a leftover may still be writing it: a live
+ * process here, or any process on another machine, which this one cannot
+ * ask (the caller that owns the name, a sweep point it has claimed,
+ * removes those too). */
+static bool writer_may_live(const struct ema_out_writer *w)
+{
+	bool here = w->host[0] == '\0' || strcmp(w->host, ema_host_name()) == 0;
+
+	/* our own PID on an existing name: a process of an earlier container
+	 * or boot, never this one (it has not made it yet) */
+	if (here)
+		return w->pid != (long)getpid() && ema_pid_alive((pid_t)w->pid);
+	return true;
+}
+
+static int clean_leftovers(const char *path, bool all, struct ema_out_writer *live,
+			   struct ema_error *err)
 {
 	char parent[EMA_PATH_MAX + 32], full[2 * EMA_PATH_MAX + 300];
 	const char *base;
@@ -442,23 +511,20 @@ int ema_out_clean_leftovers(const char *path, long *live, struct ema_error *err)
 	DIR *d;
 
 	if (live != NULL)
-		*live = 0;
+		memset(live, 0, sizeof *live);
 	split_path(path, parent, sizeof parent, &base);
 	d = opendir(parent);
 	if (d == NULL)
 		return ema_error_set(err, errno_code(errno), "%s: cannot read: %s", parent,
 				     strerror(errno));
 	while ((ent = readdir(d)) != NULL) {
-		long pid = leftover_pid(ent->d_name, base);
+		struct ema_out_writer w;
 
-		if (pid < 0)
+		if (!leftover_writer(ent->d_name, base, &w))
 			continue;
-		/* our own PID on an existing name: a process of an earlier
-		 * container or boot, never this one (it has not made it yet);
-		 * EPERM: alive, another user's */
-		if (pid != (long)getpid() && pid_alive((pid_t)pid)) {
+		if (!all && writer_may_live(&w)) {
 			if (live != NULL)
-				*live = pid;
+				*live = w;
 			continue;
 		}
 		if (strcmp(parent, ".") == 0)
@@ -475,11 +541,27 @@ int ema_out_clean_leftovers(const char *path, long *live, struct ema_error *err)
 	return EMA_OK;
 }
 
+int ema_out_clean_leftovers(const char *path, struct ema_out_writer *live,
+			    struct ema_error *err)
+{
+	return clean_leftovers(path, false, live, err);
+}
+
+void ema_out_writer_text(const struct ema_out_writer *w, char *buf, size_t n)
+{
+	if (w->host[0] == '\0' || strcmp(w->host, ema_host_name()) == 0)
+		snprintf(buf, n, "process %ld", w->pid);
+	else
+		snprintf(buf, n, "process %ld on %s (remove it if that process is gone)", w->pid,
+			 w->host);
+}
+
 /* ---- reserving, committing ------------------------------------------------- */
 
 static int make_tmp(struct ema_outdir *od, const char *opt, struct ema_error *err)
 {
-	int n = snprintf(od->tmp, sizeof od->tmp, "%s.tmp-%ld", od->path, (long)getpid());
+	int n = snprintf(od->tmp, sizeof od->tmp, "%s.tmp-%s-%ld", od->path, ema_host_name(),
+			 (long)getpid());
 
 	if (n < 0 || (size_t)n >= sizeof od->tmp)
 		return ema_error_set(err, EMA_ERR_INPUT, "%s %s: name too long", opt, od->shown);
@@ -513,7 +595,8 @@ int ema_outdir_reserve(struct ema_outdir *od, const char *opt, const char *out,
 	char parent[EMA_PATH_MAX];
 	const char *base, *what = out != NULL ? opt : "output folder";
 	struct stat st;
-	long live = 0;
+	struct ema_out_writer live;
+	char who[160];
 	int rc;
 
 	memset(od, 0, sizeof *od);
@@ -536,11 +619,13 @@ int ema_outdir_reserve(struct ema_outdir *od, const char *opt, const char *out,
 			return ema_error_set(err, EMA_ERR_INPUT,
 					     "%s %s: already exists (choose another; nothing was run)",
 					     opt, out);
-		if (live != 0)
+		if (live.pid != 0) {
+			ema_out_writer_text(&live, who, sizeof who);
 			return ema_error_set(err, EMA_ERR_INPUT,
-					     "%s %s: %s.tmp-%ld is being written by process %ld (another "
-					     "run with this %s?); choose another", opt, out, od->path,
-					     live, live, opt);
+					     "%s %s: %s.tmp-%s is being written by %s (another run "
+					     "with this %s?); choose another", opt, out, od->path,
+					     live.tail, who, opt);
+		}
 	} else {
 		/* runs/NAME, or runs/NAME-2, -3 ... : never overwrite a run,
 		 * never take a name another ema is writing */
@@ -553,7 +638,7 @@ int ema_outdir_reserve(struct ema_outdir *od, const char *opt, const char *out,
 		rc = ema_out_check_parent(what, od->path, err);
 		for (int k = 2; rc == EMA_OK; k++) {
 			rc = ema_out_clean_leftovers(od->path, &live, err);
-			if (rc != EMA_OK || (lstat(od->path, &st) != 0 && live == 0))
+			if (rc != EMA_OK || (lstat(od->path, &st) != 0 && live.pid == 0))
 				break;
 			if (k == 100000) {
 				rc = ema_error_set(err, EMA_ERR_INPUT,
@@ -590,10 +675,11 @@ int ema_outdir_reserve_sub(struct ema_outdir *od, const struct ema_outdir *paren
 }
 
 int ema_outdir_reserve_part(struct ema_outdir *od, const char *dir, const char *name,
-			    struct ema_error *err)
+			    bool claimed, struct ema_error *err)
 {
 	struct stat st;
-	long live = 0;
+	struct ema_out_writer live;
+	char who[160];
 	int n, rc;
 
 	memset(od, 0, sizeof *od);
@@ -604,23 +690,27 @@ int ema_outdir_reserve_part(struct ema_outdir *od, const char *dir, const char *
 		return ema_error_set(err, EMA_ERR_INPUT, "%s/%s: name too long", dir, name);
 	snprintf(od->shown, sizeof od->shown, "%s", od->path);
 	/* a writer killed a moment ago (kill -9 of a whole sweep) may still be
-	 * dying: give it 2 s before calling it another live writer */
+	 * dying: give it 2 s before calling it another live writer. Whoever
+	 * holds the name's claim owns it: any other writer lost it (it died,
+	 * here or on another machine) */
 	for (int i = 0; i < 20; i++) {
 		struct timespec ts = { 0, 100000000 };
 
-		rc = ema_out_clean_leftovers(od->path, &live, err);
+		rc = clean_leftovers(od->path, claimed, &live, err);
 		if (rc != EMA_OK)
 			return rc;
-		if (live == 0)
+		if (live.pid == 0)
 			break;
 		nanosleep(&ts, NULL);
 	}
 	if (lstat(od->path, &st) == 0)
 		return ema_error_set(err, EMA_ERR_INPUT, "%s: already exists", od->shown);
-	if (live != 0)
+	if (live.pid != 0) {
+		ema_out_writer_text(&live, who, sizeof who);
 		return ema_error_set(err, EMA_ERR_INPUT,
-				     "%s: %s.tmp-%ld is being written by process %ld (another ema on "
-				     "the same folder?)", od->shown, od->path, live, live);
+				     "%s: %s.tmp-%s is being written by %s (another ema on the same "
+				     "folder?)", od->shown, od->path, live.tail, who);
+	}
 	return make_tmp_registered(od, "output", err);
 }
 
@@ -819,7 +909,8 @@ int ema_outfile_reserve(struct ema_outfile *of, const char *opt, const char *pat
 		return ema_error_set(err, EMA_ERR_INPUT, "%s %s: is a folder, expected a file", opt,
 				     path);
 	if (snprintf(of->path, sizeof of->path, "%s", path) >= (int)sizeof of->path ||
-	    snprintf(of->tmp, sizeof of->tmp, "%s.tmp-%ld", path, (long)getpid()) >=
+	    snprintf(of->tmp, sizeof of->tmp, "%s.tmp-%s-%ld", path, ema_host_name(),
+		     (long)getpid()) >=
 	    (int)sizeof of->tmp)
 		return ema_error_set(err, EMA_ERR_INPUT, "%s %s: name too long", opt, path);
 	return ema_out_clean_leftovers(path, NULL, err);

@@ -1,7 +1,7 @@
 /* outdir.h: output folders and files of the commands (run folders, sweep
  * folders, validate.csv, calibrated profiles): checked and reserved before
  * anything is simulated or measured, written under a temporary name
- * NAME.tmp-PID, renamed when complete, removed when the process is
+ * NAME.tmp-HOST-PID, renamed when complete, removed when the process is
  * interrupted, and leftovers of killed runs cleaned by the next run aimed
  * at the same name. The one owner of the default names (runs/NAME-k) and
  * of the list of files a run folder holds. */
@@ -15,10 +15,26 @@
 #include "config.h"
 #include "ema_error.h"
 
+/* Who writes a temporary NAME.tmp-HOST-PID (NAME.tmp-PID from an older
+ * ema: this machine): a sweep folder on a shared file system is written
+ * by many machines, whose PIDs collide. */
+struct ema_out_writer {
+	long pid;           /* 0: none */
+	char host[64];      /* "" for the older form */
+	char tail[96];      /* what follows ".tmp-" */
+};
+
+/* This machine's short host name, as temporary names and run.json give
+ * it (letters, digits, '-' and '_'; "localhost" when it has none). */
+const char *ema_host_name(void);
+
+/* Whether a process of this machine exists and is not a zombie. */
+bool ema_pid_alive(pid_t pid);
+
 struct ema_outdir {
 	char path[EMA_PATH_MAX];      /* the folder's name once complete */
 	char shown[EMA_PATH_MAX];     /* how messages name it (a sweep point: SWEEP/point-NNN) */
-	char tmp[EMA_PATH_MAX + 32];  /* where it is written: PATH.tmp-PID */
+	char tmp[EMA_PATH_MAX + 96];  /* where it is written: PATH.tmp-HOST-PID */
 	int slot;                     /* in the list removed on a signal, or -1 */
 	bool made_parent;             /* runs/ was created for it: removed again if empty */
 	bool exact;                   /* commit under path or fail, never PATH-2 */
@@ -29,25 +45,27 @@ struct ema_outdir {
  * runs/DEFAULT_NAME, runs/DEFAULT_NAME-2, ... (the first name that is free
  * and not being written by a live process). Checks that the parent folder
  * exists, is a folder and is writable, and that the name is free; removes
- * (and says so on stderr) NAME.tmp-PID leftovers of killed processes;
+ * (and says so on stderr) NAME.tmp-HOST-PID leftovers of killed processes;
  * creates od->tmp and registers it for removal on SIGINT, SIGTERM and
  * SIGHUP. A user's mistake is EMA_ERR_INPUT (exit 2). */
 int ema_outdir_reserve(struct ema_outdir *od, const char *opt, const char *out,
 		       const char *default_name, struct ema_error *err);
 
 /* Reserves NAME inside a reserved folder (a sweep's point): only creates
- * PARENT.tmp/NAME.tmp-PID, the parent's registration covering it. */
+ * PARENT.tmp/NAME.tmp-HOST-PID, the parent's registration covering it. */
 int ema_outdir_reserve_sub(struct ema_outdir *od, const struct ema_outdir *parent,
 			   const char *name, struct ema_error *err);
 
 /* Reserves DIR/NAME inside a folder that stays (a point of a sweep,
- * DIR/point-NNN): removes leftovers DIR/NAME.tmp-PID of dead processes
- * (with a note), refuses (EMA_ERR_INPUT) when DIR/NAME exists or a live
- * process is writing it, creates DIR/NAME.tmp-PID (this process's PID) and
- * registers it for removal on SIGINT, SIGTERM and SIGHUP. Its commit
- * renames it to DIR/NAME or fails: never DIR/NAME-2. */
+ * DIR/point-NNN): removes leftovers DIR/NAME.tmp-* of dead processes
+ * (with a note; with claimed, the caller holds the name's claim, and every
+ * leftover goes, another machine's too), refuses (EMA_ERR_INPUT) when
+ * DIR/NAME exists or a live process is writing it, creates
+ * DIR/NAME.tmp-HOST-PID and registers it for removal on SIGINT, SIGTERM
+ * and SIGHUP. Its commit renames it to DIR/NAME or fails: never
+ * DIR/NAME-2. */
 int ema_outdir_reserve_part(struct ema_outdir *od, const char *dir, const char *name,
-			    struct ema_error *err);
+			    bool claimed, struct ema_error *err);
 
 /* Renames od->tmp to od->path, never over an existing folder. When the
  * name was taken meanwhile (not by ema, which sees the reservation), the
@@ -88,12 +106,12 @@ int ema_outdir_write_files(const struct ema_outdir *od,
 void ema_outdir_print_contents(const struct ema_outdir *od, bool plots, FILE *out);
 
 /* One output file written whole or not at all (validate --csv, calibrate
- * --out and --csv, bench --hw --csv): written as PATH.tmp-PID and renamed
+ * --out and --csv, bench --hw --csv): written as PATH.tmp-HOST-PID and renamed
  * over PATH when complete, so an old file stays whole until the new one
  * is; removed on a failure or a signal. */
 struct ema_outfile {
 	char path[EMA_PATH_MAX];
-	char tmp[EMA_PATH_MAX + 32];
+	char tmp[EMA_PATH_MAX + 96];
 	const char *opt;  /* the option that named it, for messages */
 	int slot;
 	FILE *f;
@@ -101,7 +119,7 @@ struct ema_outfile {
 
 /* Checks, before the work starts, that path can be written: its parent
  * folder exists and is writable, path is not a folder; removes leftovers
- * PATH.tmp-PID of killed processes. Creates nothing. EMA_ERR_INPUT
+ * PATH.tmp-[HOST-]PID of killed processes. Creates nothing. EMA_ERR_INPUT
  * "OPT PATH: ..." when it cannot. */
 int ema_outfile_reserve(struct ema_outfile *of, const char *opt, const char *path,
 			struct ema_error *err);
@@ -123,10 +141,15 @@ void ema_outfile_abort(struct ema_outfile *of);
  * EMA_ERR_INPUT. */
 int ema_out_check_parent(const char *opt, const char *path, struct ema_error *err);
 
-/* Removes leftovers BASE.tmp-PID of dead processes beside path (a note on
- * stderr for each). *live is set to the PID of a live process writing one
- * (0 when none; NULL when not wanted). */
-int ema_out_clean_leftovers(const char *path, long *live, struct ema_error *err);
+/* Removes leftovers BASE.tmp-[HOST-]PID of dead processes of this machine
+ * beside path (a note on stderr for each). *live is set to the writer of
+ * one that may be being written (live->pid 0 when none; NULL when not
+ * wanted): a live process here, or one of another machine, which cannot
+ * be asked. */
+int ema_out_clean_leftovers(const char *path, struct ema_out_writer *live,
+			    struct ema_error *err);
+/* "process PID", or "process PID on HOST (remove it if ...)". */
+void ema_out_writer_text(const struct ema_out_writer *w, char *buf, size_t n);
 
 /* Registers path (a temporary file or folder) for removal on SIGINT,
  * SIGTERM and SIGHUP; returns its slot (-1 when the list is full: then it
@@ -150,8 +173,8 @@ void ema_cleanup_forked(void);
  * device"), EMA_ERR_IO. Set errno to 0 before the writer runs. */
 int ema_file_close(FILE *f, int rc, const char *shown, struct ema_error *err);
 
-/* True for a name NAME.tmp-DIGITS: a folder being written, or left by a
- * killed run; never a result. */
+/* True for a name NAME.tmp-HOST-DIGITS or NAME.tmp-DIGITS: a folder
+ * being written, or left by a killed run; never a result. */
 bool ema_out_is_tmp_name(const char *name);
 
 /* Removes a file, or a folder and everything in it, without following

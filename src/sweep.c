@@ -33,7 +33,10 @@
 #include <cjson/cJSON.h>
 
 #include "ema_build.h"
+#include "ema_commit.h"
 #include "experiment.h"
+#include "json_text.h"
+#include "outdir.h"
 #include "readfile.h"
 #include "wallclock.h"
 
@@ -91,14 +94,18 @@ int ema_sweep_parse_vary(const char *arg, struct ema_sweep_key *k, struct ema_er
 		if (*q == ',' || *q == '"' || *q == '\n')
 			return ema_error_set(err, EMA_ERR_INPUT,
 					     "--vary %s: a key cannot hold commas or quotes", arg);
-	/* values travel in sweep.csv (quoted when they hold a comma) and in
-	 * sweep.json; a quote or a line break could not */
+	/* keys and values travel in sweep.csv (quoted when they hold a comma),
+	 * sweep.json and messages: a quote, a backslash or a control
+	 * character (a carriage return ends a CSV row too) could not */
+	if (!ema_text_is_clean(arg))
+		return ema_error_set(err, EMA_ERR_INPUT, "--vary %s: expected text in UTF-8 without "
+				     "control characters (line breaks, tabs, escapes)", arg);
 	for (int v = 0; v < k->n; v++)
 		for (const char *q = k->values[v]; *q; q++)
-			if (*q == '"' || *q == '\n' || *q == '\\')
+			if (*q == '"' || *q == '\\')
 				return ema_error_set(err, EMA_ERR_INPUT,
-						     "--vary %s: a value cannot hold quotes, "
-						     "backslashes or line breaks", arg);
+						     "--vary %s: a value cannot hold quotes or "
+						     "backslashes", arg);
 	return EMA_OK;
 }
 
@@ -148,40 +155,26 @@ void ema_sweep_free(struct ema_sweep *s)
 
 /* ---- the manifest -------------------------------------------------------------- */
 
-static void put_json_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 int ema_sweep_write_manifest(const struct ema_sweep *s, FILE *f)
 {
 	char sets[EMA_SWEEP_MAX_KEYS][512];
 
-	fprintf(f, "{\n  \"program\": \"ema\",\n  \"version\": \"%s\",\n  \"scenario\": ",
+	fprintf(f, "{\n  \"program\": \"ema\",\n  \"version\": \"%s\",\n  \"commit\": ",
 		PACKAGE_VERSION);
-	put_json_string(f, s->scenario);
+	ema_json_put_string(f, ema_commit);
+	fputs(",\n  \"scenario\": ", f);
+	ema_json_put_string(f, s->scenario);
 	fputs(",\n  \"command\": ", f);
-	put_json_string(f, s->command);
+	ema_json_put_string(f, s->command);
 	fprintf(f, ",\n  \"id\": \"%s\",\n  \"keys\": [\n", s->id);
 	for (int k = 0; k < s->n_keys; k++) {
 		fputs("    {\"name\": ", f);
-		put_json_string(f, s->keys[k].name);
+		ema_json_put_string(f, s->keys[k].name);
 		fputs(", \"values\": [", f);
 		for (int v = 0; v < s->keys[k].n; v++) {
 			if (v > 0)
 				fputs(", ", f);
-			put_json_string(f, s->keys[k].values[v]);
+			ema_json_put_string(f, s->keys[k].values[v]);
 		}
 		fprintf(f, "]}%s\n", k + 1 < s->n_keys ? "," : "");
 	}
@@ -192,7 +185,7 @@ int ema_sweep_write_manifest(const struct ema_sweep *s, FILE *f)
 		for (int k = 0; k < s->n_keys; k++) {
 			if (k > 0)
 				fputs(", ", f);
-			put_json_string(f, sets[k]);
+			ema_json_put_string(f, sets[k]);
 		}
 		fprintf(f, "]}%s\n", pt + 1 < s->n_points ? "," : "");
 	}
@@ -370,23 +363,51 @@ static int plan_points(struct ema_sweep_run *r, struct ema_error *err)
 	return rc;
 }
 
-/* Runs point pt and writes DIR/point-NNN/ (through DIR/point-NNN.tmp-PID,
- * renamed when complete, so that a kill at any moment leaves no partial
- * point). The simulation runs before the folder is reserved: a point
- * killed while simulating leaves nothing at all. */
-int ema_sweep_run_point(struct ema_sweep_run *r, long pt, struct ema_error *err)
+/* Whether DIR/point-NNN, found where this process meant to write it, is
+ * the same point (written meanwhile by a process that took over the claim
+ * at the same moment): then this process's copy is dropped, the same
+ * bytes. */
+static bool appeared_whole(const struct ema_sweep *s, long pt)
+{
+	struct ema_error e = {0};
+	bool done = false;
+
+	return ema_sweep_point_done(s, pt, &done, &e) == EMA_OK && done;
+}
+
+/* Claims point pt, and when it is this process's, runs it and writes
+ * DIR/point-NNN/ (through DIR/point-NNN.tmp-HOST-PID, renamed when
+ * complete, so that a kill at any moment leaves no partial point). The
+ * simulation runs before the folder is made: a point killed while
+ * simulating leaves nothing but its claim, which the next process takes
+ * over. */
+int ema_sweep_run_point(struct ema_sweep_run *r, long pt, enum ema_point_outcome *out,
+			struct ema_error *err)
 {
 	struct ema_sweep *s = r->s;
 	char sets[EMA_SWEEP_MAX_KEYS][512], name[32], hash[EMA_SHA256_HEX];
-	char path[EMA_PATH_MAX + 64];
-	struct ema_experiment *x = calloc(1, sizeof *x);
+	char path[EMA_PATH_MAX + 160];
+	struct ema_experiment *x;
+	enum ema_claim_result claim_res;
+	struct ema_claim claim;
 	struct ema_outdir pod;
 	size_t clen = 0;
 	FILE *f;
 	int rc;
 
-	if (x == NULL)
+	*out = EMA_POINT_TAKEN;
+	rc = ema_sweep_claim(s, pt, &claim, &claim_res, NULL, err);
+	if (rc != EMA_OK)
+		return rc;
+	if (claim_res != EMA_CLAIM_OURS) {
+		*out = claim_res == EMA_CLAIM_DONE ? EMA_POINT_DONE : EMA_POINT_TAKEN;
+		return EMA_OK;
+	}
+	x = calloc(1, sizeof *x);
+	if (x == NULL) {
+		ema_sweep_claim_release(&claim);
 		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	}
 	ema_sweep_point_sets(s, pt, sets);
 	ema_sweep_point_name(pt, name);
 	for (int k = 0; k < s->n_keys; k++)
@@ -404,8 +425,13 @@ int ema_sweep_run_point(struct ema_sweep_run *r, long pt, struct ema_error *err)
 				   "sweep ran (a file it reads was edited?)", s->dir, name);
 	if (rc == EMA_OK)
 		rc = ema_experiment_run(x, err);
-	if (rc == EMA_OK)
-		rc = ema_outdir_reserve_part(&pod, s->dir, name, err);
+	if (rc == EMA_OK) {
+		rc = ema_outdir_reserve_part(&pod, s->dir, name, true, err);
+		if (rc != EMA_OK && appeared_whole(s, pt)) {
+			*out = EMA_POINT_DONE;
+			goto out;
+		}
+	}
 	if (rc == EMA_OK) {
 		/* the hash first: a point without it is never complete */
 		snprintf(path, sizeof path, "%s/config.sha256", pod.tmp);
@@ -423,7 +449,13 @@ int ema_sweep_run_point(struct ema_sweep_run *r, long pt, struct ema_error *err)
 			rc = ema_experiment_write(x, &pod, r->plots, err);
 		else
 			ema_outdir_abort(&pod);
+		if (rc == EMA_OK)
+			*out = EMA_POINT_RAN;
+		else if (appeared_whole(s, pt))
+			*out = EMA_POINT_DONE, rc = EMA_OK;
 	}
+out:
+	ema_sweep_claim_release(&claim);
 	ema_experiment_free(x);
 	free(x);
 	return rc;
@@ -463,10 +495,12 @@ static void progress(const struct ema_sweep *s, long pt, long done, long n, int 
 
 /* A worker: one point, in a process of its own, which dies with the
  * sweep (a parent killed with kill -9 takes its workers along, instead of
- * leaving them to write into a folder that the next run will use). */
+ * leaving them to write into a folder that the next run will use). Its
+ * exit status says what became of the point. */
 static _Noreturn void worker(struct ema_sweep_run *r, long pt, pid_t parent)
 {
 	struct ema_error err = {0};
+	enum ema_point_outcome out;
 	int rc;
 
 	ema_cleanup_forked();
@@ -476,18 +510,58 @@ static _Noreturn void worker(struct ema_sweep_run *r, long pt, pid_t parent)
 #endif
 	if (getppid() != parent)
 		_exit(1);
-	rc = ema_sweep_run_point(r, pt, &err);
+	rc = ema_sweep_run_point(r, pt, &out, &err);
 	if (rc != EMA_OK)
 		fprintf(stderr, "ema: %s\n", err.msg[0] ? err.msg : ema_status_str(rc));
 	fflush(NULL);
+	if (rc == EMA_OK && out != EMA_POINT_RAN)
+		_exit(out == EMA_POINT_DONE ? EMA_POINT_EXIT_DONE : EMA_POINT_EXIT_TAKEN);
 	_exit(ema_status_exit(rc));
 }
 
+/* What run_points did: the points run now, and those another process is
+ * running (taken[0..n_taken-1], point order). */
+struct run_result {
+	long ran;
+	long *taken;
+	long n_taken;
+};
+
+static void note_outcome(const struct ema_sweep *s, struct run_result *res, long pt,
+			 enum ema_point_outcome out, bool quiet)
+{
+	if (out == EMA_POINT_RAN) {
+		res->ran++;
+	} else if (out == EMA_POINT_TAKEN) {
+		res->taken[res->n_taken++] = pt;
+		if (!quiet) {
+			struct ema_claim_owner o;
+			char who[200] = "another process";
+			bool held;
+
+			ema_sweep_claim_read(s, pt, &held, &o);
+			if (held)
+				ema_claim_owner_text(&o, who, sizeof who);
+			fprintf(stderr, "ema: sweep: point-%03ld is being run by %s; going on\n", pt,
+				who);
+		}
+	}
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+
+	return (x > y) - (x < y);
+}
+
 /* Runs the points todo[0..n-1]: in this process with one job, else in up
- * to `jobs` worker processes at once. The first failure stops new points
- * from starting; the running ones finish (their points are whole). */
+ * to `jobs` worker processes at once. A point another process has claimed
+ * is left to it (res->taken). The first failure stops new points from
+ * starting; the running ones finish (their points are whole). res->taken
+ * holds n points. */
 static int run_points(struct ema_sweep_run *r, const long *todo, long n, int jobs, bool quiet,
-		      long *ran, struct ema_error *err)
+		      struct run_result *res, struct ema_error *err)
 {
 	struct { pid_t pid; long pt; double t0; } *w;
 	const struct ema_sweep *s = r->s;
@@ -495,16 +569,17 @@ static int run_points(struct ema_sweep_run *r, const long *todo, long n, int job
 	int running = 0, rc = EMA_OK;
 	long next = 0;
 
-	*ran = 0;
+	res->ran = res->n_taken = 0;
 	if (jobs <= 1 || n <= 1) {
 		for (long i = 0; i < n && rc == EMA_OK; i++) {
 			double t0 = ema_wall_now();
+			enum ema_point_outcome out;
 
-			rc = ema_sweep_run_point(r, todo[i], err);
+			rc = ema_sweep_run_point(r, todo[i], &out, err);
 			if (rc == EMA_OK) {
-				(*ran)++;
-				if (!quiet)
-					progress(s, todo[i], *ran, n, 0, ema_wall_now() - t0);
+				note_outcome(s, res, todo[i], out, quiet);
+				if (!quiet && out == EMA_POINT_RAN)
+					progress(s, todo[i], res->ran, n, 0, ema_wall_now() - t0);
 			}
 		}
 		return rc;
@@ -549,12 +624,15 @@ static int run_points(struct ema_sweep_run *r, const long *todo, long n, int job
 		{
 			long pt = w[i].pt;
 			double t0 = w[i].t0;
+			int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 
 			w[i] = w[--running];
-			if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-				(*ran)++;
-				if (!quiet)
-					progress(s, pt, *ran, n, running, ema_wall_now() - t0);
+			if (code == 0 || code == EMA_POINT_EXIT_DONE || code == EMA_POINT_EXIT_TAKEN) {
+				note_outcome(s, res, pt, code == 0 ? EMA_POINT_RAN : code ==
+					     EMA_POINT_EXIT_DONE ? EMA_POINT_DONE : EMA_POINT_TAKEN,
+					     quiet);
+				if (!quiet && code == 0)
+					progress(s, pt, res->ran, n, running, ema_wall_now() - t0);
 			} else if (rc == EMA_OK) {
 				char why[64];
 
@@ -562,8 +640,7 @@ static int run_points(struct ema_sweep_run *r, const long *todo, long n, int job
 					snprintf(why, sizeof why, "killed by signal %d", WTERMSIG(status));
 				else
 					snprintf(why, sizeof why, "exit status %d", WEXITSTATUS(status));
-				rc = ema_error_set(err, WIFEXITED(status) && WEXITSTATUS(status) == 2 ?
-						   EMA_ERR_INPUT : EMA_ERR_IO,
+				rc = ema_error_set(err, code == 2 ? EMA_ERR_INPUT : EMA_ERR_IO,
 						   "sweep %s: point-%03ld failed (%s%s); no new point was "
 						   "started", s->dir, pt, why,
 						   WIFEXITED(status) ? ", its message is above" : "");
@@ -571,7 +648,30 @@ static int run_points(struct ema_sweep_run *r, const long *todo, long n, int job
 		}
 	}
 	free(w);
+	qsort(res->taken, (size_t)res->n_taken, sizeof *res->taken, cmp_long);
 	return rc;
+}
+
+/* The points of list[0..n-1] that a live process still holds: left in
+ * list (its new length returned), the others (complete, or claimed by
+ * nobody or by the dead) moved to retry[0..*n_retry-1]. */
+static long still_taken(const struct ema_sweep *s, long *list, long n, long *retry,
+			long *n_retry)
+{
+	long k = 0;
+
+	*n_retry = 0;
+	for (long i = 0; i < n; i++) {
+		struct ema_claim_owner o;
+		bool held;
+
+		ema_sweep_claim_read(s, list[i], &held, &o);
+		if (held && !o.stale)
+			list[k++] = list[i];
+		else
+			retry[(*n_retry)++] = list[i];
+	}
+	return k;
 }
 
 /* ---- the sweep folder ---------------------------------------------------------- */
@@ -643,7 +743,8 @@ static int check_existing(const struct ema_sweep *s, const char *opt, struct ema
 /* Makes the sweep folder with its manifest, or finds the same sweep there.
  * The folder appears by one rename with sweep.json inside, so that shards
  * starting together agree on one folder and none sees it half made. */
-static int open_folder(struct ema_sweep *s, const char *out, struct ema_error *err)
+static int open_folder(struct ema_sweep *s, const char *out, bool dry_run,
+		       struct ema_error *err)
 {
 	const char *opt = out != NULL ? "--out" : "output folder";
 	bool made_runs = false;
@@ -663,7 +764,9 @@ static int open_folder(struct ema_sweep *s, const char *out, struct ema_error *e
 		/* named after the sweep, so that the same command finds its
 		 * folder again and another sweep gets its own */
 		snprintf(s->dir, sizeof s->dir, "runs/sweep-%.8s", s->id);
-		if (mkdir("runs", 0777) == 0)
+		if (dry_run)
+			;
+		else if (mkdir("runs", 0777) == 0)
 			made_runs = true;
 		else if (errno != EEXIST)
 			return ema_error_set(err, EMA_ERR_INPUT, "runs: cannot create: %s",
@@ -672,18 +775,24 @@ static int open_folder(struct ema_sweep *s, const char *out, struct ema_error *e
 	for (int attempt = 0;; attempt++) {
 		struct ema_outdir od;
 		struct stat st;
-		long live = 0;
-		char path[EMA_PATH_MAX + 64];
+		struct ema_out_writer live;
+		char path[EMA_PATH_MAX + 160], who[160];
 		FILE *f;
 
-		if (lstat(s->dir, &st) == 0)
+		if (lstat(s->dir, &st) == 0) {
+			s->exists = true;
 			return check_existing(s, opt, err);
+		}
 		rc = ema_out_check_parent(opt, s->dir, err);
+		if (dry_run && out == NULL && rc != EMA_OK && access("runs", F_OK) != 0)
+			return EMA_OK; /* runs/ would be made */
+		if (dry_run)
+			return rc; /* --dry-run writes nothing */
 		if (rc == EMA_OK)
 			rc = ema_out_clean_leftovers(s->dir, &live, err);
 		if (rc != EMA_OK)
 			break;
-		if (live != 0) {
+		if (live.pid != 0) {
 			/* another shard making it right now: a moment */
 			if (attempt < 100) {
 				struct timespec ts = { 0, 100000000 };
@@ -691,8 +800,9 @@ static int open_folder(struct ema_sweep *s, const char *out, struct ema_error *e
 				nanosleep(&ts, NULL);
 				continue;
 			}
-			rc = ema_error_set(err, EMA_ERR_INPUT, "%s %s: %s.tmp-%ld is being written by "
-					   "process %ld; choose another", opt, s->dir, s->dir, live, live);
+			ema_out_writer_text(&live, who, sizeof who);
+			rc = ema_error_set(err, EMA_ERR_INPUT, "%s %s: %s.tmp-%s is being written by "
+					   "%s; choose another", opt, s->dir, s->dir, live.tail, who);
 			break;
 		}
 		rc = ema_outdir_reserve(&od, opt, s->dir, NULL, err);
@@ -719,8 +829,10 @@ static int open_folder(struct ema_sweep *s, const char *out, struct ema_error *e
 		}
 		od.exact = true;
 		rc = ema_outdir_commit(&od, err);
-		if (rc == EMA_OK)
+		if (rc == EMA_OK) {
+			s->exists = true;
 			return EMA_OK;
+		}
 		if (lstat(s->dir, &st) == 0 && attempt < 100)
 			continue; /* another shard won: check its manifest */
 		break;
@@ -732,31 +844,275 @@ static int open_folder(struct ema_sweep *s, const char *out, struct ema_error *e
 
 /* ---- the command ----------------------------------------------------------------- */
 
-static int sweep_merge_exec(const struct ema_cli_args *a, struct ema_error *err)
+/* "1,3,5-7": the --array= indices of the tasks (of `tasks`, task I holding
+ * points I, I + tasks, ...) that hold the points of list[0..n-1]. */
+static void array_indices(const long *list, long n, long tasks, char *buf, size_t len)
+{
+	bool *want = calloc((size_t)tasks, sizeof *want);
+	size_t k = 0;
+
+	buf[0] = '\0';
+	if (want == NULL)
+		return;
+	for (long i = 0; i < n; i++)
+		want[list[i] % tasks] = true;
+	for (long t = 0; t < tasks && k + 24 < len; t++) {
+		long e = t;
+
+		if (!want[t])
+			continue;
+		while (e + 1 < tasks && want[e + 1])
+			e++;
+		k += (size_t)snprintf(buf + k, len - k, "%s%ld", k ? "," : "", t);
+		if (e > t)
+			k += (size_t)snprintf(buf + k, len - k, "%s%ld", e > t + 1 ? "-" : ",", e);
+		t = e;
+	}
+	free(want);
+}
+
+/* DIR/slurm/sbatch.json, written by --sbatch: the array's task count and
+ * the script, to say which tasks hold the missing points. */
+static bool read_sbatch_record(const char *dir, long *tasks, char *script, size_t n)
+{
+	char path[EMA_PATH_MAX + 32], *text = NULL;
+	size_t len = 0;
+	const cJSON *t, *sc;
+	cJSON *root;
+	bool ok;
+
+	snprintf(path, sizeof path, "%s/slurm/sbatch.json", dir);
+	if (access(path, R_OK) != 0 || ema_read_file(path, "sbatch.json", 1u << 20, &text, &len,
+						     NULL) != EMA_OK)
+		return false;
+	root = cJSON_ParseWithLength(text, len);
+	free(text);
+	t = cJSON_GetObjectItemCaseSensitive(root, "tasks");
+	sc = cJSON_GetObjectItemCaseSensitive(root, "script");
+	ok = cJSON_IsNumber(t) && t->valuedouble >= 1 && t->valuedouble <= 100000 &&
+	     cJSON_IsString(sc);
+	if (ok) {
+		*tasks = (long)t->valuedouble;
+		snprintf(script, n, "%s", sc->valuestring);
+	}
+	cJSON_Delete(root);
+	return ok;
+}
+
+void ema_sweep_how_to_finish(const struct ema_sweep *s, const long *list, long n, char *buf,
+			     size_t len)
+{
+	char script[EMA_PATH_MAX], idx[512];
+	long tasks;
+
+	if (read_sbatch_record(s->dir, &tasks, script, sizeof script)) {
+		array_indices(list, n, tasks, idx, sizeof idx);
+		snprintf(buf, len, "resubmit the tasks that hold them: sbatch --array=%s %s "
+			 "(then: ema sweep merge %s), or run the sweep's own command", idx, script,
+			 s->dir);
+	} else {
+		snprintf(buf, len, "the sweep's own command runs them (and only them)");
+	}
+}
+
+/* Lists points (at most 20) with their values on stderr. */
+static void list_points(const struct ema_sweep *s, const long *list, long n)
+{
+	for (long i = 0; i < n && i < 20; i++) {
+		char sets[EMA_SWEEP_MAX_KEYS][512];
+
+		ema_sweep_point_sets(s, list[i], sets);
+		fprintf(stderr, "ema:   point-%03ld:", list[i]);
+		for (int k = 0; k < s->n_keys; k++)
+			fprintf(stderr, " %s", sets[k]);
+		fputc('\n', stderr);
+	}
+	if (n > 20)
+		fprintf(stderr, "ema:   ... and %ld more\n", n - 20);
+}
+
+/* The points not complete: missing[0..*n_missing-1] (none running them,
+ * or only a dead or silent owner's claim), and running[0..*n_running-1]
+ * (a live process's claim). Arrays of s->n_points. */
+static int incomplete_points(const struct ema_sweep *s, long *missing, long *n_missing,
+			     long *running, long *n_running, struct ema_error *err)
+{
+	*n_missing = *n_running = 0;
+	for (long pt = 0; pt < s->n_points; pt++) {
+		struct ema_claim_owner o;
+		bool done, held;
+		int rc = ema_sweep_point_done(s, pt, &done, err);
+
+		if (rc != EMA_OK)
+			return rc;
+		if (done)
+			continue;
+		ema_sweep_claim_read(s, pt, &held, &o);
+		if (held && !o.stale)
+			running[(*n_running)++] = pt;
+		else
+			missing[(*n_missing)++] = pt;
+	}
+	return EMA_OK;
+}
+
+static int read_folder_arg(const struct ema_cli_args *a, const char *what, struct ema_sweep **out,
+			   struct ema_error *err)
 {
 	struct ema_sweep *s;
-	long missing = 0;
 	int rc;
 
 	if (a->n_args != 2)
-		return ema_error_set(err, EMA_ERR_INPUT, "ema sweep merge: expected the sweep folder: "
-				     "ema sweep merge DIR (see 'ema help sweep')");
-	if (a->n_vary > 0 || a->n_sets > 0 || a->config != NULL || a->out != NULL)
-		return ema_error_set(err, EMA_ERR_INPUT, "ema sweep merge: takes the folder only; its "
+		return ema_error_set(err, EMA_ERR_INPUT, "ema sweep %s: expected the sweep folder: "
+				     "ema sweep %s DIR (see 'ema help sweep')", what, what);
+	if (a->n_vary > 0 || a->n_sets > 0 || a->config != NULL || a->out != NULL ||
+	    a->sbatch != NULL || a->shard != NULL || a->max_rate != NULL)
+		return ema_error_set(err, EMA_ERR_INPUT, "ema sweep %s: takes the folder only; its "
 				     "keys and configuration are in DIR/sweep.json (see 'ema help "
-				     "sweep')");
+				     "sweep')", what);
 	s = calloc(1, sizeof *s);
 	if (s == NULL)
 		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
 	rc = ema_sweep_read_manifest(s, a->args[1], err);
-	if (rc == EMA_OK)
-		rc = ema_sweep_merge(s, a->plots, a->quiet, &missing, err);
+	if (rc != EMA_OK) {
+		ema_sweep_free(s);
+		free(s);
+		return rc;
+	}
+	*out = s;
+	return EMA_OK;
+}
+
+/* `ema sweep merge DIR`: the tables from the complete points; a missing
+ * point fails the merge (exit 1, the tables of the others written), so
+ * that a merge job after an array says when the sweep is not whole. */
+static int sweep_merge_exec(const struct ema_cli_args *a, struct ema_error *err)
+{
+	struct ema_sweep *s = NULL;
+	long missing = 0;
+	int rc = read_folder_arg(a, "merge", &s, err);
+
+	if (rc != EMA_OK)
+		return rc;
+	rc = ema_sweep_merge(s, a->plots, a->quiet, &missing, err);
 	if (rc == EMA_OK)
 		printf("sweep merge: %ld of %ld points, results in %s/ (sweep.csv%s)\n",
 		       s->n_points - missing, s->n_points, s->dir,
 		       s->seed_key >= 0 ? ", sweep_stats.csv" : "");
+	if (rc == EMA_OK && missing > 0)
+		rc = ema_error_set(err, EMA_ERR_IO, "sweep merge %s: %ld of %ld points missing "
+				   "(listed above): the sweep is not complete", s->dir, missing,
+				   s->n_points);
 	ema_sweep_free(s);
 	free(s);
+	return rc;
+}
+
+/* `ema sweep status DIR`: what is complete, what runs where, what is
+ * missing and which array tasks to submit again. */
+static int sweep_status_exec(const struct ema_cli_args *a, struct ema_error *err)
+{
+	struct ema_sweep *s = NULL;
+	long *missing = NULL, *running = NULL, n_missing = 0, n_running = 0;
+	char how[3 * EMA_PATH_MAX + 1024];
+	int rc = read_folder_arg(a, "status", &s, err);
+
+	if (rc != EMA_OK)
+		return rc;
+	missing = malloc((size_t)s->n_points * sizeof *missing);
+	running = malloc((size_t)s->n_points * sizeof *running);
+	if (missing == NULL || running == NULL)
+		rc = ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	if (rc == EMA_OK)
+		rc = incomplete_points(s, missing, &n_missing, running, &n_running, err);
+	if (rc == EMA_OK) {
+		printf("sweep %s: %ld points: %ld complete, %ld running, %ld missing\n", s->dir,
+		       s->n_points, s->n_points - n_missing - n_running, n_running, n_missing);
+		for (long i = 0; i < n_running; i++) {
+			struct ema_claim_owner o;
+			char who[200] = "";
+			bool held;
+
+			ema_sweep_claim_read(s, running[i], &held, &o);
+			ema_claim_owner_text(&o, who, sizeof who);
+			printf("running: point-%03ld (%s)\n", running[i], who);
+		}
+		if (n_missing > 0) {
+			char sets[EMA_SWEEP_MAX_KEYS][512];
+
+			for (long i = 0; i < n_missing; i++) {
+				ema_sweep_point_sets(s, missing[i], sets);
+				printf("missing: point-%03ld:", missing[i]);
+				for (int k = 0; k < s->n_keys; k++)
+					printf(" %s", sets[k]);
+				putchar('\n');
+			}
+			ema_sweep_how_to_finish(s, missing, n_missing, how, sizeof how);
+			printf("to finish: %s\n", how);
+		}
+	}
+	free(missing);
+	free(running);
+	ema_sweep_free(s);
+	free(s);
+	return rc;
+}
+
+static void utc_now(char *buf, size_t n)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	if (gmtime_r(&t, &tm) == NULL || strftime(buf, n, "%Y-%m-%d %H:%M:%SZ", &tm) == 0)
+		snprintf(buf, n, "?");
+}
+
+/* The --sbatch options are the script's. */
+static int check_sbatch_options(const struct ema_cli_args *a, struct ema_error *err)
+{
+	const char *given = a->partition ? "--partition" : a->account ? "--account" :
+			    a->time_limit ? "--time" : a->mem ? "--mem" :
+			    a->n_sbatch_args ? "--sbatch-arg" : a->dry_run ? "--dry-run" :
+			    a->tasks > 0 ? "--tasks" : a->throttle > 0 ? "--throttle" : NULL;
+
+	if (given != NULL && a->sbatch == NULL)
+		return ema_error_set(err, EMA_ERR_INPUT, "sweep: %s goes with --sbatch FILE", given);
+	return EMA_OK;
+}
+
+/* Waits until the points list[0..n-1], which other processes run, are
+ * complete, running those whose owner has gone (this process's sweep is
+ * whole when it merges). */
+static int wait_for_others(struct ema_sweep_run *r, long *list, long n, int jobs, bool quiet,
+			   struct run_result *res, long *ran, struct ema_error *err)
+{
+	const struct ema_sweep *s = r->s;
+	long *retry = malloc((size_t)(n > 0 ? n : 1) * sizeof *retry);
+	bool said = false;
+	int rc = EMA_OK;
+
+	if (retry == NULL)
+		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	while (n > 0 && rc == EMA_OK) {
+		long n_retry;
+
+		n = still_taken(s, list, n, retry, &n_retry);
+		if (n_retry > 0) {
+			rc = run_points(r, retry, n_retry, jobs, quiet, res, err);
+			*ran += res->ran;
+			for (long i = 0; i < res->n_taken; i++)
+				list[n++] = res->taken[i];
+			continue;
+		}
+		if (!said && !quiet) {
+			fprintf(stderr, "ema: sweep %s: waiting for %ld point%s that other processes "
+				"run:\n", s->dir, n, n > 1 ? "s" : "");
+			list_points(s, list, n);
+			said = true;
+		}
+		sleep(1);
+	}
+	free(retry);
 	return rc;
 }
 
@@ -764,6 +1120,7 @@ static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 {
 	struct ema_sweep *s;
 	struct ema_sweep_run *r;
+	struct run_result res = { 0, NULL, 0 };
 	long done = 0, missing = 0, ran = 0, shard_i = 0, shard_n = 1;
 	char shard_from[128] = "";
 	int rc = EMA_OK;
@@ -771,8 +1128,11 @@ static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 	if (a->n_args > 0) {
 		if (strcmp(a->args[0], "merge") == 0)
 			return sweep_merge_exec(a, err);
+		if (strcmp(a->args[0], "status") == 0)
+			return sweep_status_exec(a, err);
 		return ema_error_set(err, EMA_ERR_INPUT, "ema sweep: unexpected argument %.200s; "
-				     "expected merge DIR (see 'ema help sweep')", a->args[0]);
+				     "expected merge DIR or status DIR (see 'ema help sweep')",
+				     a->args[0]);
 	}
 	if (a->n_vary == 0 && a->max_rate == NULL)
 		return ema_error_set(err, EMA_ERR_INPUT, "sweep: expected at least one --vary KEY=V1,V2,...");
@@ -782,13 +1142,13 @@ static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 	if (a->max_rate != NULL && (a->shard != NULL || a->sbatch != NULL))
 		return ema_error_set(err, EMA_ERR_INPUT, "sweep: --max-rate runs on one machine (-j N); "
 				     "it takes no --shard or --sbatch");
-	if ((a->tasks > 0 || a->throttle > 0) && a->sbatch == NULL)
-		return ema_error_set(err, EMA_ERR_INPUT, "sweep: --tasks and --throttle go with "
-				     "--sbatch FILE");
+	rc = check_sbatch_options(a, err);
+	if (rc != EMA_OK)
+		return rc;
 	if (a->sbatch != NULL && a->shard != NULL)
 		return ema_error_set(err, EMA_ERR_INPUT, "sweep: --sbatch writes the jobs of every "
 				     "shard; it takes no --shard");
-	{
+	if (a->sbatch == NULL) {
 		long si, sn;
 		char from[128];
 
@@ -823,24 +1183,24 @@ static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 	}
 	if (rc == EMA_OK)
 		rc = plan_points(r, err);
-	if (rc == EMA_OK && a->sbatch != NULL) {
+	if (rc == EMA_OK && a->sbatch != NULL && !a->dry_run) {
 		/* the script's path is checked before the folder is made */
 		struct ema_outfile of;
 
 		rc = ema_outfile_reserve(&of, "--sbatch", a->sbatch, err);
 	}
 	if (rc == EMA_OK)
-		rc = open_folder(s, a->out, err);
-	for (long pt = 0; pt < s->n_points && rc == EMA_OK; pt++) {
-		bool d;
+		rc = open_folder(s, a->out, a->dry_run, err);
+	for (long pt = 0; pt < s->n_points && rc == EMA_OK && s->exists; pt++) {
+		bool d = false;
 
 		rc = ema_sweep_point_done(s, pt, &d, err);
 		done += d;
 	}
 	if (rc == EMA_OK && a->sbatch != NULL) {
 		if (!a->quiet)
-			fprintf(stderr, "ema: sweep %s: %ld points, %ld complete\n", s->dir,
-				s->n_points, done);
+			fprintf(stderr, "ema: sweep %s: %ld points, %ld complete%s\n", s->dir,
+				s->n_points, done, s->exists ? "" : " (the folder is not made yet)");
 		rc = ema_sweep_sbatch(r, a, err);
 		ema_sweep_free(s);
 		free(s);
@@ -852,20 +1212,25 @@ static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 	if (rc == EMA_OK) {
 		long *todo = malloc((size_t)s->n_points * sizeof *todo), n = 0, mine = 0;
 		int jobs = a->jobs > 0 ? a->jobs : default_jobs();
+		double t0 = ema_wall_now();
+		char when[32];
+		const char *job = getenv("SLURM_JOB_ID");
 
+		res.taken = malloc((size_t)s->n_points * sizeof *res.taken);
 		for (long pt = shard_i; pt < s->n_points && todo != NULL && rc == EMA_OK;
 		     pt += shard_n) {
-			bool d;
+			bool d = false;
 
 			rc = ema_sweep_point_done(s, pt, &d, err);
 			if (!d)
 				todo[n++] = pt;
 			mine++;
 		}
-		if (todo == NULL)
+		if (todo == NULL || res.taken == NULL)
 			rc = ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
 		if (jobs > n)
 			jobs = n > 0 ? (int)n : 1;
+		utc_now(when, sizeof when);
 		if (rc == EMA_OK && !a->quiet) {
 			if (shard_n > 1)
 				fprintf(stderr, "ema: sweep %s: shard %ld/%ld%s%s%s: %ld of the %ld "
@@ -878,9 +1243,55 @@ static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 			if (n > 0)
 				fprintf(stderr, " in %d process%s", jobs, jobs > 1 ? "es" : "");
 			fputc('\n', stderr);
+			/* a task's log (Slurm's --output) says where and when it ran */
+			if (shard_n > 1 || (job != NULL && *job != '\0'))
+				fprintf(stderr, "ema: sweep %s: on %s%s%s, from %s\n", s->dir,
+					ema_host_name(), job != NULL && *job ? ", Slurm job " : "",
+					job != NULL && *job ? job : "", when);
 		}
 		if (rc == EMA_OK)
-			rc = run_points(r, todo, n, jobs, a->quiet, &ran, err);
+			rc = run_points(r, todo, n, jobs, a->quiet, &res, err);
+		ran = res.ran;
+		/* points another process held: they may have finished, or their
+		 * owner died meanwhile */
+		if (rc == EMA_OK && res.n_taken > 0) {
+			long n_taken = res.n_taken, *taken = todo;
+
+			memcpy(taken, res.taken, (size_t)n_taken * sizeof *taken);
+			if (shard_n == 1) {
+				rc = wait_for_others(r, taken, n_taken, jobs, a->quiet, &res, &ran, err);
+			} else {
+				long n_retry;
+
+				n_taken = still_taken(s, taken, n_taken, res.taken, &n_retry);
+				if (n_retry > 0) {
+					long before = ran;
+					long *again = malloc((size_t)n_retry * sizeof *again);
+
+					if (again == NULL) {
+						rc = ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+					} else {
+						memcpy(again, res.taken, (size_t)n_retry * sizeof *again);
+						rc = run_points(r, again, n_retry, jobs, a->quiet, &res, err);
+						ran = before + res.ran;
+						for (long i = 0; i < res.n_taken; i++)
+							taken[n_taken++] = res.taken[i];
+						free(again);
+					}
+				}
+				if (rc == EMA_OK && n_taken > 0 && !a->quiet) {
+					fprintf(stderr, "ema: sweep %s: %ld point%s left to the processes "
+						"that run them:\n", s->dir, n_taken, n_taken > 1 ? "s" : "");
+					list_points(s, taken, n_taken);
+				}
+			}
+		}
+		if (rc == EMA_OK && !a->quiet && (shard_n > 1 || (job != NULL && *job != '\0'))) {
+			utc_now(when, sizeof when);
+			fprintf(stderr, "ema: sweep %s: done on %s at %s (%.0f s), %ld point%s run "
+				"here\n", s->dir, ema_host_name(), when, ema_wall_now() - t0, ran,
+				ran == 1 ? "" : "s");
+		}
 		free(todo);
 	}
 	/* a shard leaves the tables to the merge job: shards ending together
@@ -891,12 +1302,16 @@ static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 		       ran, s->dir, s->dir);
 	if (rc == EMA_OK && shard_n == 1)
 		rc = ema_sweep_merge(s, a->plots, a->quiet, &missing, err);
+	if (rc == EMA_OK && shard_n == 1 && missing > 0)
+		rc = ema_error_set(err, EMA_ERR_IO, "sweep %s: %ld points missing (listed above)",
+				   s->dir, missing);
 	if (rc == EMA_OK && shard_n == 1)
 		printf("sweep: %ld points (%ld run now), results in %s/ (sweep.csv%s, point-NNN/)\n",
 		       s->n_points, ran, s->dir, s->seed_key >= 0 ? ", sweep_stats.csv" : "");
 	if (rc != EMA_OK && done + ran > 0 && s->dir[0] != '\0' && rc != EMA_ERR_INPUT)
 		fprintf(stderr, "ema: sweep %s: the complete points are kept; the same command "
 			"runs the others\n", s->dir);
+	free(res.taken);
 	ema_sweep_free(s);
 	free(s);
 	free(r);
@@ -916,6 +1331,12 @@ static const struct ema_cli_optuse sweep_options[] = {
 	{ EMA_OPT_SBATCH, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_TASKS, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_THROTTLE, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_PARTITION, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_ACCOUNT, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_TIME, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_MEM, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_SBATCH_ARG, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_DRY_RUN, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_MAX_RATE, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_SLO, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_RESOLUTION, NULL, NULL, EMA_VALUE_NONE },
@@ -933,6 +1354,7 @@ static const char *const sweep_examples[] = {
 	"ema sweep --vary seed=1,2,3 --vary tenants.0.workload.rate_rps=6,8,10,12 -o /scratch/load "
 	"--sbatch load.sh && sh load.sh --partition=cpu",
 	"ema sweep merge runs/load",
+	"ema sweep status /scratch/load",
 	"ema sweep --max-rate tenants.0.workload.rate_rps --slo ttft_p90_ms=2000,tpot_p99_ms=200 "
 	"--vary seed=1,2,3 --set policies=static,ema -o runs/cap",
 	NULL,
@@ -942,9 +1364,11 @@ const struct ema_cli_cmd ema_cmd_sweep = {
 	.name = "sweep",
 	.summary = "run a scenario over every combination of --vary KEY=V1,V2,...",
 	.usage = "--vary KEY=V1,V2,... [--vary ...] [-c FILE] [-s KEY=VALUE]... [--seed N] "
-		 "[-o DIR] [-j N] [--shard I/N | --sbatch FILE [--tasks N] [--throttle M]] "
-		 "[--no-plots] [-q] | --max-rate KEY[=LO,HI] --slo METRIC=MAX,... [--resolution R] "
-		 "[--vary ...] [-j N] [-o DIR] | merge DIR [--no-plots] [-q]",
+		 "[-o DIR] [-j N] [--shard I/N | --sbatch FILE] [--tasks N] [--throttle M] "
+		 "[--dry-run] [--partition P] [--account A] [--time LIMIT] [--mem SIZE] "
+		 "[--sbatch-arg OPTION]... [--no-plots] [-q] | --max-rate KEY[=LO,HI] --slo METRIC=MAX,... "
+		 "[--resolution R] [--vary ...] [-j N] [-o DIR] | merge DIR [--no-plots] [-q] | "
+		 "status DIR",
 	.options = sweep_options,
 	.max_args = 2,
 	.description =
@@ -962,19 +1386,26 @@ const struct ema_cli_cmd ema_cmd_sweep = {
 		"goes to stderr, a line per point.\n"
 		"Every point's configuration is checked before anything runs. DIR/sweep.json holds "
 		"the keys and the hash of every point's effective configuration; each point "
-		"appears whole (written as point-NNN.tmp-PID, renamed when complete) with its hash "
-		"in point-NNN/config.sha256. Running the same command again skips the complete "
-		"points and runs the others; a sweep whose configuration changed is refused (exit "
-		"2) rather than mixed with the old points.\n"
+		"appears whole (written as point-NNN.tmp-HOST-PID, renamed when complete) with its "
+		"hash in point-NNN/config.sha256. Running the same command again skips the "
+		"complete points and runs the others; a sweep whose configuration changed is "
+		"refused (exit 2) rather than mixed with the old points. Several processes may run "
+		"one sweep folder at once (on several machines too): a process claims a point "
+		"before it runs it (point-NNN.claim) and goes on to the next when another holds it; "
+		"the claim of a process gone (dead here, or silent for 10 minutes) is taken over.\n"
 		"A shard, --shard I/N, runs every N-th point from point I and leaves the tables to "
 		"'ema sweep merge'; in a Slurm array task it is taken from SLURM_ARRAY_TASK_ID, "
 		"SLURM_ARRAY_TASK_COUNT and SLURM_ARRAY_TASK_MIN. --sbatch FILE runs the first and "
 		"last points as a trial and writes FILE, an array job of --tasks shards "
-		"(--array=0-(N-1)%M) with the time and memory per task estimated from the trial, "
-		"and a merge job that runs after every task: 'sh FILE' submits both "
-		"(doc/sweeps.md).\n"
+		"(--array=0-(N-1)%M) with the time and memory per task estimated from the trial "
+		"(or given: --time and --mem, then no trial runs), each task running shard "
+		"$SLURM_ARRAY_TASK_ID/N, and a merge job that runs after every task: 'sh FILE' "
+		"submits both, 'sbatch --array=1,3 FILE' runs tasks 1 and 3 again; --dry-run prints "
+		"FILE instead and runs nothing (doc/sweeps.md).\n"
 		"'ema sweep merge DIR' builds sweep.csv, sweep_stats.csv and the figures from the "
-		"points that are complete and lists the missing ones.\n"
+		"points that are complete; when some are missing it names them and fails (exit "
+		"1). 'ema sweep status DIR' lists the points complete, running (and where) and "
+		"missing, and the array tasks to submit again.\n"
 		"A capacity search, --max-rate KEY --slo ttft_p90_ms=2000,tpot_p99_ms=200, finds "
 		"per policy and combination of the --vary values the largest value of KEY at which "
 		"every tenant completes every request within the targets, by bisection to "

@@ -6,6 +6,7 @@
 #ifndef EMA_SWEEP_H
 #define EMA_SWEEP_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -36,6 +37,7 @@ struct ema_sweep {
 	char scenario[64];              /* the scenario's name (of point 0) */
 	char dir[EMA_PATH_MAX];         /* the sweep folder */
 	char command[4096];             /* the command that made it */
+	bool exists;                    /* the folder is on disk (not: --dry-run) */
 };
 
 /* What the points of one invocation share: the sweep, the scenario and
@@ -48,8 +50,66 @@ struct ema_sweep_run {
 	bool plots;
 };
 
-/* Runs point pt and writes DIR/point-NNN/, whole or not at all. */
-int ema_sweep_run_point(struct ema_sweep_run *r, long pt, struct ema_error *err);
+/* ---- claims of points (sweep_claim.c) ---- */
+
+/* The owner of a claim refreshes it this often; a claim not refreshed for
+ * EMA_CLAIM_STALE_S is taken to be a dead owner's (another machine's
+ * process cannot be asked whether it lives). */
+#define EMA_CLAIM_BEAT_S 60
+#define EMA_CLAIM_STALE_S 600
+
+enum ema_claim_result {
+	EMA_CLAIM_OURS,   /* this process runs the point */
+	EMA_CLAIM_DONE,   /* the point is complete */
+	EMA_CLAIM_TAKEN   /* a live process runs it */
+};
+
+/* A claim held: DIR/point-NNN.claim ("HOST PID TIME"), refreshed by a
+ * thread until released. */
+struct ema_claim {
+	char path[EMA_PATH_MAX + 64];
+	int slot;
+	bool held, beating, stop;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+};
+
+struct ema_claim_owner {
+	char host[64];
+	long pid;
+	double age_s;   /* since the claim was last refreshed */
+	bool stale;     /* its owner is gone (here), or silent too long */
+};
+
+/* Claims point pt (O_EXCL), taking over a stale claim (with a note on
+ * stderr). *res says whether the point is this process's to run, complete,
+ * or taken by a live process (then *owner, when not NULL, says which). */
+int ema_sweep_claim(const struct ema_sweep *s, long pt, struct ema_claim *c,
+		    enum ema_claim_result *res, struct ema_claim_owner *owner,
+		    struct ema_error *err);
+/* Stops the refreshing and removes the claim. */
+void ema_sweep_claim_release(struct ema_claim *c);
+/* The claim of point pt as it is now: *held false when there is none. */
+int ema_sweep_claim_read(const struct ema_sweep *s, long pt, bool *held,
+			 struct ema_claim_owner *o);
+/* "process PID on HOST, 12 s ago" for messages. */
+void ema_claim_owner_text(const struct ema_claim_owner *o, char *buf, size_t n);
+
+/* What became of a point a process set out to run. */
+enum ema_point_outcome {
+	EMA_POINT_RAN,      /* run and written now */
+	EMA_POINT_DONE,     /* found complete */
+	EMA_POINT_TAKEN     /* being run by another process */
+};
+/* A worker's exit status for DONE and TAKEN (0: RAN; 1 and 2: failed). */
+#define EMA_POINT_EXIT_DONE 76
+#define EMA_POINT_EXIT_TAKEN 75
+
+/* Claims point pt and, when it is this process's, runs it and writes
+ * DIR/point-NNN/, whole or not at all. *out says what became of it. */
+int ema_sweep_run_point(struct ema_sweep_run *r, long pt, enum ema_point_outcome *out,
+			struct ema_error *err);
 
 /* The shard of this process: --shard I/N, else from SLURM_ARRAY_TASK_ID,
  * SLURM_ARRAY_TASK_COUNT, SLURM_ARRAY_TASK_MIN (and _STEP) when set, else
@@ -113,6 +173,12 @@ int ema_sweep_point_done(const struct ema_sweep *s, long pt, bool *done, struct 
  * Summary columns are read by name. */
 int ema_sweep_merge(const struct ema_sweep *s, bool plots, bool quiet, long *missing,
 		    struct ema_error *err);
+
+/* The sentence that says how to run the missing points list[0..n-1]:
+ * with the array's record (DIR/slurm/sbatch.json, written by --sbatch),
+ * "sbatch --array=I,J SCRIPT" for the tasks that hold them. */
+void ema_sweep_how_to_finish(const struct ema_sweep *s, const long *list, long n, char *buf,
+			     size_t len);
 
 /* Statistics over n values (repetitions over seeds): the mean and sample
  * standard deviation; and, for a metric whose values are all > 0, the

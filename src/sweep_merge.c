@@ -150,6 +150,47 @@ static int header_columns(struct merge *m, const char *path, struct ema_error *e
 	return EMA_OK;
 }
 
+static int count_fields(const char *line)
+{
+	int n = 1;
+
+	for (; *line; line++)
+		n += *line == ',';
+	return n;
+}
+
+/* A summary row: as many fields as the header, and each metric the
+ * statistics read empty (not measured) or a decimal number. Anything
+ * else fails the merge at its line rather than turning into a hole in
+ * sweep_stats.csv. */
+static int check_row(const struct merge *m, const char *line, const char *path, long lineno,
+		     struct ema_error *err)
+{
+	int n = count_fields(line), want = count_fields(m->header);
+
+	if (n != want)
+		return ema_error_at(err, path, lineno, "expected %d fields, as the header has, got %d "
+				    "(a row cut short or joined to another?)", want, n);
+	for (size_t k = 0; k < N_STATS; k++) {
+		size_t len;
+		const char *f = m->col[k] >= 0 ? field(line, m->col[k], &len) : NULL;
+		char buf[64], *end;
+
+		if (f == NULL || len == 0)
+			continue;
+		if (len < sizeof buf && strspn(f, "0123456789.eE+-") >= len) {
+			memcpy(buf, f, len);
+			buf[len] = '\0';
+			(void)strtod(buf, &end);
+			if (end == buf + len)
+				continue;
+		}
+		return ema_error_at(err, path, lineno, "expected a number or nothing in column %s, "
+				    "got '%.*s'", stat_names[k], len > 40 ? 40 : (int)len, f);
+	}
+	return EMA_OK;
+}
+
 static int add_row(struct merge *m, long pt, char *line, const int *idx)
 {
 	const struct ema_sweep *s = m->s;
@@ -248,6 +289,9 @@ static int merge_point(struct merge *m, long pt, struct ema_error *err)
 		}
 		if (*line == '\0')
 			continue;
+		rc = check_row(m, line, path, lineno, err);
+		if (rc != EMA_OK)
+			return rc;
 		for (int k = 0; k < s->n_keys; k++)
 			put_value(m->csv, s->keys[k].values[idx[k]]);
 		fprintf(m->csv, "%ld,%s\n", pt, line);
@@ -382,7 +426,7 @@ out:
 
 /* ---- the merge ---------------------------------------------------------------------- */
 
-/* Writes one file of the sweep folder whole: DIR/NAME.tmp-PID, renamed
+/* Writes one file of the sweep folder whole: DIR/NAME.tmp-HOST-PID, renamed
  * over DIR/NAME when complete. */
 static int write_whole(const struct ema_sweep *s, const char *name,
 		       int (*fn)(struct merge *m, FILE *f), struct merge *m, const char *data,
@@ -456,17 +500,22 @@ int ema_sweep_merge(const struct ema_sweep *s, bool plots, bool quiet, long *mis
 				"in %s)\n", fdir);
 	}
 	if (rc == EMA_OK && n_missing > 0) {
-		long shown = 0;
+		long shown = 0, *list = malloc((size_t)n_missing * sizeof *list), n_list = 0;
+		char how[3 * EMA_PATH_MAX + 1024];
 
 		fprintf(stderr, "ema: sweep %s: %ld of %ld points missing (not run yet, failed or "
 			"killed); the tables hold the others:\n", s->dir, n_missing, s->n_points);
-		for (long pt = 0; pt < s->n_points && shown < 20; pt++) {
+		for (long pt = 0; pt < s->n_points; pt++) {
 			char name[32], sets[EMA_SWEEP_MAX_KEYS][512], p[EMA_PATH_MAX + 64];
 			struct stat st;
 
 			ema_sweep_point_name(pt, name);
 			snprintf(p, sizeof p, "%s/%s", s->dir, name);
 			if (lstat(p, &st) == 0)
+				continue;
+			if (list != NULL && n_list < n_missing)
+				list[n_list++] = pt;
+			if (shown == 20)
 				continue;
 			ema_sweep_point_sets(s, pt, sets);
 			fprintf(stderr, "ema:   %s:", name);
@@ -477,8 +526,11 @@ int ema_sweep_merge(const struct ema_sweep *s, bool plots, bool quiet, long *mis
 		}
 		if (n_missing > shown)
 			fprintf(stderr, "ema:   ... and %ld more\n", n_missing - shown);
-		fprintf(stderr, "ema: the sweep's own command runs the missing points (and only "
-			"them)\n");
+		if (list != NULL) {
+			ema_sweep_how_to_finish(s, list, n_list, how, sizeof how);
+			fprintf(stderr, "ema: to finish: %s\n", how);
+		}
+		free(list);
 	}
 	if (missing != NULL)
 		*missing = n_missing;

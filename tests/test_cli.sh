@@ -139,6 +139,10 @@ for c in $COMMANDS; do
 		case $opt in
 		--set | --vary) val=seed=2 ;;
 		--backend) val=sim ;;
+		--partition | --account) val=p1 ;;
+		--time) val=10 ;;
+		--mem) val=1G ;;
+		--sbatch-arg) val=--qos=x ;;
 		--config | --out | --csv | --trace | --name | --seed | --jobs | --shard | --sbatch | \
 			--tasks | --throttle | --max-rate | --slo | --resolution | --runs) val=2 ;;
 		*) val= ;;
@@ -446,7 +450,7 @@ bad_input name_path "--set name=a/b: name must be letters, digits, '-', '_' or '
 sed 's/"name": "t1",/"name": "t1,x",/' "$I/default.json" >"$I/tenant_comma.json"
 bad_input tenant_name_comma "$I/tenant_comma.json:$(at_line "$I/tenant_comma.json" '"t1,x"'): tenants.1.name must be letters" \
 	--config "$I/tenant_comma.json"
-bad_input tenant_name_newline "--set tenants.0.name=a\\x0ab: tenants.0.name must be letters" \
+bad_input tenant_name_newline "--set tenants.0.name=a\\x0ab: expected text in UTF-8 without control characters" \
 	--set "tenants.0.name=a
 b"
 # without --out, ../../x would have put the run folder outside runs/

@@ -500,7 +500,7 @@ static void test_set_errors(void)
 static void test_names(void)
 {
 	static const char *const bad[] = {
-		"../../x", "a/b", ".hidden", "..", "a b", "a,b", "a\nb", "caf\xc3\xa9", NULL
+		"../../x", "a/b", ".hidden", "..", "a b", "a,b", "caf\xc3\xa9", NULL
 	};
 	const char *ok[] = { "name=run-1.2_B", "tenants.0.name=gpu0.prefill-A_1" };
 	char set[600], want[512];
@@ -511,9 +511,11 @@ static void test_names(void)
 		snprintf(set, sizeof set, "tenants.1.name=%s", bad[i]);
 		expect_set_error(set, ": tenants.1.name must be letters, digits, '-', '_' or '.'");
 	}
-	/* the message shows a newline escaped, on one line */
-	expect_set_error("tenants.0.name=a\nb", "--set tenants.0.name=a\\x0ab: tenants.0.name must");
-	expect_set_error("tenants.0.name=a\nb", "; got \"a\\x0ab\"");
+	/* a control character fails before the name's own check, and the
+	 * message shows it escaped, on one line */
+	expect_set_error("tenants.0.name=a\nb", "--set tenants.0.name=a\\x0ab: expected text in "
+			 "UTF-8 without control characters, got \"a\\nb\"");
+	expect_set_error("name=a\nb", "expected text in UTF-8 without control characters");
 	load_ok(&cfg_a, NULL, ok, 2);
 	CU_ASSERT_STRING_EQUAL(cfg_a.name, "run-1.2_B");
 	CU_ASSERT_STRING_EQUAL(cfg_a.tenants[0].name, "gpu0.prefill-A_1");
@@ -715,6 +717,81 @@ static void test_relative_paths(void)
 
 	load_ok(&cfg_a, data_path("with_paths.json"), NULL, 0);
 	CU_ASSERT_STRING_EQUAL(cfg_a.tenants[1].workload.trace, "/abs/trace.csv");
+}
+
+/* A relative path is written into config.json absolute, so that the
+ * saved configuration runs again from any folder; from a folder whose
+ * path is too long to name, it is refused rather than kept relative. */
+static void test_relative_path_unnameable(void)
+{
+	char cwd[1024], name[128];
+	const char *ov[] = { "tenants.0.workload.trace=t.csv" };
+	const char *abs_ov[] = { "tenants.0.workload.trace=/abs/t.csv" };
+	int depth = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof cwd));
+	CU_ASSERT_EQUAL_FATAL(chdir(tmp_path("")), 0);
+	memset(name, 'd', 100);
+	name[100] = '\0';
+	for (; depth < 12; depth++)
+		if (mkdir(name, 0777) != 0 || chdir(name) != 0)
+			break;
+	CU_ASSERT_EQUAL(depth, 12);
+	expect_error(NULL, ov, 1, "--set tenants.0.workload.trace=t.csv: a relative path, but the "
+		     "folder it is relative to cannot be named");
+	/* an absolute path needs no folder */
+	load_ok(&cfg_a, NULL, abs_ov, 1);
+	CU_ASSERT_STRING_EQUAL(cfg_a.tenants[0].workload.trace, "/abs/t.csv");
+	for (; depth > 0; depth--)
+		if (chdir("..") != 0 || rmdir(name) != 0)
+			break;
+	CU_ASSERT_EQUAL(depth, 0);
+	CU_ASSERT_EQUAL(chdir(cwd), 0);
+}
+
+/* What cJSON lets through and JSON does not: a NUL byte (the rest of the
+ * file ignored), a raw control character or an escaped NUL in a string
+ * (the string cut short), bytes that are not UTF-8 (written on into
+ * config.json): each refused at its line and column. */
+static void test_text_checks(void)
+{
+	static const struct {
+		const char *text;
+		size_t len;
+		const char *want;
+	} bad[] = {
+		{ "{\n  \"name\": \"a\tb\"\n}", 0, "c.json:2:13: a raw control character inside a string" },
+		{ "{\n  \"name\": \"ab\\u0000cd\"\n}", 0, "c.json:2:14: \\u0000 (a NUL character) inside a string" },
+		{ "{\n  \"name\": \"ab\"\n}\0{\"seed\": 2}", 30, "c.json:3:2: a NUL byte" },
+		{ "{\"name\": \"ab\0cd\"}", 18, "c.json:1:13: a NUL byte" },
+		{ "{\n\n  \"hardware\": {\"name\": \"caf\xe9\"}}", 0, "c.json:3:28: a byte that is not UTF-8" },
+		{ "{\"na\x1bme\": 1}", 0, "c.json:1:5: a raw control character inside a string" },
+	};
+	const char *ok_sets[] = { "hardware.name=caf\xc3\xa9 \xe2\x86\x92 h200" };
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		const char *p = tmp_path("c.json");
+		size_t len = bad[i].len ? bad[i].len : strlen(bad[i].text);
+		FILE *f = fopen(p, "wb");
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		CU_ASSERT_EQUAL(fwrite(bad[i].text, 1, len, f), len);
+		fclose(f);
+		expect_error(p, NULL, 0, bad[i].want);
+	}
+	/* the same in a --set: refused, the message on one line */
+	expect_set_error("hardware.name=a\tb", "expected text in UTF-8 without control characters");
+	expect_set_error("hardware.name=a\x1b[2Jb", "got \"a\\x1b[2Jb\"");
+	expect_set_error("hardware.name=\xff", "expected text in UTF-8 without control characters");
+	expect_set_error("policies=static,a\rb", "in UTF-8 without control characters");
+	/* UTF-8 is text: it reaches config.json as it is */
+	load_ok(&cfg_a, NULL, ok_sets, 1);
+	{
+		char *text = config_text(&cfg_a);
+
+		CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"name\": \"caf\xc3\xa9 \xe2\x86\x92 h200\""));
+		free(text);
+	}
 }
 
 /* --- random overrides: accepted values land in range, rejected ones say
@@ -1116,6 +1193,8 @@ int main(void)
 		{ "safe names", test_names },
 		{ "inline hardware", test_inline_hardware },
 		{ "relative paths", test_relative_paths },
+		{ "relative paths from a folder too deep to name", test_relative_path_unnameable },
+		{ "control characters, NUL and bytes not UTF-8 in files and --set", test_text_checks },
 		{ "random overrides", test_random_overrides },
 		{ "embedded profiles load", test_profiles_load },
 		{ "a one-GPU calibration's profile loads with a reference's link", test_profile_one_gpu },

@@ -121,6 +121,25 @@ static void test_tmp_names(void)
 	CU_ASSERT(!ema_out_is_tmp_name(".tmp-12"));
 	CU_ASSERT(!ema_out_is_tmp_name("run.tmp-1.csv"));
 	CU_ASSERT(!ema_out_is_tmp_name("point-003"));
+	/* HOST-PID: machines that share a sweep folder have their own PIDs */
+	CU_ASSERT(ema_out_is_tmp_name("run.tmp-node-07-1234"));
+	CU_ASSERT(ema_out_is_tmp_name("point-003.tmp-vm-7"));
+	CU_ASSERT(!ema_out_is_tmp_name("run.tmp--12"));
+	CU_ASSERT(!ema_out_is_tmp_name("run.tmp-node-"));
+	CU_ASSERT(!ema_out_is_tmp_name("run.tmp-node-012"));
+	CU_ASSERT(!ema_out_is_tmp_name("run.tmp-no de-12"));
+}
+
+/* The host name as names and run.json give it. */
+static void test_host_name(void)
+{
+	const char *h = ema_host_name();
+
+	CU_ASSERT(h[0] != '\0');
+	CU_ASSERT(strlen(h) < 64);
+	CU_ASSERT_EQUAL(strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"),
+			strlen(h));
+	CU_ASSERT_PTR_EQUAL(ema_host_name(), h);
 }
 
 /* ---- checks before a run ---- */
@@ -166,7 +185,7 @@ static void test_reserve_commit(void)
 	CU_ASSERT_EQUAL_FATAL(ema_outdir_reserve(&od, "--out", "res/", NULL, &err), EMA_OK);
 	/* the trailing slash is not part of the name */
 	CU_ASSERT_STRING_EQUAL(od.path, "res");
-	snprintf(want, sizeof want, "res.tmp-%ld", (long)getpid());
+	snprintf(want, sizeof want, "res.tmp-%s-%ld", ema_host_name(), (long)getpid());
 	CU_ASSERT_STRING_EQUAL(od.tmp, want);
 	CU_ASSERT(exists(want));
 	CU_ASSERT(!exists("res"));
@@ -388,8 +407,8 @@ static void test_reserve_part(void)
 
 	enter_tmp();
 	CU_ASSERT_EQUAL_FATAL(mkdir("sw", 0777), 0);
-	CU_ASSERT_EQUAL_FATAL(ema_outdir_reserve_part(&od, "sw", "point-000", &err), EMA_OK);
-	snprintf(want, sizeof want, "sw/point-000.tmp-%ld", (long)getpid());
+	CU_ASSERT_EQUAL_FATAL(ema_outdir_reserve_part(&od, "sw", "point-000", false, &err), EMA_OK);
+	snprintf(want, sizeof want, "sw/point-000.tmp-%s-%ld", ema_host_name(), (long)getpid());
 	CU_ASSERT_STRING_EQUAL(od.tmp, want);
 	CU_ASSERT_STRING_EQUAL(od.path, "sw/point-000");
 	CU_ASSERT(exists(want));
@@ -398,10 +417,10 @@ static void test_reserve_part(void)
 	CU_ASSERT(exists("sw/point-000"));
 	CU_ASSERT(!exists(want));
 	/* a complete point is never reserved again */
-	CU_ASSERT_EQUAL(ema_outdir_reserve_part(&od, "sw", "point-000", &err), EMA_ERR_INPUT);
+	CU_ASSERT_EQUAL(ema_outdir_reserve_part(&od, "sw", "point-000", false, &err), EMA_ERR_INPUT);
 	CU_ASSERT_STRING_EQUAL(err.msg, "sw/point-000: already exists");
 	/* taken while it was written: the commit fails, never point-001-2 */
-	CU_ASSERT_EQUAL_FATAL(ema_outdir_reserve_part(&od, "sw", "point-001", &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(ema_outdir_reserve_part(&od, "sw", "point-001", false, &err), EMA_OK);
 	CU_ASSERT_EQUAL(mkdir("sw/point-001", 0777), 0);
 	CU_ASSERT_EQUAL(ema_outdir_commit(&od, &err), EMA_ERR_IO);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "sw/point-001: appeared while this process wrote it"));
@@ -413,7 +432,7 @@ static void test_reserve_part(void)
 	snprintf(name, sizeof name, "sw/point-002.tmp-%ld", dead);
 	CU_ASSERT_EQUAL(mkdir(name, 0777), 0);
 	capture_begin();
-	CU_ASSERT_EQUAL(ema_outdir_reserve_part(&od, "sw", "point-002", &err), EMA_OK);
+	CU_ASSERT_EQUAL(ema_outdir_reserve_part(&od, "sw", "point-002", false, &err), EMA_OK);
 	capture_end(msg, sizeof msg);
 	snprintf(want, sizeof want, "ema: removing leftover %s from a run that was killed\n", name);
 	CU_ASSERT_STRING_EQUAL(msg, want);
@@ -422,8 +441,32 @@ static void test_reserve_part(void)
 	CU_ASSERT(!exists(od.tmp));
 	snprintf(name, sizeof name, "sw/point-003.tmp-%ld", (long)getppid());
 	CU_ASSERT_EQUAL(mkdir(name, 0777), 0);
-	CU_ASSERT_EQUAL(ema_outdir_reserve_part(&od, "sw", "point-003", &err), EMA_ERR_INPUT);
+	CU_ASSERT_EQUAL(ema_outdir_reserve_part(&od, "sw", "point-003", false, &err), EMA_ERR_INPUT);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "is being written by process"));
+	/* another machine's writer cannot be asked: live, named with its host,
+	 * even with the PID of a dead process of this machine */
+	snprintf(name, sizeof name, "sw/point-004.tmp-othernode-%ld", dead);
+	CU_ASSERT_EQUAL(mkdir(name, 0777), 0);
+	CU_ASSERT_EQUAL(ema_outdir_reserve_part(&od, "sw", "point-004", false, &err), EMA_ERR_INPUT);
+	snprintf(want, sizeof want, "is being written by process %ld on othernode", dead);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, want));
+	CU_ASSERT(exists(name));
+	/* ... unless the caller holds the point's claim: then every other
+	 * writer has lost it, and its leftover goes */
+	capture_begin();
+	CU_ASSERT_EQUAL(ema_outdir_reserve_part(&od, "sw", "point-004", true, &err), EMA_OK);
+	capture_end(msg, sizeof msg);
+	CU_ASSERT(!exists(name));
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "removing leftover"));
+	ema_outdir_abort(&od);
+	/* this machine's dead writer under the HOST-PID form goes as the old form did */
+	snprintf(name, sizeof name, "sw/point-005.tmp-%s-%ld", ema_host_name(), dead);
+	CU_ASSERT_EQUAL(mkdir(name, 0777), 0);
+	capture_begin();
+	CU_ASSERT_EQUAL(ema_outdir_reserve_part(&od, "sw", "point-005", false, &err), EMA_OK);
+	capture_end(msg, sizeof msg);
+	CU_ASSERT(!exists(name));
+	ema_outdir_abort(&od);
 	leave_tmp();
 }
 
@@ -452,7 +495,7 @@ static void test_signal_to_workers(void)
 			struct ema_outdir od;
 
 			ema_cleanup_forked();
-			if (ema_outdir_reserve_part(&od, "sw", "point-000", &err) != EMA_OK)
+			if (ema_outdir_reserve_part(&od, "sw", "point-000", false, &err) != EMA_OK)
 				_exit(3);
 			if (write(pfd[1], "w", 1) != 1)
 				_exit(4);
@@ -649,6 +692,7 @@ int main(void)
 {
 	static const struct ema_test_case cases[] = {
 		{"NAME.tmp-PID names", test_tmp_names},
+		{"host names in temporary names and run.json", test_host_name},
 		{"missing or non-folder parent, name taken", test_parent_checks},
 		{"reserve, folder inside, rename, abort, name taken meanwhile", test_reserve_commit},
 		{"default names runs/NAME, -2, a live one skipped", test_default_names},

@@ -127,6 +127,17 @@ static void test_points(void)
 	CU_ASSERT_STRING_EQUAL(err.msg, "--vary seed: expected KEY=V1,V2,...");
 	CU_ASSERT_EQUAL(ema_sweep_parse_vary("a=1,,2", &s->keys[2], &err), EMA_ERR_INPUT);
 	CU_ASSERT_EQUAL(ema_sweep_parse_vary("a=\"x\"", &s->keys[2], &err), EMA_ERR_INPUT);
+	/* a value travels in sweep.csv, sweep.json and messages: a carriage
+	 * return (which would end a CSV row), a tab, an escape sequence or a
+	 * byte that is not UTF-8 has no place in it, nor in a key */
+	CU_ASSERT_EQUAL(ema_sweep_parse_vary("a=1\r,2", &s->keys[2], &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "control characters"));
+	CU_ASSERT_EQUAL(ema_sweep_parse_vary("a=1\t2", &s->keys[2], &err), EMA_ERR_INPUT);
+	CU_ASSERT_EQUAL(ema_sweep_parse_vary("a=\x1b[31m", &s->keys[2], &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NULL(strchr(err.msg, '\x1b'));
+	CU_ASSERT_EQUAL(ema_sweep_parse_vary("a=\xff", &s->keys[2], &err), EMA_ERR_INPUT);
+	CU_ASSERT_EQUAL(ema_sweep_parse_vary("a\rb=1", &s->keys[2], &err), EMA_ERR_INPUT);
+	CU_ASSERT_EQUAL(ema_sweep_parse_vary("a=caf\xc3\xa9", &s->keys[2], &err), EMA_OK);
 	CU_ASSERT_EQUAL(ema_sweep_parse_vary("a=1,2", &s->keys[2], &err), EMA_OK);
 	CU_ASSERT_EQUAL(ema_sweep_parse_vary("a=3", &s->keys[3], &err), EMA_OK);
 	s->n_keys = 4;

@@ -180,7 +180,8 @@ rm -rf sw/point-013
 mkdir "sw/point-013.tmp-$dead"
 touch "sw/point-013.tmp-$dead/summary.csv"
 ema sweep merge sw
-check "merge with a point missing: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+check "merge with a point missing: exit 1, the sweep is not whole ($(tail -1 "$T/log/err"))" [ "$rc" -eq 1 ]
+check "merge with a point missing: says so" grep -qF "1 of 40 points missing" "$T/log/err"
 check "merge: says 39 of 40" grep -qF "39 of 40 points" "$T/log/out"
 check "merge: lists the missing point with its values" \
 	grep -qF "point-013: seed=3 tenants.0.workload.rate_rps=10" "$T/log/err"
@@ -301,7 +302,8 @@ check "sh job.sh: the array, with the user's options" \
 	grep -qE "^--parsable --partition=cpu .*job.sh$" "$T/log/sbatch"
 check "sh job.sh: the merge after every task" \
 	grep -qF -- "--parsable --partition=cpu --dependency=afterany:101 " "$T/log/sbatch"
-check "sh job.sh: the merge runs ema sweep merge" grep -qF "sweep merge '" "$T/log/sbatch"
+check "sh job.sh: the merge runs ema sweep merge, without figures as the sweep" \
+	grep -qF "sweep merge --no-plots '" "$T/log/sbatch"
 # the two tasks, as Slurm would start them, then the merge
 for i in 1 0; do
 	SLURM_ARRAY_TASK_ID=$i SLURM_ARRAY_TASK_COUNT=2 SLURM_ARRAY_TASK_MIN=0 sh job.sh >"$T/log/out" 2>&1

@@ -335,6 +335,28 @@ static const struct bad_case bad_cases[] = {
 	{ EMA_TRACE_MOONCAKE, MC1 "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 6} x\n",
 	  ":2:57: unexpected text after the JSON object" },
 	{ EMA_TRACE_MOONCAKE, MC1 "[1, 2]\n", ":2: expected a JSON object per line" },
+	/* cJSON would take the first of a repeated key */
+	{ EMA_TRACE_MOONCAKE, MC1 "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 6, "
+	  "\"timestamp\": 9}\n", ":2: key \"timestamp\" given twice" },
+	/* what JSON forbids and cJSON lets through, at its column */
+	{ EMA_TRACE_MOONCAKE, MC1 "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 6, "
+	  "\"id\": \"a\tb\"}\n", ":2:65: a raw control character inside a string" },
+	{ EMA_TRACE_MOONCAKE, MC1 "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 6, "
+	  "\"id\": \"\xff\"}\n", ":2:64: a byte that is not UTF-8" },
+	{ EMA_TRACE_MOONCAKE, MC1 "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 6, "
+	  "\"id\": \"a\\u0000b\"}\n", ":2:65: \\u0000 (a NUL character) inside a string" },
+	/* strtod reads 0x1e3 as 483 s, inf and nan as well: decimal only */
+	{ EMA_TRACE_VIDUR, "arrived_at,num_prefill_tokens,num_decode_tokens\n0x1e3,1,1\n",
+	  ":2: expected a time in seconds in column arrived_at, got '0x1e3'" },
+	{ EMA_TRACE_VIDUR, "arrived_at,num_prefill_tokens,num_decode_tokens\n0X1E3,1,1\n",
+	  ":2: expected a time in seconds in column arrived_at, got '0X1E3'" },
+	{ EMA_TRACE_VIDUR, "arrived_at,num_prefill_tokens,num_decode_tokens\n1e,1,1\n",
+	  ":2: expected a time in seconds in column arrived_at, got '1e'" },
+	{ EMA_TRACE_VIDUR, "arrived_at,num_prefill_tokens,num_decode_tokens\ne5,1,1\n",
+	  ":2: expected a time in seconds in column arrived_at, got 'e5'" },
+	{ EMA_TRACE_BURSTGPT, "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+	  "0x1p3,ChatGPT,1,1,2,Conversation log\n",
+	  ":2: expected a time in seconds in column Timestamp, got '0x1p3'" },
 	{ EMA_TRACE_AUTO, "{\"timestamp\": 5, \"input_length\": 5, \"output_length\": 6}\n" MC1,
 	  ":2: timestamp goes backwards (0.000000000 s < previous 0.005000000 s)" },
 	{ EMA_TRACE_AUTO, MC1 "{\"timestamp\": 1,, }\n", ":2:1" },
@@ -427,6 +449,54 @@ static void test_unreadable_paths(void)
 		CU_ASSERT_STRING_EQUAL(err.msg, want);
 		unlink(path);
 	}
+}
+
+/* A trace of endless bytes (/dev/zero, a FIFO fed by `yes`) is read up
+ * to EMA_TRACE_MAX_GIB (default 4 GiB), then refused as bad input, as a
+ * config file past its limit is. */
+static void test_size_limit(void)
+{
+	struct ema_workload w;
+	struct ema_error err = { 0 };
+	const char *old = getenv("EMA_TRACE_MAX_GIB");
+	char saved[64] = "", text[8192], path[4096];
+	size_t max = 0, m = 0;
+
+	if (old != NULL)
+		snprintf(saved, sizeof saved, "%s", old);
+	unsetenv("EMA_TRACE_MAX_GIB");
+	CU_ASSERT_EQUAL(ema_trace_max_bytes(&max, &err), EMA_OK);
+	CU_ASSERT_EQUAL(max, (size_t)4 << 30);
+	CU_ASSERT_EQUAL(setenv("EMA_TRACE_MAX_GIB", "0.000001", 1), 0);
+	CU_ASSERT_EQUAL(ema_trace_max_bytes(&max, &err), EMA_OK);
+	CU_ASSERT_EQUAL(max, 1073);
+	if (access("/dev/zero", R_OK) == 0) {
+		CU_ASSERT_EQUAL(ema_trace_read("/dev/zero", EMA_TRACE_AUTO, &w, &err), EMA_ERR_INPUT);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "/dev/zero: more than 0 MiB: expected a trace "
+						      "file of at most that (an endless stream"));
+		CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "EMA_TRACE_MAX_GIB=N raises the limit"));
+		CU_ASSERT(w.reqs == NULL && w.n == 0);
+	}
+	/* a file of its own just past the limit, and one just under it */
+	m += (size_t)snprintf(text, sizeof text, "arrived_at,num_prefill_tokens,num_decode_tokens\n");
+	while (m < 1100)
+		m += (size_t)snprintf(text + m, sizeof text - m, "1,1,1\n");
+	write_temp(text, m, path, sizeof path);
+	CU_ASSERT_EQUAL(ema_trace_read(path, EMA_TRACE_AUTO, &w, &err), EMA_ERR_INPUT);
+	CU_ASSERT_EQUAL(setenv("EMA_TRACE_MAX_GIB", "0.00001", 1), 0);
+	CU_ASSERT_EQUAL(ema_trace_read(path, EMA_TRACE_AUTO, &w, &err), EMA_OK);
+	ema_workload_free(&w);
+	unlink(path);
+	for (const char *const *bad = (const char *const[]){ "0", "-1", "x", "0x10", "inf", "nan",
+							     "1e3", "2000000", NULL }; *bad; bad++) {
+		CU_ASSERT_EQUAL(setenv("EMA_TRACE_MAX_GIB", *bad, 1), 0);
+		CU_ASSERT_EQUAL(ema_trace_max_bytes(&max, &err), EMA_ERR_INPUT);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "EMA_TRACE_MAX_GIB="));
+	}
+	if (saved[0] != '\0')
+		setenv("EMA_TRACE_MAX_GIB", saved, 1);
+	else
+		unsetenv("EMA_TRACE_MAX_GIB");
 }
 
 static void test_format_names(void)
@@ -1259,6 +1329,7 @@ static const struct ema_test_case cases[] = {
 	{ "error on line 17", test_error_line_17 },
 	{ "missing file", test_missing_file },
 	{ "folder or unreadable file", test_unreadable_paths },
+	{ "endless or too large: EMA_TRACE_MAX_GIB", test_size_limit },
 	{ "poisson arrivals", test_poisson },
 	{ "gamma arrivals", test_gamma },
 	{ "generated lengths", test_lengths_gen },

@@ -17,7 +17,7 @@ _ema_options()
 	run) echo "--config -c --set -s --seed --out -o --backend --hw --verify --no-plots --quiet -q --help -h" ;;
 	config) echo "--config -c --set -s --seed --help -h" ;;
 	list) echo "--help -h" ;;
-	sweep) echo "--vary --config -c --set -s --seed --out -o --jobs -j --shard --sbatch --tasks --throttle --max-rate --slo --resolution --no-plots --quiet -q --help -h" ;;
+	sweep) echo "--vary --config -c --set -s --seed --out -o --jobs -j --shard --sbatch --tasks --throttle --partition --account --time --mem --sbatch-arg --dry-run --max-rate --slo --resolution --no-plots --quiet -q --help -h" ;;
 	figures) echo "--out -o --quiet -q --help -h" ;;
 	bench) echo "--quick --runs --trace --backend --hw --csv --help -h" ;;
 	calibrate) echo "--out -o --csv --name --quick --help -h" ;;
@@ -148,7 +148,8 @@ _ema()
 		_ema_key_value "$ema"
 		return
 		;;
-	--seed | --name | -j | --jobs | --shard | --tasks | --throttle | --max-rate | --slo | --resolution)
+	--seed | --name | -j | --jobs | --shard | --tasks | --throttle | --max-rate | --slo | --resolution | \
+		--partition | --account | --time | --mem | --sbatch-arg)
 		COMPREPLY=()
 		return
 		;;
@@ -167,12 +168,12 @@ _ema()
 		_ema_reply_lines < <(compgen -d -- "$cur")
 		;;
 	sweep)
-		# ema sweep merge DIR
-		if [[ $prev == merge ]]; then
+		# ema sweep merge DIR, ema sweep status DIR
+		if [[ $prev == merge || $prev == status ]]; then
 			compopt -o filenames 2>/dev/null
 			_ema_reply_lines < <(compgen -d -- "$cur")
 		else
-			_ema_reply merge
+			_ema_reply merge status
 		fi
 		;;
 	help) _ema_reply $_ema_commands ;;

@@ -5,6 +5,7 @@
  * "path:line: what was expected". */
 #include "workload.h"
 #include "workload_priv.h"
+#include "json_text.h"
 #include "readfile.h"
 
 #include <cjson/cJSON.h>
@@ -136,12 +137,43 @@ struct reader {
 	size_t skipped;              /* BurstGPT failed rows left out */
 };
 
+int ema_trace_max_bytes(size_t *max, struct ema_error *err)
+{
+	const char *v = getenv("EMA_TRACE_MAX_GIB");
+	char *end;
+	double gib;
+
+	*max = (size_t)EMA_TRACE_MAX_GIB_DEFAULT << 30;
+	if (v == NULL || *v == '\0')
+		return EMA_OK;
+	errno = 0;
+	gib = strtod(v, &end);
+	/* decimal only: no hex, inf or nan from strtod */
+	if (end == v || *end != '\0' || errno != 0 || !(gib > 0) || gib > 1048576 ||
+	    strspn(v, "0123456789.") != strlen(v))
+		return ema_error_set(err, EMA_ERR_INPUT, "EMA_TRACE_MAX_GIB=%s: expected the "
+				     "largest trace file to read, in GiB (a number > 0, at most "
+				     "1048576; default %d)", v, EMA_TRACE_MAX_GIB_DEFAULT);
+	*max = (size_t)(gib * 1073741824.0);
+	if (*max < 1)
+		*max = 1;
+	return EMA_OK;
+}
+
 /* The whole file in one buffer (base/readfile.c): one read, then pointer
- * walking, which is what makes the single pass cheap. */
+ * walking, which is what makes the single pass cheap. At most
+ * EMA_TRACE_MAX_GIB: a trace of endless bytes (/dev/zero, a FIFO fed by
+ * `yes`) fails there instead of when the memory is gone. */
 static int read_all(const char *path, char **buf, size_t *len,
 		    struct ema_error *err)
 {
-	return ema_read_file(path, "a trace file", 0, buf, len, err);
+	size_t max;
+	int rc = ema_trace_max_bytes(&max, err);
+
+	if (rc != EMA_OK)
+		return rc;
+	return ema_read_file_limit(path, "a trace file", max,
+				   "EMA_TRACE_MAX_GIB=N raises the limit to N GiB", buf, len, err);
 }
 
 /* Next line of [*p, end): LF or CRLF, the last one possibly unterminated. */
@@ -269,6 +301,19 @@ static int parse_seconds(struct reader *r, struct field f, const char *col,
 	if (f.n == 0 || f.n >= sizeof tmp)
 		goto bad;
 	if (memchr(f.s, 'e', f.n) != NULL || memchr(f.s, 'E', f.n) != NULL) {
+		/* an exponent, and nothing strtod would take besides a decimal
+		 * number: no hex (0x1e3 is 483 to strtod), inf or nan */
+		size_t k = f.s[0] == '+' || f.s[0] == '-' ? 1 : 0, digits_seen = 0;
+
+		for (; k < f.n && ((f.s[k] >= '0' && f.s[k] <= '9') || f.s[k] == '.'); k++)
+			digits_seen += f.s[k] != '.';
+		if (digits_seen == 0 || k == f.n || (f.s[k] != 'e' && f.s[k] != 'E'))
+			goto bad;
+		k++;
+		if (k < f.n && (f.s[k] == '+' || f.s[k] == '-'))
+			k++;
+		if (k == f.n || strspn(f.s + k, "0123456789") < f.n - k)
+			goto bad;
 		memcpy(tmp, f.s, f.n);
 		tmp[f.n] = '\0';
 		errno = 0;
@@ -540,6 +585,16 @@ static int json_row(struct reader *r, const struct field *l)
 	double ts, in, outp;
 	int rc;
 
+	{
+		/* what cJSON would let through: a raw control character or an
+		 * escaped NUL inside a string, bytes that are not UTF-8 */
+		size_t off;
+		const char *why = ema_json_check_text(l->s, l->n, &off);
+
+		if (why != NULL)
+			return ema_error_set(r->err, EMA_ERR_INPUT, "%s:%ld:%ld: %s", r->path,
+					     r->line, (long)off + 1, why);
+	}
 	o = cJSON_ParseWithLengthOpts(l->s, l->n, &endp, 0);
 	if (o == NULL) {
 		long col = endp != NULL && endp >= l->s ? (long)(endp - l->s) + 1 : 1;
@@ -565,6 +620,15 @@ static int json_row(struct reader *r, const struct field *l)
 				  "expected a JSON object per line");
 		goto out;
 	}
+	/* cJSON keeps both of a repeated key and finds the first: which
+	 * value was meant cannot be known */
+	for (const cJSON *a = o->child; a != NULL; a = a->next)
+		for (const cJSON *b = a->next; b != NULL; b = b->next)
+			if (a->string != NULL && b->string != NULL && strcmp(a->string, b->string) == 0) {
+				rc = ema_error_at(r->err, r->path, r->line,
+						  "key \"%s\" given twice", a->string);
+				goto out;
+			}
 	rc = json_count(r, o, "timestamp", MAX_SECONDS * 1e3, &ts);
 	if (rc == 0)
 		rc = json_count(r, o, "input_length", EMA_WORKLOAD_MAX_TOKENS, &in);

@@ -86,6 +86,14 @@ struct ema_workload_cut {
 int ema_trace_read(const char *path, enum ema_trace_format fmt,
 		   struct ema_workload *out, struct ema_error *err);
 
+/* The largest trace file read (whole, into memory): EMA_TRACE_MAX_GIB in
+ * the environment (GiB, a decimal number > 0), else 4 GiB, 20 times the
+ * largest public trace. Not a key of the scenario: it changes whether a
+ * file is read, never what a run computes, and a key would change every
+ * config.json and so every sweep's hashes. A bad value is EMA_ERR_INPUT. */
+#define EMA_TRACE_MAX_GIB_DEFAULT 4
+int ema_trace_max_bytes(size_t *max, struct ema_error *err);
+
 /* Builds a tenant's stream from its configuration: reads or generates,
  * applies the window and rate scaling, caps max_requests, and shifts the
  * first kept arrival of a trace window to start_s = 0 of the run.
