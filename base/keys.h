@@ -29,7 +29,8 @@ enum {
 	EMA_CFG_REQUIRED = 1u << 0, /* must appear in the object */
 	EMA_CFG_MIN_OPEN = 1u << 1, /* value > min rather than >= min */
 	EMA_CFG_POW2 = 1u << 2,     /* a power of two (page sizes) */
-	EMA_CFG_NONEMPTY = 1u << 3  /* strings: not "" */
+	EMA_CFG_NONEMPTY = 1u << 3, /* strings: not "" */
+	EMA_CFG_OR_MINUS_ONE = 1u << 4 /* numbers: -1 too, besides [min, max] (a meaning of its own) */
 };
 
 struct ema_config_key {
