@@ -17,5 +17,18 @@
  * or max_requests), so that a typo fails at the config check rather than
  * after minutes of generation or an exhausted memory. */
 #define EMA_CFG_MAX_REQUESTS 10000000L
+/* Tokens of one prompt or one output, from a generator, a trace or the
+ * configuration's length keys (one figure for all three, so that a value
+ * the key reference allows is one the generators and readers accept): a
+ * request's prompt + output stays far inside int32_t. */
+#define EMA_MAX_TOKENS 10000000L
+/* Pages of one pool: a GPU's (its memory, times ideal's factor, over the
+ * page size) or a GPU's share of host memory (policy.host_gib). Sixteen
+ * pools of a GPU and sixteen of host memory number at most 2^31 pages,
+ * so that every page number and every sum of page counts over the GPUs
+ * fits the int32_t the ledger and the engine count in; the ledger's six
+ * bytes a page make 384 MiB for a full pool. Larger memories need a
+ * larger page_mib (the engine checks it before anything runs). */
+#define EMA_MAX_POOL_PAGES (1L << 26)
 
 #endif

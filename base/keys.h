@@ -30,7 +30,8 @@ enum {
 	EMA_CFG_MIN_OPEN = 1u << 1, /* value > min rather than >= min */
 	EMA_CFG_POW2 = 1u << 2,     /* a power of two (page sizes) */
 	EMA_CFG_NONEMPTY = 1u << 3, /* strings: not "" */
-	EMA_CFG_PERCENT = 1u << 4   /* numbers: --set also takes a percentage, "+20%" = 0.2 */
+	EMA_CFG_PERCENT = 1u << 4,  /* numbers: --set also takes a percentage, "+20%" = 0.2 */
+	EMA_CFG_OR_MINUS_ONE = 1u << 5 /* numbers: -1 too, besides [min, max] (a meaning of its own) */
 };
 
 struct ema_config_key {

@@ -3,6 +3,7 @@
  * cross-field checks and resolution of hardware and model) and the writer
  * of the effective configuration that reproduces a run exactly. */
 #include "config_internal.h"
+#include "simtime.h"
 
 
 #include <limits.h>
@@ -50,16 +51,16 @@ static const struct ema_config_key length_keys[] = {
 	  "`fixed`: `mean` tokens; `uniform`: integers in [`min`, `max`]; "
 	  "`lognormal`: `mean` and `cv` of the lognormal itself, not of its log; "
 	  "`empirical`: a random row of the workload's `trace`." },
-	{ "mean", EMA_CFG_DBL, LN(mean), 0, 0, 0, 1e7, OPEN, NULL, NULL, NULL,
+	{ "mean", EMA_CFG_DBL, LN(mean), 0, 0, 0, EMA_MAX_TOKENS, OPEN, NULL, NULL, NULL,
 	  "tokens", "Mean length (`fixed`, `lognormal`)." },
 	{ "cv", EMA_CFG_DBL, LN(cv), 0, 0, 0, 100, 0, NULL, NULL, NULL,
 	  "", "Coefficient of variation (`lognormal`)." },
-	{ "min", EMA_CFG_INT, LN(min), 0, 0, 1, 1 << 24, 0, NULL, NULL, NULL,
+	{ "min", EMA_CFG_INT, LN(min), 0, 0, 1, EMA_MAX_TOKENS, 0, NULL, NULL, NULL,
 	  "tokens",
 	  "Every drawn length is clamped to [max(1, `min`), `max`], rows of "
 	  "`lengths` and `empirical` files included; also the lower end of "
 	  "`uniform`." },
-	{ "max", EMA_CFG_INT, LN(max), 0, 0, 1, 1 << 24, 0, NULL, NULL, NULL,
+	{ "max", EMA_CFG_INT, LN(max), 0, 0, 1, EMA_MAX_TOKENS, 0, NULL, NULL, NULL,
 	  "tokens", "Upper clamp of every drawn length; also the upper end of `uniform`." },
 	END
 };
@@ -251,7 +252,7 @@ static const struct ema_config_key plan_keys[] = {
 };
 
 static const struct ema_config_key metrics_keys[] = {
-	{ "warmup_s", EMA_CFG_DBL, MT(warmup_s), 0, 0, -1, 1e9, 0, NULL, NULL, NULL,
+	{ "warmup_s", EMA_CFG_DBL, MT(warmup_s), 0, 0, 0, 1e9, EMA_CFG_OR_MINUS_ONE, NULL, NULL, NULL,
 	  "s",
 	  "Start of the steady-state window of summary.csv's `steady_tok_s` and "
 	  "`goodput_req_s`, in run time; -1 = 10% of the window's end (the first "
@@ -613,10 +614,20 @@ static int check_tenant(const struct origin *o, const struct ema_config *c,
 	if (rc < 0)
 		return rc;
 	if (t->gpu >= c->hw.n_gpus) {
-		snprintf(p, sizeof p, "tenants.%d.gpu", i);
-		return vfail(o, p, true, err,
-			     "GPU %d is outside hardware %s; expected 0..%d",
-			     t->gpu, c->hw.name, c->hw.n_gpus - 1);
+		/* blamed on what a --set changed, the GPU or the server */
+		char gpu_key[64];
+		const char *keys[] = { gpu_key, "hardware.n_gpus", "hardware", NULL };
+		const char *blame;
+
+		snprintf(gpu_key, sizeof gpu_key, "tenants.%d.gpu", i);
+		blame = locate(o, keys);
+		if (blame == keys[0])
+			return vfail(o, blame, true, err,
+				     "GPU %d is outside hardware %s; expected 0..%d",
+				     t->gpu, c->hw.name, c->hw.n_gpus - 1);
+		return vfail(o, blame, false, err,
+			     "tenants.%d.gpu = %d is outside hardware %s (hardware.n_gpus = %d); "
+			     "expected 0..%d", i, t->gpu, c->hw.name, c->hw.n_gpus, c->hw.n_gpus - 1);
 	}
 	for (int j = 0; j < i; j++) {
 		if (c->tenants[j].gpu == t->gpu) {
@@ -767,6 +778,48 @@ static int resolve_plan(const struct origin *o, struct ema_config *c, struct ema
 	return EMA_OK;
 }
 
+/* The shortest step a run can take, a decode of one token (every weight
+ * read once, 2 x params FLOPs, and the overhead), must end within the
+ * limit of simulated time (simtime.h): else no step ends at all. A rate
+ * that rounds to 0 (1e-300 x 1e-12) would time every step at 0 ns, as
+ * the cost model reads "no rate"; it is refused here too. Longer steps
+ * and runs are checked as they are simulated (sim/sim_platform.c). */
+static int check_step_limit(const struct ema_config *c, const struct origin *o,
+			    struct ema_error *err)
+{
+	static const char *const hbm_keys[] = {
+		"hardware.hbm_read_gbps", "hardware.hbm_efficiency", "hardware", "model", NULL
+	};
+	static const char *const flops_keys[] = {
+		"hardware.peak_tflops", "hardware.flops_efficiency", "hardware", "model", NULL
+	};
+	const struct ema_hw_profile *hw = &c->hw;
+	double tp = c->model.tensor_parallel > 0 ? c->model.tensor_parallel : 1;
+	double rate = hw->hbm_read_gbps * hw->hbm_efficiency;
+	double flops_per_ns = hw->peak_tflops * 1e3 * hw->flops_efficiency;
+	double weights = (double)ema_model_weight_bytes(&c->model);
+	double flops = 2.0 * c->model.params_b * 1e9 / tp;
+	double over = hw->iter_overhead_us * 1e3;
+	char t[32];
+
+	if (!(rate > 0) || !ema_time_ns_ok(over + weights / rate))
+		return vfail(o, locate(o, hbm_keys), false, err,
+			     "hardware.hbm_read_gbps x hbm_efficiency = %.3g GB/s reads the %.3g GB "
+			     "of weights of model %s in %s a step: past the limit of simulated "
+			     "time, " EMA_TIME_MAX_TEXT " (2^62 ns); expected faster reads",
+			     rate, weights / 1e9, c->model.name,
+			     rate > 0 ? ema_time_text(t, sizeof t, over + weights / rate) : "forever");
+	if (!(flops_per_ns > 0) || !ema_time_ns_ok(over + flops / flops_per_ns))
+		return vfail(o, locate(o, flops_keys), false, err,
+			     "hardware.peak_tflops x flops_efficiency = %.3g TFLOP/s computes the "
+			     "%.3g FLOPs of one token of model %s in %s a step: past the limit of "
+			     "simulated time, " EMA_TIME_MAX_TEXT " (2^62 ns); expected faster compute",
+			     flops_per_ns / 1e3, flops, c->model.name,
+			     flops_per_ns > 0 ? ema_time_text(t, sizeof t, over + flops / flops_per_ns) :
+			     "forever");
+	return EMA_OK;
+}
+
 static int validate(struct ema_config *c, const struct origin *o,
 		    struct ema_error *err)
 {
@@ -792,10 +845,23 @@ static int validate(struct ema_config *c, const struct origin *o,
 	rc = check_name(o, "name", c->name, "it names the run folder under runs/", err);
 	if (rc < 0)
 		return rc;
-	if (c->gpu_mem_cap_gib > c->hw.gpu_mem_gib)
-		return vfail(o, "gpu_mem_cap_gib", true, err,
-			     "expected at most the %g GiB of a GPU of %s (0 = all of it), got %g",
-			     c->hw.gpu_mem_gib, c->hw.name, c->gpu_mem_cap_gib);
+	if (c->gpu_mem_cap_gib > c->hw.gpu_mem_gib) {
+		/* blamed on what a --set changed, the cap or the GPU's memory */
+		static const char *const cap_keys[] = {
+			"gpu_mem_cap_gib", "hardware.gpu_mem_gib", "hardware", NULL
+		};
+
+		const char *blame = locate(o, cap_keys);
+
+		if (blame == cap_keys[0])
+			return vfail(o, blame, true, err,
+				     "expected at most the %g GiB of a GPU of %s (0 = all of it), got %g",
+				     c->hw.gpu_mem_gib, c->hw.name, c->gpu_mem_cap_gib);
+		return vfail(o, blame, false, err,
+			     "gpu_mem_cap_gib = %g GiB: expected at most the %g GiB of a GPU of %s "
+			     "(hardware.gpu_mem_gib; 0 = all of it)",
+			     c->gpu_mem_cap_gib, c->hw.gpu_mem_gib, c->hw.name);
+	}
 	if (c->model.tensor_parallel > c->hw.n_gpus)
 		return vfail(o, "model", true, err,
 			     "tensor_parallel %d exceeds the %d GPUs of %s",
@@ -823,11 +889,6 @@ static int validate(struct ema_config *c, const struct origin *o,
 		if (rc < 0)
 			return rc;
 	}
-	/* -1 is the one negative value with a meaning */
-	if (c->metrics.warmup_s < 0 && c->metrics.warmup_s != -1)
-		return vfail(o, "metrics.warmup_s", true, err,
-			     "expected -1 (10%% of the window's end) or >= 0 s, got %g",
-			     c->metrics.warmup_s);
 	if (c->metrics.window_end_s > 0 && c->metrics.warmup_s >= c->metrics.window_end_s) {
 		static const char *const win_keys[] = {
 			"metrics.warmup_s", "metrics.window_end_s", NULL
@@ -846,6 +907,9 @@ static int validate(struct ema_config *c, const struct origin *o,
 		return vfail(o, locate(o, fit_keys), false, err,
 			     "model %s needs %.1f GB of weights per GPU, more than the %.1f GiB a GPU has",
 			     c->model.name, (double)weights / 1e9, usable_gib);
+	rc = check_step_limit(c, o, err);
+	if (rc < 0)
+		return rc;
 	/* a group is at least one layer */
 	if (c->serving.layer_groups > c->model.layers)
 		c->serving.layer_groups = c->model.layers;

@@ -246,6 +246,11 @@ static int check_number(const struct ema_config_key *k, const cJSON *v,
 	if (integral && x != floor(x))
 		return ema_config_fail(src, path, true, err,
 				       "expected an integer, got %s", got);
+	/* -1, where it means something of its own (metrics.warmup_s) */
+	if ((k->flags & EMA_CFG_OR_MINUS_ONE) && x == -1) {
+		*out = x;
+		return EMA_OK;
+	}
 	if (integral && (x < k->min || x > k->max))
 		return ema_config_fail(src, path, true, err,
 				       "expected an integer in %s..%s, got %s",
@@ -253,7 +258,8 @@ static int check_number(const struct ema_config_key *k, const cJSON *v,
 	if ((k->flags & EMA_CFG_MIN_OPEN ? x <= k->min : x < k->min) ||
 	    x > k->max)
 		return ema_config_fail(src, path, true, err,
-				       "expected a number in %c%s, %s], got %s",
+				       "expected %sa number in %c%s, %s], got %s",
+				       k->flags & EMA_CFG_OR_MINUS_ONE ? "-1 or " : "",
 				       k->flags & EMA_CFG_MIN_OPEN ? '(' : '[',
 				       lo, hi, got);
 	if (k->flags & EMA_CFG_POW2) {

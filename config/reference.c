@@ -88,7 +88,8 @@ static void range_text(char *buf, size_t size, const struct ema_config_key *k)
 		snprintf(buf, size, "%s..%s", lo, hi);
 		break;
 	case EMA_CFG_DBL:
-		snprintf(buf, size, "%s%s%s, %s]", (k->flags & EMA_CFG_POW2) ? "power of two in " : "",
+		snprintf(buf, size, "%s%s%s%s, %s]", (k->flags & EMA_CFG_OR_MINUS_ONE) ? "-1 or " : "",
+			 (k->flags & EMA_CFG_POW2) ? "power of two in " : "",
 			 (k->flags & EMA_CFG_MIN_OPEN) ? "(" : "[", lo, hi);
 		break;
 	case EMA_CFG_STRLIST:
@@ -289,7 +290,11 @@ int ema_config_write_reference(FILE *out, struct ema_error *err)
 	      "Unknown keys are errors. *Default* is the value a key takes when "
 	      "neither the file nor `--set` gives it; *required* keys have none. "
 	      "Ranges are checked when the file is read (`[` closed, `(` open); "
-	      "some keys have cross-field checks too, which their text names. "
+	      "some keys have cross-field checks too, which their text names, "
+	      "and a few combinations of in-range values are refused for what "
+	      "the counts can hold: a step past simulated time's 146 years, a "
+	      "pool of more than 2^26 pages "
+	      "([limitations.md](limitations.md#limits-of-the-numbers)). "
 	      "`tenants[i]` is written `tenants.0`, `tenants.1`, ... in `--set` "
 	      "paths.\n\n", out);
 

@@ -312,8 +312,10 @@ static int32_t max_lent_compute(const struct ema_policy_ctx *c, int gpu)
 		return INT32_MAX / 2;
 	local = (double)ema_model_weight_bytes(c->model) +
 		(double)ema_lending_kv_capacity(c, gpu) * (double)c->page_bytes;
-	cap = s * local / (hw->hbm_efficiency * hw->interference_lender);
-	return (int32_t)floor(cap / (double)c->page_bytes);
+	cap = floor(s * local / (hw->hbm_efficiency * hw->interference_lender) /
+		    (double)c->page_bytes);
+	/* (a tiny efficiency or interference makes it no cap, not a wrapped int) */
+	return cap < INT32_MAX / 2 ? (int32_t)cap : INT32_MAX / 2;
 }
 
 /* With max_remote_share s in (0, 1): remote <= s x (local + remote), i.e.
@@ -322,9 +324,13 @@ static int32_t share_cap(const struct ema_policy_ctx *c, int tenant)
 {
 	double s = c->knobs->max_remote_share;
 
+	double cap;
+
 	if (s <= 0 || s >= 1.0)
 		return INT32_MAX / 2;
-	return (int32_t)floor(s / (1.0 - s) * c->kv_capacity_pages[tenant]);
+	/* (s a hair below 1 makes it no cap, not a wrapped int) */
+	cap = floor(s / (1.0 - s) * c->kv_capacity_pages[tenant]);
+	return cap < INT32_MAX / 2 ? (int32_t)cap : INT32_MAX / 2;
 }
 
 /* ---- the TPOT budget ----------------------------------------------------

@@ -76,19 +76,35 @@ static void engine_fail_op(struct ema_engine *e, int rc, const char *what)
 	e->platform->ops->stop(e->platform);
 }
 
+/* More pages than any pool holds (EMA_MAX_POOL_PAGES, checked before a
+ * run), for a request whose KV is larger still: it never fits anywhere,
+ * and a sum of a few of them (a watermark, a reserve) stays inside
+ * int32_t. A model with KV of 64 GiB a token (1024 layers x 1024 KV
+ * heads x 4096 x 8 bytes x 2) has requests of more pages than int32_t
+ * counts; their bytes stay within uint64_t (10^7 tokens at most), which
+ * the check below keeps true whatever the limits become. */
+#define PAGES_NEVER ((int32_t)1 << 29)
+_Static_assert(EMA_MAX_POOL_PAGES < PAGES_NEVER / 4, "PAGES_NEVER above every pool");
+
 int32_t ema_engine_pages_for_tokens(const struct ema_engine *e, int64_t tokens)
 {
 	int64_t bt = e->cfg->serving.block_tokens;
 	int64_t blocks;
-	uint64_t bytes;
+	uint64_t bytes, pages;
 
 	/* pages of whole blocks: ceil(ceil(tokens / bt) / blocks per page)
 	 * is ceil(tokens / tokens per page), one division instead of two */
-	if (e->tokens_per_page > 0)
-		return (int32_t)((tokens + e->tokens_per_page - 1) / e->tokens_per_page);
+	if (e->tokens_per_page > 0) {
+		int64_t n = (tokens + e->tokens_per_page - 1) / e->tokens_per_page;
+
+		return n < PAGES_NEVER ? (int32_t)n : PAGES_NEVER;
+	}
 	blocks = (tokens + bt - 1) / bt;
+	if (blocks > 0 && e->block_bytes > (UINT64_MAX - e->page_bytes) / (uint64_t)blocks)
+		return PAGES_NEVER;
 	bytes = (uint64_t)blocks * e->block_bytes;
-	return (int32_t)((bytes + e->page_bytes - 1) / e->page_bytes);
+	pages = (bytes + e->page_bytes - 1) / e->page_bytes;
+	return pages < (uint64_t)PAGES_NEVER ? (int32_t)pages : PAGES_NEVER;
 }
 
 /* Tokens that n pages hold: whole blocks of n x page bytes, so that
@@ -3096,20 +3112,77 @@ int ema_engine_register_policies(const struct ema_policy_ops *const *table)
 	return ema_config_set_policies(list, n);
 }
 
+/* The pages of a GPU's pool and of its share of host memory under
+ * `policy`, before they are checked against EMA_MAX_POOL_PAGES. */
+static void pool_figures(const struct ema_config *cfg, const struct ema_policy_ops *policy,
+			 double *factor, double *gpu_pages, double *host_pages)
+{
+	double mem_gib = cfg->gpu_mem_cap_gib > 0 ? cfg->gpu_mem_cap_gib : cfg->hw.gpu_mem_gib;
+	double page = (double)llround(cfg->page_mib * 1048576.0);
+
+	*factor = policy->memory_factor ? policy->memory_factor(&cfg->policy) : 1.0;
+	*gpu_pages = floor(mem_gib * *factor * 1073741824.0 / page);
+	*host_pages = floor(cfg->policy.host_gib * 1073741824.0 / page);
+}
+
+int ema_engine_check_limits(const struct ema_config *cfg, const struct ema_policy_ops *policy,
+			    struct ema_error *err)
+{
+	double factor, gpu, host;
+	double mem_gib = cfg->gpu_mem_cap_gib > 0 ? cfg->gpu_mem_cap_gib : cfg->hw.gpu_mem_gib;
+
+	if (llround(cfg->page_mib * 1048576.0) <= 0)
+		return ema_error_set(err, EMA_ERR_INPUT, "%s: page_mib %g gives no page",
+				     cfg->source_file, cfg->page_mib);
+	pool_figures(cfg, policy, &factor, &gpu, &host);
+	if (policy->kv_memory_factor != NULL) {
+		/* a KV factor grows the pool by less than the same factor on
+		 * the whole GPU: bounded by it */
+		factor *= policy->kv_memory_factor(&cfg->policy);
+		gpu = floor(gpu * policy->kv_memory_factor(&cfg->policy));
+	}
+	if (!(gpu <= (double)EMA_MAX_POOL_PAGES)) {
+		char by[160] = "";
+
+		if (factor != 1.0) {
+			/* its knob, where it follows ideal's naming */
+			char knob[EMA_NAME_MAX + 32];
+
+			snprintf(knob, sizeof knob, "policy.%s_factor", policy->name);
+			snprintf(by, sizeof by, " x %g (%s's memory factor%s%s)", factor, policy->name,
+				 ema_config_key_unit(knob) != NULL ? ", " : "",
+				 ema_config_key_unit(knob) != NULL ? knob : "");
+		}
+		return ema_error_set(err, EMA_ERR_INPUT,
+				     "%s: a GPU's %g GiB%s%s in pages of page_mib = %g MiB are %.0f pages "
+				     "under %s, more than the %ld (2^26) one pool may hold; expected a "
+				     "larger page_mib or less memory", cfg->source_file, mem_gib,
+				     cfg->gpu_mem_cap_gib > 0 ? " (gpu_mem_cap_gib)" : " (hardware.gpu_mem_gib)",
+				     by, cfg->page_mib, gpu, policy->name, EMA_MAX_POOL_PAGES);
+	}
+	if (!(host <= (double)EMA_MAX_POOL_PAGES))
+		return ema_error_set(err, EMA_ERR_INPUT,
+				     "%s: policy.host_gib = %g GiB in pages of page_mib = %g MiB are %.0f "
+				     "pages, more than the %ld (2^26) one pool may hold; expected a larger "
+				     "page_mib or a smaller host_gib", cfg->source_file, cfg->policy.host_gib,
+				     cfg->page_mib, host, EMA_MAX_POOL_PAGES);
+	return EMA_OK;
+}
+
 int ema_engine_platform_params(struct ema_platform_params *p, const struct ema_config *cfg,
 			       const struct ema_policy_ops *policy)
 {
-	double factor = policy->memory_factor ? policy->memory_factor(&cfg->policy) : 1.0;
-	double mem_gib = cfg->gpu_mem_cap_gib > 0 ? cfg->gpu_mem_cap_gib : cfg->hw.gpu_mem_gib;
+	double factor, gpu, host;
 
 	memset(p, 0, sizeof *p);
+	if (ema_engine_check_limits(cfg, policy, NULL) != EMA_OK)
+		return EMA_ERR_INPUT;
+	pool_figures(cfg, policy, &factor, &gpu, &host);
 	p->n_gpus = cfg->hw.n_gpus;
 	p->page_bytes = (uint64_t)llround(cfg->page_mib * 1048576.0);
-	if (p->page_bytes == 0)
-		return EMA_ERR_INPUT;
 	for (int g = 0; g < cfg->hw.n_gpus && g < EMA_MAX_GPUS; g++) {
-		p->pool_pages[g] = (uint64_t)(int32_t)floor(mem_gib * factor * 1073741824.0 /
-							   (double)p->page_bytes);
+		/* (in [0, EMA_MAX_POOL_PAGES]: checked above) */
+		p->pool_pages[g] = gpu > 0 ? (uint64_t)gpu : 0;
 		if (p->pool_pages[g] > 0)
 			p->gpus_used = g + 1;
 	}
@@ -3134,8 +3207,7 @@ int ema_engine_platform_params(struct ema_platform_params *p, const struct ema_c
 							      kv_factor);
 		}
 	}
-	p->host_pages_per_gpu = (uint64_t)(int32_t)floor(cfg->policy.host_gib * 1073741824.0 /
-							 (double)p->page_bytes);
+	p->host_pages_per_gpu = host > 0 ? (uint64_t)host : 0;
 	p->hw = &cfg->hw;
 	p->model = &cfg->model;
 	return EMA_OK;
@@ -3155,6 +3227,9 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 	e->platform = platform;
 	e->policy = policy;
 	e->counted_pages = true; /* until page lists are asked for */
+	rc = ema_engine_check_limits(cfg, policy, err);
+	if (rc != EMA_OK)
+		return rc;
 	if (ema_engine_platform_params(&params, cfg, policy) != EMA_OK)
 		return ema_error_set(err, EMA_ERR_INPUT, "engine: page_mib %g gives no page", cfg->page_mib);
 	/* the platform was built for the same memory (one function decides) */
@@ -3451,6 +3526,51 @@ static int no_progress(struct ema_engine *e, struct ema_error *err)
 			     (long long)e->done_requests, (long long)e->total_requests);
 }
 
+/* The end of a run: every request completed or was dropped, or, where
+ * the run stopped at its horizon, is still in flight; and the counts the
+ * outputs print (n_done, stats.dropped, done_requests) are those of the
+ * requests' states. A run that ends otherwise would print a result short
+ * of requests as if it were whole (issue 32: a clock that wrapped around
+ * ended a run with 6 of 10 requests completed and none dropped). */
+static int check_accounts(struct ema_engine *e, struct ema_error *err)
+{
+	/* (a platform stops at the horizon with work pending; one that stops
+	 * before it has nothing left, and no_progress speaks first) */
+	bool at_horizon = e->cfg->horizon_s > 0;
+	int64_t all = 0;
+
+	for (int i = 0; i < e->n_tenants; i++) {
+		const struct ema_tenant *t = &e->tenants[i];
+		int64_t done = 0, dropped = 0, open = 0;
+
+		for (int32_t k = 0; k < t->n_reqs; k++) {
+			if (t->reqs[k].state == EMA_REQ_DONE)
+				done++;
+			else if (t->reqs[k].state == EMA_REQ_DROPPED)
+				dropped++;
+			else
+				open++;
+		}
+		if (done + dropped != t->n_done || dropped != t->stats.dropped ||
+		    (open > 0 && !at_horizon))
+			return ema_error_set(err, EMA_ERR_INTERNAL,
+					     "engine: tenant %s ends the run at t = %.3f s with %lld of its "
+					     "%d requests completed, %lld dropped and %lld neither%s (counted: "
+					     "%d done, %lld dropped): a bug in ema", t->cfg->name,
+					     (double)e->end_ns * 1e-9, (long long)done, t->n_reqs,
+					     (long long)dropped, (long long)open,
+					     at_horizon ? ", at its horizon" : " in a run without a horizon",
+					     t->n_done, (long long)t->stats.dropped);
+		all += t->n_done;
+	}
+	if (all != e->done_requests)
+		return ema_error_set(err, EMA_ERR_INTERNAL,
+				     "engine: %lld requests done by the tenants' counts, %lld by the "
+				     "engine's: a bug in ema", (long long)all,
+				     (long long)e->done_requests);
+	return EMA_OK;
+}
+
 int ema_engine_run(struct ema_engine *e, struct ema_error *err)
 {
 	int64_t horizon = e->cfg->horizon_s > 0 ? (int64_t)(e->cfg->horizon_s * 1e9) : 0;
@@ -3479,6 +3599,9 @@ int ema_engine_run(struct ema_engine *e, struct ema_error *err)
 	e->end_ns = ema_engine_now(e);
 	if (e->done_requests < e->total_requests && !work_pending(e))
 		return no_progress(e, err);
+	rc = check_accounts(e, err);
+	if (rc != EMA_OK)
+		return rc;
 	timeline_finish(e, e->end_ns);
 	if (e->error) {
 		*err = e->err;

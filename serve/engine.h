@@ -130,9 +130,17 @@ void ema_engine_on_progress(struct ema_engine *e, ema_progress_fn fn, void *arg)
  * (the registry, ema_policy_table, or a test's own NULL-terminated list):
  * the program calls it once at start-up, before loading a scenario. */
 int ema_engine_register_policies(const struct ema_policy_ops *const *table);
+/* Whether a run of `policy` fits the engine's counts: every pool (a
+ * GPU's memory times the policy's memory factor, a GPU's share of host
+ * memory) holds at most EMA_MAX_POOL_PAGES pages. EMA_ERR_INPUT with a
+ * message naming the keys otherwise; ema_engine_new checks it too, and a
+ * program checks every policy's before the first one runs. */
+int ema_engine_check_limits(const struct ema_config *cfg, const struct ema_policy_ops *policy,
+			    struct ema_error *err);
 /* The platform a run of `policy` needs (pools of its memory factor),
  * computed here once for every backend; the engine checks that its
- * platform was built from the same. EMA_ERR_INPUT when no page fits. */
+ * platform was built from the same. EMA_ERR_INPUT when no page fits or
+ * ema_engine_check_limits refuses. */
 int ema_engine_platform_params(struct ema_platform_params *p, const struct ema_config *cfg,
 			       const struct ema_policy_ops *policy);
 /* Runs to completion (or the horizon); results stay in the engine. The

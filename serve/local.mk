@@ -18,3 +18,16 @@ tests_test_charges_SOURCES = tests/test_charges.c tests/test_main.h tests/mock_p
 tests_test_charges_CFLAGS = $(TEST_CFLAGS)
 tests_test_charges_LDADD = $(TEST_LIBS)
 endif
+
+# Extreme but valid input: every documented range at both ends, the
+# limits of simulated time and of page counts, a random walk over extreme
+# hardware and model figures (issue 32); and the same from the command line.
+if HAVE_CUNIT
+check_PROGRAMS += tests/test_limits
+TESTS += tests/test_limits
+tests_test_limits_SOURCES = tests/test_limits.c tests/test_main.h
+tests_test_limits_CFLAGS = $(TEST_CFLAGS)
+tests_test_limits_LDADD = $(TEST_LIBS)
+endif
+TESTS += tests/test_extremes.sh
+EXTRA_DIST += tests/test_extremes.sh

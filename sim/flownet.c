@@ -49,9 +49,11 @@
 #include "flownet.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "simtime.h"
 #include "step_cost.h"
 
 enum flow_state { FLOW_QUEUED, FLOW_LATENCY, FLOW_DATA };
@@ -279,14 +281,16 @@ int ema_flownet_params(const struct ema_flownet *net, int src, int dst,
 	}
 	out->copy_engine = true;
 	t1 = curve ? fmax(fixed, s / copy_curve(hw, s)) : fixed + s / link;
+	/* (a latency past the limit of simulated time saturates to
+	 * EMA_TIME_PAST: its flow ends there, and ema_flownet_describe_late
+	 * says why if the run gets there) */
 	if (n_pages <= 1) {
-		out->latency_ns = (int64_t)llround(fmax(0.0, t1 - s / link));
+		out->latency_ns = ema_time_ns(fmax(0.0, t1 - s / link));
 		return EMA_OK;
 	}
 	/* (the policies' staged rates take the same per-page cost) */
 	step = ema_cost_copy_page_ns(hw, method, s, link, curve);
-	out->latency_ns = method == EMA_COPY_PER_PAGE ? (int64_t)llround(fmax(0.0, t1 - step)) :
-			  (int64_t)llround(fixed);
+	out->latency_ns = ema_time_ns(method == EMA_COPY_PER_PAGE ? fmax(0.0, t1 - step) : fixed);
 	if (step > 0 && (out->cap_gbps <= 0 || s / step < out->cap_gbps))
 		out->cap_gbps = s / step;
 	return EMA_OK;
@@ -305,8 +309,10 @@ static int64_t flow_finish(const struct flow *f)
 	t = ceil(f->remaining / f->rate - 1e-6);
 	if (t < 0)
 		t = 0;
-	if (t > 9e18)
-		return INT64_MAX;
+	/* past the limit of simulated time (a NaN too): never reached where
+	 * a horizon comes first, else the run stops there and says why */
+	if (!(t <= (double)(EMA_TIME_MAX_NS - f->last)))
+		return EMA_TIME_PAST;
 	return f->last + (int64_t)t;
 }
 
@@ -603,7 +609,7 @@ static void data_enter(struct ema_flownet *net, const struct flow *f)
 /* A flow that got its engine (or needs none) begins its latency phase. */
 static void flow_begin(struct ema_flownet *net, struct flow *f, int64_t now)
 {
-	f->lat_end = now + f->latency_ns;
+	f->lat_end = ema_time_after(now, f->latency_ns);
 	f->last = now;
 	f->fin_ok = false;
 	f->state = f->latency_ns > 0 ? FLOW_LATENCY : FLOW_DATA;
@@ -946,6 +952,45 @@ int ema_flownet_queued(const struct ema_flownet *net)
 	for (int i = 0; i < net->n_flows; i++)
 		q += net->flows[i].state == FLOW_QUEUED;
 	return q;
+}
+
+void ema_flownet_describe_late(const struct ema_flownet *net, char *buf, size_t size)
+{
+	const struct ema_hw_profile *hw = &net->hw;
+
+	for (int i = 0; i < net->n_flows; i++) {
+		const struct flow *f = &net->flows[i];
+		char src[16], dst[16], t[32];
+		const char *key;
+
+		if (!((f->state == FLOW_LATENCY && f->lat_end > EMA_TIME_MAX_NS) ||
+		      (f->state == FLOW_DATA && flow_finish(f) > EMA_TIME_MAX_NS)))
+			continue;
+		if (f->src == EMA_HOST)
+			snprintf(src, sizeof src, "host");
+		else
+			snprintf(src, sizeof src, "GPU %d", f->src);
+		if (f->dst == EMA_HOST)
+			snprintf(dst, sizeof dst, "host");
+		else
+			snprintf(dst, sizeof dst, "GPU %d", f->dst);
+		key = f->src == EMA_HOST || f->dst == EMA_HOST ? "hardware.host_link_gbps" :
+		      f->src == f->dst ? "hardware.hbm_read_gbps" : "hardware.link_gbps";
+		if (f->state == FLOW_LATENCY)
+			snprintf(buf, size, "a transfer from %s to %s would wait %s before "
+				 "its data moves (hardware.copy_fixed_us, copy_call_us, batch_page_us, "
+				 "and the copy rates of copy_curve and %s)", src, dst,
+				 ema_time_text(t, sizeof t, (double)f->latency_ns), key);
+		else
+			snprintf(buf, size, "a transfer from %s to %s has %.3g bytes left to move at "
+				 "%.3g GB/s (%s = %.3g GB/s; a copy's own rate: gather_gbps, copy_curve, "
+				 "copy_call_us, batch_page_us, pull_share_under_load)", src, dst,
+				 f->remaining, f->rate, key,
+				 f->src == EMA_HOST || f->dst == EMA_HOST ? hw->host_link_gbps :
+				 f->src == f->dst ? hw->hbm_read_gbps : hw->link_gbps);
+		return;
+	}
+	snprintf(buf, size, "a transfer would end past it");
 }
 
 uint64_t ema_flownet_generation(const struct ema_flownet *net)

@@ -12,6 +12,7 @@
 #define EMA_FLOWNET_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hardware.h"
@@ -105,6 +106,9 @@ int ema_flownet_active(const struct ema_flownet *net);
 int ema_flownet_flows_at(const struct ema_flownet *net, int gpu);
 /* Copy-engine flows waiting for an engine. */
 int ema_flownet_queued(const struct ema_flownet *net);
+/* Says which flow would end past the limit of simulated time
+ * (simtime.h), naming the profile's keys that set its rate. */
+void ema_flownet_describe_late(const struct ema_flownet *net, char *buf, size_t size);
 /* Bumped whenever the rates may have changed. */
 uint64_t ema_flownet_generation(const struct ema_flownet *net);
 /* For tests: compares the incrementally kept state (rates, HBM sums,

@@ -64,6 +64,7 @@
 
 #include "timing.h"
 #include "eventq.h"
+#include "simtime.h"
 #include "step_cost.h"
 #include "flownet.h"
 #include "platform.h"
@@ -150,6 +151,8 @@ struct iter_slot {
 	 * attention takes while it runs (given back when it ends) */
 	double attn_gbps[EMA_MAX_GPUS];
 	bool attn_any;
+	/* why its end was scheduled past the limit of time (iter_late) */
+	char late[EMA_ERROR_MSG_MAX / 2 + 256];
 };
 
 /* A leap of iterations on one GPU (see the top of the file). */
@@ -348,9 +351,15 @@ static void iter_done_event(void *arg, int64_t now)
 	iter_finish(s, now);
 }
 
+/* busy_ns x (g + 1) / groups - busy_ns x g / groups, without forming
+ * the products (busy_ns may be near the limit of time, groups 1024):
+ * with busy_ns = q x groups + r, each quotient is q x (g or g + 1) plus
+ * r's share, so their difference is exactly this. */
 static int64_t group_ns(const struct iter_slot *s, int g)
 {
-	return s->busy_ns * (g + 1) / s->groups - s->busy_ns * g / s->groups;
+	int64_t q = s->busy_ns / s->groups, r = s->busy_ns % s->groups;
+
+	return q + r * (g + 1) / s->groups - r * g / s->groups;
 }
 
 /* A prefetch flow: the method's cost, at the share of its rate a pull
@@ -501,7 +510,8 @@ static int try_compute(struct iter_slot *s, int64_t now)
 		if (rc != EMA_OK)
 			return rc;
 	}
-	if (ema_eventq_push(&p->q, now + group_ns(s, g), group_done_event, s) != EMA_OK)
+	if (ema_eventq_push(&p->q, ema_time_after(now, group_ns(s, g)), group_done_event, s) !=
+	    EMA_OK)
 		return ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory");
 	return EMA_OK;
 }
@@ -830,16 +840,38 @@ static int sim_iteration(struct ema_platform *pl, const struct ema_iteration *it
 	return rc;
 }
 
-/* llround(x), in line for what times are (non-negative, below 2^63):
- * the fraction x - trunc(x) of a double is exact. */
+/* A duration of the cost model in the clock's ns: rounded to the
+ * nearest, EMA_TIME_PAST past simulated time's limit (simtime.h). */
 static inline int64_t round_ns(double x)
 {
-	if (x >= 0 && x < 9.2e18) {
-		int64_t r = (int64_t)x;
+	return ema_time_ns(x);
+}
 
-		return r + (x - (double)r >= 0.5);
-	}
-	return (int64_t)llround(x);
+/* Why an iteration's end was scheduled past the limit: its slot's words,
+ * said if the run gets there (sim_run). stall_ns > 0: the wait for its
+ * first layer group's remote KV is what passes it. */
+static void iter_late(struct sim *p, struct iter_slot *s, const struct ema_iteration *it,
+		      const struct ema_timing *c, double stall_ns)
+{
+	const struct ema_hw_profile *hw = p->hw;
+	double out = ema_flownet_hbm_out_gbps(p->net, it->gpu);
+	double in = ema_flownet_hbm_in_gbps(p->net, it->gpu);
+	double f_mem = 1 + (hw->interference_lender * out + hw->interference_borrower * in) /
+		       hw->hbm_read_gbps;
+	double f_comp = 1 + hw->interference_compute * (in + out) / hw->link_gbps;
+	char why[EMA_ERROR_MSG_MAX / 2], t[32], w[32];
+
+	if (stall_ns > 0)
+		snprintf(why, sizeof why, "a wait of %s for its first layer group's remote KV "
+			 "(hardware.link_gbps = %.3g GB/s, gather_gbps = %.3g GB/s, "
+			 "pull_share_under_load = %g, and the transfers already on the links)",
+			 ema_time_text(w, sizeof w, stall_ns), hw->link_gbps, hw->gather_gbps,
+			 hw->pull_share_under_load);
+	else
+		ema_timing_explain(hw, it, c, f_mem, f_comp, why, sizeof why);
+	snprintf(s->late, sizeof s->late, "GPU %d's step (%d request%s) at t = %s would end past it: "
+		 "%s", it->gpu, it->n_seqs, it->n_seqs == 1 ? "" : "s",
+		 ema_time_text(t, sizeof t, (double)p->now), why);
 }
 
 static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
@@ -888,6 +920,8 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 	over_ns = round_ns(c.overhead_ns);
 	if (over_ns > total_ns)
 		over_ns = total_ns;
+	if (ema_time_after(p->now, total_ns) > EMA_TIME_MAX_NS)
+		iter_late(p, s, it, &c, 0);
 
 	memset(&s->res, 0, sizeof s->res);
 	s->res.start_ns = p->now;
@@ -906,7 +940,8 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 			rc = start_attention(p, s, ap, total_ns - over_ns);
 		if (rc != EMA_OK)
 			goto fail;
-		if (ema_eventq_push(&p->q, p->now + total_ns, iter_done_event, s) != EMA_OK) {
+		if (ema_eventq_push(&p->q, ema_time_after(p->now, total_ns), iter_done_event, s) !=
+		    EMA_OK) {
 			rc = ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory");
 			goto fail;
 		}
@@ -939,8 +974,11 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 				first = fmax(first, t);
 			}
 			stall = round_ns(fmax(0, first - (double)over_ns));
+			if (ema_time_after(p->now, ema_time_after(total_ns, stall)) >
+			    EMA_TIME_MAX_NS && total_ns <= EMA_TIME_MAX_NS - p->now)
+				iter_late(p, s, it, &c, first - (double)over_ns);
 		}
-		rc = start_spread_flows(p, it, total_ns - over_ns + stall, false, true);
+		rc = start_spread_flows(p, it, ema_time_after(total_ns - over_ns, stall), false, true);
 		if (rc == EMA_OK)
 			rc = start_attention(p, s, ap, total_ns - over_ns);
 		if (rc != EMA_OK)
@@ -950,7 +988,8 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 		s->spec_groups = 0;
 		s->spec_adopted = false;
 		s->spec_gen++;
-		if (ema_eventq_push(&p->q, p->now + total_ns + stall, iter_done_event, s) != EMA_OK) {
+		if (ema_eventq_push(&p->q, ema_time_after(p->now, ema_time_after(total_ns, stall)),
+				    iter_done_event, s) != EMA_OK) {
 			rc = ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory");
 			goto fail;
 		}
@@ -1015,7 +1054,8 @@ static int sim_iteration_start(struct sim *p, const struct ema_iteration *it,
 	s->spec_adopted = s->spec_groups > 0;
 	s->spec_groups = 0;
 	if (s->in_overhead) {
-		if (ema_eventq_push(&p->q, p->now + over_ns, overhead_done_event, s) != EMA_OK) {
+		if (ema_eventq_push(&p->q, ema_time_after(p->now, over_ns), overhead_done_event, s) !=
+		    EMA_OK) {
 			rc = ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory");
 			goto fail;
 		}
@@ -1268,6 +1308,9 @@ static int local_step_ns(struct sim *p, const struct ema_iteration *it, int64_t 
 			return EMA_ERR_UNSUPPORTED;
 		total = hw->iter_overhead_us * 1e3 + busy;
 	}
+	/* a step past the limit of time is stepped, whose end says why */
+	if (!ema_time_ns_ok(total))
+		return EMA_ERR_UNSUPPORTED;
 	*ns = round_ns(total);
 	return EMA_OK;
 }
@@ -1350,6 +1393,8 @@ static int sim_leap_times(struct ema_platform *pl, const struct ema_iteration *i
 					break;
 				total = overhead + max_time(compute, local);
 			}
+			if (!ema_time_ns_ok(total))
+				break; /* (as local_step_ns) */
 			ns[i] = round_ns(total);
 		}
 		return i;
@@ -1586,7 +1631,9 @@ static int sim_timer(struct ema_platform *pl, int64_t at_ns, ema_timer_fn fn, vo
 		rc = op_fail(p, ema_error_set(&p->err, EMA_ERR_INTERNAL,
 					      "sim: timer at %lld ns, before now (%lld ns) or without callback",
 					      (long long)at_ns, (long long)p->now));
-	else if (ema_eventq_push(&p->q, at_ns, fn, arg) != EMA_OK)
+	/* (past the limit of time: never reached, or said where it would be) */
+	else if (ema_eventq_push(&p->q, at_ns > EMA_TIME_MAX_NS ? EMA_TIME_PAST : at_ns, fn, arg) !=
+		 EMA_OK)
 		rc = op_fail(p, ema_error_set(&p->err, EMA_ERR_NOMEM, "sim: out of memory"));
 	if (rc != EMA_OK && err != NULL)
 		*err = p->last;
@@ -1651,6 +1698,36 @@ static int64_t next_with_leaps(struct sim *p, int *gpu, bool *bad)
 	}
 }
 
+/* The next event lies past the limit of simulated time (simtime.h) and
+ * the run would get there: a flow's event that a change of rates left
+ * stale is dropped (true: go on); anything else stops the run with what
+ * it was. */
+static bool sim_past_limit(struct sim *p)
+{
+	const struct ema_event *ev = ema_eventq_peek(&p->q);
+	char what[EMA_ERROR_MSG_MAX / 2 + 256], t[32];
+
+	if (ev != NULL && ev->fn == flow_event &&
+	    ((const struct flow_tok *)ev->arg)->gen != p->flow_gen) {
+		struct ema_event e;
+
+		ema_eventq_pop(&p->q, &e);
+		tok_put(p, e.arg);
+		return true;
+	}
+	if (ev != NULL && (ev->fn == iter_done_event || ev->fn == group_done_event ||
+			   ev->fn == overhead_done_event))
+		snprintf(what, sizeof what, "%s", ((const struct iter_slot *)ev->arg)->late);
+	else if (ev != NULL && ev->fn == flow_event)
+		ema_flownet_describe_late(p->net, what, sizeof what);
+	else
+		snprintf(what, sizeof what, "a timer the serving engine or the policy set past it, "
+			 "at t = %s", ema_time_text(t, sizeof t, (double)p->now));
+	ema_time_error(&p->err, "%s; expected a faster hardware profile, or a horizon_s", what);
+	event_fail(p, EMA_ERR_INPUT);
+	return false;
+}
+
 static int sim_run(struct ema_platform *pl, int64_t horizon_ns, struct ema_error *err)
 {
 	struct sim *p = to_sim(pl);
@@ -1680,6 +1757,11 @@ static int sim_run(struct ema_platform *pl, int64_t horizon_ns, struct ema_error
 		if (horizon_ns > 0 && t > horizon_ns) {
 			if (horizon_ns > p->now)
 				p->now = horizon_ns;
+			break;
+		}
+		if (t > EMA_TIME_MAX_NS && gpu < 0) {
+			if (sim_past_limit(p))
+				continue;
 			break;
 		}
 		if (gpu >= 0) {

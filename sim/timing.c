@@ -6,7 +6,9 @@
 #include "timing.h"
 
 #include <math.h>
+#include <stdio.h>
 
+#include "simtime.h"
 #include "step_cost.h"
 
 void ema_timing_iteration(const struct ema_hw_profile *hw, const struct ema_model *m,
@@ -45,6 +47,54 @@ double ema_timing_memory_ns(const struct ema_hw_profile *hw, const struct ema_ti
 			    double f_mem)
 {
 	return ema_cost_inplace_ns(hw, c->memory_ns * f_mem, c->remote_inplace_ns);
+}
+
+void ema_timing_explain(const struct ema_hw_profile *hw, const struct ema_iteration *it,
+			const struct ema_timing *c, double f_mem, double f_comp, char *buf,
+			size_t size)
+{
+	double local = c->memory_ns * f_mem;
+	double mem = ema_timing_memory_ns(hw, c, f_mem);
+	double comp = c->compute_ns * f_comp;
+	double bytes = (double)it->weight_bytes + (double)it->kv_local_bytes + (double)it->act_bytes;
+	char t[32];
+
+	ema_time_text(t, sizeof t, c->overhead_ns + fmax(comp, mem));
+	if (it->prefetch_depth > 0)
+		for (int i = 0; i < it->n_remote; i++)
+			bytes += (double)it->remote[i].bytes; /* staged: read from HBM */
+	if (!(comp <= mem) && comp >= c->overhead_ns) {
+		if (f_comp >= 2)
+			snprintf(buf, size, "a step of %s, compute-bound and slowed %.3g times by "
+				 "transfers (hardware.interference_compute x their GB/s / link_gbps)",
+				 t, f_comp);
+		else
+			snprintf(buf, size, "a step of %s, compute-bound: %.3g FLOPs at "
+				 "hardware.peak_tflops x hardware.flops_efficiency = %.3g TFLOP/s",
+				 t, it->flops, hw->peak_tflops * hw->flops_efficiency);
+	} else if (mem >= c->overhead_ns && c->remote_inplace_ns > 0 &&
+		   hw->inplace_overlap_efficiency > 0 && hw->inplace_overlap_efficiency < 0.5) {
+		/* reads in place beside the local ones, at a poor overlap */
+		snprintf(buf, size, "a step of %s, memory-bound with remote KV read in place: "
+			 "max(local reads, links) / hardware.inplace_overlap_efficiency = %.3g", t,
+			 hw->inplace_overlap_efficiency);
+	} else if (mem >= c->overhead_ns) {
+		if (!(local >= c->remote_inplace_ns))
+			snprintf(buf, size, "a step of %s, bound by its remote KV read in place over "
+				 "the links (hardware.remote_read_gbps = %.3g GB/s, link_gbps = %.3g GB/s)",
+				 t, hw->remote_read_gbps, hw->link_gbps);
+		else if (f_mem >= 2)
+			snprintf(buf, size, "a step of %s, memory-bound and slowed %.3g times by "
+				 "transfers through its HBM (hardware.interference_lender and "
+				 "interference_borrower x their GB/s / hbm_read_gbps = %.3g GB/s)",
+				 t, f_mem, hw->hbm_read_gbps);
+		else
+			snprintf(buf, size, "a step of %s, memory-bound: %.3g GB at "
+				 "hardware.hbm_read_gbps x hardware.hbm_efficiency = %.3g GB/s",
+				 t, bytes / 1e9, hw->hbm_read_gbps * hw->hbm_efficiency);
+	} else {
+		snprintf(buf, size, "a step of %s, most of it hardware.iter_overhead_us", t);
+	}
 }
 
 double ema_timing_link_ns(const struct ema_hw_profile *hw, uint64_t bytes)

@@ -4,6 +4,7 @@
 #ifndef EMA_TIMING_H
 #define EMA_TIMING_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hardware.h"
@@ -32,6 +33,14 @@ void ema_timing_iteration(const struct ema_hw_profile *hw, const struct ema_mode
  * memory x f_mem. */
 double ema_timing_memory_ns(const struct ema_hw_profile *hw, const struct ema_timing *c,
 			    double f_mem);
+
+/* What makes a step of these parts (c, its local reads slowed f_mem
+ * times and its compute f_comp times by transfers) take long, naming the
+ * keys of the profile that set it: for the message of a step that would
+ * take simulated time past its limit (simtime.h). */
+void ema_timing_explain(const struct ema_hw_profile *hw, const struct ema_iteration *it,
+			const struct ema_timing *c, double f_mem, double f_comp, char *buf,
+			size_t size);
 
 /* Seconds to move `bytes` over an idle link at its full rate. */
 double ema_timing_link_ns(const struct ema_hw_profile *hw, uint64_t bytes);

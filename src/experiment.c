@@ -579,6 +579,12 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 			return ema_error_set(err, EMA_ERR_INPUT,
 					     "%s: unknown policy \"%s\" (see `ema list policies`)",
 					     cfg->source_file, cfg->policies[i]);
+	/* every policy's pools, before the first one runs */
+	for (int i = 0; i < cfg->n_policies; i++) {
+		rc = ema_engine_check_limits(cfg, ema_policy_find(cfg->policies[i]), err);
+		if (rc != EMA_OK)
+			return rc;
+	}
 	rc = build_workloads(x, err);
 	if (rc != EMA_OK)
 		return rc;

@@ -447,6 +447,85 @@ static void test_no_progress_guard(void)
 	ema_engine_destroy(&e);
 }
 
+/* A platform that loses an event (as a clock that wrapped around lost
+ * iterations, issue 32): its run ends with an iteration still in
+ * flight and nothing left to dispatch. The run must not end as if whole
+ * (6 of 10 requests completed, none dropped, exit 0): the end-of-run
+ * accounting says which tenant's requests are neither done nor dropped. */
+static int lossy_run(struct ema_platform *p, int64_t horizon, struct ema_error *err)
+{
+	struct mock *m = (struct mock *)p;
+	struct ema_event ev;
+
+	(void)horizon;
+	(void)err;
+	while (ema_eventq_pop(&m->q, &ev) == 0) {
+		m->now = ev.time_ns;
+		if (++m->events == 6)
+			break; /* the rest is lost */
+		ev.fn(ev.arg, ev.time_ns);
+	}
+	while (ema_eventq_pop(&m->q, &ev) == 0)
+		;
+	return EMA_OK;
+}
+
+static void test_accounts_at_the_end(void)
+{
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_request_spec r[3] = {spec(0, 10, 4), spec(10, 10, 4), spec(20, 10, 4)};
+	struct ema_workload w = {r, 3, 3};
+	struct ema_error err = {0};
+	struct ema_platform_ops lossy = mock_ops;
+	struct mock *m;
+	int rc;
+
+	tiny_config(&cfg, 1, 64);
+	lossy.run = lossy_run;
+	m = mock_new(&cfg);
+	m->base.ops = &lossy;
+	CU_ASSERT_EQUAL_FATAL(ema_engine_create(&e, &cfg, ema_policy_find("static"), &m->base, &w,
+						&err), EMA_OK);
+	rc = ema_engine_run(&e, &err);
+	CU_ASSERT_EQUAL(rc, EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "tenant t0 ends the run"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "completed, 0 dropped and"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "in a run without a horizon"));
+	e.platform = NULL;
+	mock_destroy(&m->base);
+	ema_engine_destroy(&e);
+}
+
+/* A model whose KV of one request is more pages than int32_t counts:
+ * pages_for_tokens saturates above every pool (it wrapped to negative
+ * counts before), and the request is dropped at arrival as one that
+ * never fits. */
+static void test_pages_saturate(void)
+{
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_request_spec r[2] = {spec(0, 1000000, 4), spec(10, 1, 1)};
+	struct ema_workload w = {r, 2, 2};
+
+	tiny_config(&cfg, 1, 64);
+	cfg.model.layers = 1024;
+	cfg.model.heads = 1024;
+	cfg.model.kv_heads = 1024;
+	cfg.model.head_dim = 4096;
+	cfg.model.bytes_per_param = 8;
+	cfg.serving.block_tokens = 4096;
+	CU_ASSERT_EQUAL_FATAL(run_engine(&e, &cfg, "static", &w), EMA_OK);
+	/* 64 GiB a token (2 x 1024 x 1024 x 4096 x 8 bytes), 2^48 bytes a
+	 * block of 4096 tokens, 2^36 pages of 4 KiB a block */
+	CU_ASSERT_EQUAL(e.kv_bytes_per_token, (uint64_t)1 << 36);
+	CU_ASSERT_EQUAL(ema_engine_pages_for_tokens(&e, 1), (int32_t)1 << 29);
+	CU_ASSERT_EQUAL(ema_engine_pages_for_tokens(&e, 1000000), (int32_t)1 << 29);
+	CU_ASSERT_EQUAL(ema_engine_pages_for_tokens(&e, 0), 0);
+	CU_ASSERT_EQUAL(e.tenants[0].stats.dropped, 2);
+	ema_engine_destroy(&e);
+}
+
 /* The timeline records a GPU only where its figures change, on the 0.5 s
  * grid, plus the grid point before a change: two requests 100 s apart
  * cost a handful of rows, not 200 per GPU. */
@@ -486,6 +565,8 @@ int main(void)
 		{"watermark band: every request runs or is dropped", test_watermark_band},
 		{"no progress possible: an error, not a spin", test_no_progress_guard},
 		{"timeline: rows only where memory changes", test_timeline_changes_only},
+		{"a run that lost an event ends in an error, not whole", test_accounts_at_the_end},
+		{"pages of a request past int32_t saturate above every pool", test_pages_saturate},
 		{NULL, NULL},
 	};
 	return ema_test_run("engine", cases);

@@ -1180,7 +1180,7 @@ static const struct cfg_case cfg_cases[] = {
 	{ e_arrival, "workload: unknown arrival kind 9" },
 	{ e_too_many, "workload: 1e+12 requests asked for" },
 	{ e_neg_dur, "workload: duration_s and max_requests must be >= 0" },
-	{ e_fixed0, "workload: prompt.mean must be in 1..10000000 tokens for fixed lengths, got 0" },
+	{ e_fixed0, "workload: prompt.mean must be in (0, 10000000] tokens for fixed lengths, got 0" },
 	{ e_uniform, "workload: uniform output lengths need output.max >= 1" },
 	{ e_minmax, "workload: prompt.min = 10 is above prompt.max = 5" },
 	{ e_logn_cv, "workload: prompt.cv must be in [0, 100] for lognormal lengths, got -1" },

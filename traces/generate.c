@@ -47,9 +47,11 @@ static int check_lengths(const char *side, const struct ema_length_cfg *lc,
 		return 0;
 	switch (lc->kind) {
 	case EMA_LEN_FIXED:
-		if (!(lc->mean >= 1 && lc->mean <= EMA_WORKLOAD_MAX_TOKENS))
+		/* the key's range, (0, max]: a mean below 1 is clamped to one
+		 * token, as a lognormal one of cv 0 is */
+		if (!(lc->mean > 0 && lc->mean <= EMA_WORKLOAD_MAX_TOKENS))
 			return ema_error_set(err, EMA_ERR_INPUT,
-					     "workload: %s.mean must be in 1..%ld tokens for fixed lengths, got %g",
+					     "workload: %s.mean must be in (0, %ld] tokens for fixed lengths, got %g",
 					     side, EMA_WORKLOAD_MAX_TOKENS, lc->mean);
 		return 0;
 	case EMA_LEN_UNIFORM:

@@ -10,8 +10,9 @@
 #include "workload.h"
 
 /* Largest token count accepted from a file or a generator: anything above
- * is a corrupt row, and the cap keeps every count inside int32_t. */
-#define EMA_WORKLOAD_MAX_TOKENS 10000000L
+ * is a corrupt row, and the cap keeps every count inside int32_t. The
+ * configuration's length keys stop at the same figure (ema_limits.h). */
+#define EMA_WORKLOAD_MAX_TOKENS EMA_MAX_TOKENS
 
 /* Largest stream a generator may produce, so that a typo in rate_rps or
  * duration_s fails with a message instead of exhausting memory. The config
