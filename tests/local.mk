@@ -21,3 +21,14 @@ tests_test_ema_memo_SOURCES = tests/test_ema_memo.c tests/test_main.h tests/mock
 tests_test_ema_memo_CFLAGS = $(TEST_CFLAGS)
 tests_test_ema_memo_LDADD = $(TEST_LIBS)
 endif
+
+# The random scenarios draw the same with the traces as without
+# (tests/random_scenario.h).
+if HAVE_CUNIT
+check_PROGRAMS += tests/test_random_scenario
+TESTS += tests/test_random_scenario
+tests_test_random_scenario_SOURCES = tests/test_random_scenario.c tests/test_main.h \
+	tests/random_scenario.h
+tests_test_random_scenario_CFLAGS = $(TEST_CFLAGS)
+tests_test_random_scenario_LDADD = $(TEST_LIBS)
+endif
