@@ -32,3 +32,24 @@ tests_test_random_scenario_SOURCES = tests/test_random_scenario.c tests/test_mai
 tests_test_random_scenario_CFLAGS = $(TEST_CFLAGS)
 tests_test_random_scenario_LDADD = $(TEST_LIBS)
 endif
+
+# The cases on the public traces (../shared/traces beside the source
+# folder, or the folder EMA_SHARED_TRACES names; tests/test_main.h finds
+# them): three programs built again from their sources with
+# EMA_TEST_TRACES, each running only those cases, and skipped (exit 77,
+# with the reason) without the traces, so that the programs above need
+# nothing outside the repository. EMA_SHARED_TRACES=/nonexistent hides
+# the traces from every test.
+if HAVE_CUNIT
+check_PROGRAMS += tests/test_workload_traces tests/test_policies_traces tests/test_leap_traces
+TESTS += tests/test_workload_traces tests/test_policies_traces tests/test_leap_traces
+tests_test_workload_traces_SOURCES = tests/test_workload.c tests/test_main.h
+tests_test_workload_traces_CFLAGS = $(TEST_CFLAGS) -DEMA_TEST_TRACES
+tests_test_workload_traces_LDADD = $(TEST_LIBS)
+tests_test_policies_traces_SOURCES = tests/test_policies.c tests/test_main.h tests/mock_platform.h
+tests_test_policies_traces_CFLAGS = $(TEST_CFLAGS) -DEMA_TEST_TRACES
+tests_test_policies_traces_LDADD = $(TEST_LIBS)
+tests_test_leap_traces_SOURCES = tests/test_leap.c tests/test_main.h tests/random_scenario.h
+tests_test_leap_traces_CFLAGS = $(TEST_CFLAGS) -DEMA_TEST_TRACES
+tests_test_leap_traces_LDADD = $(TEST_LIBS)
+endif

@@ -28,26 +28,48 @@ static inline const char *ema_test_srcdir(void)
 	return d ? d : ".";
 }
 
-/* ../shared/traces beside the checkout, or NULL (tests then skip). */
+/* The public traces (Azure conversation and code, Mooncake, ShareGPT
+ * lengths), which the repository does not hold: the folder
+ * EMA_SHARED_TRACES names, else ../shared/traces beside the source
+ * folder; NULL when that folder has no README.md. Every test finds them
+ * here and nowhere else, so that one variable hides them from all
+ * (EMA_SHARED_TRACES=/nonexistent, or empty). */
 static inline const char *ema_test_shared_traces(void)
 {
 	static char buf[4096];
 	const char *env = getenv("EMA_SHARED_TRACES");
+	char probe[4200];
 	FILE *f;
 
 	if (env != NULL)
 		snprintf(buf, sizeof buf, "%s", env);
 	else
 		snprintf(buf, sizeof buf, "%s/../shared/traces", ema_test_srcdir());
-	{
-		char probe[4200];
-		snprintf(probe, sizeof probe, "%s/README.md", buf);
-		f = fopen(probe, "r");
-	}
+	if (buf[0] == '\0')
+		return NULL;
+	snprintf(probe, sizeof probe, "%s/README.md", buf);
+	f = fopen(probe, "r");
 	if (f == NULL)
 		return NULL;
 	fclose(f);
 	return buf;
+}
+
+/* Why ema_test_shared_traces() found nothing, as a skipping test says. */
+static inline const char *ema_test_shared_traces_why(void)
+{
+	static char why[4400];
+	const char *env = getenv("EMA_SHARED_TRACES");
+
+	if (env != NULL && env[0] == '\0')
+		snprintf(why, sizeof why, "the public traces are hidden (EMA_SHARED_TRACES is empty)");
+	else if (env != NULL)
+		snprintf(why, sizeof why, "no public traces in EMA_SHARED_TRACES=%s (no README.md there)",
+			 env);
+	else
+		snprintf(why, sizeof why, "no public traces in %s/../shared/traces (set "
+			 "EMA_SHARED_TRACES to the folder that holds them)", ema_test_srcdir());
+	return why;
 }
 
 static inline int ema_test_run(const char *suite_name, const struct ema_test_case *cases)
@@ -73,6 +95,29 @@ static inline int ema_test_run(const char *suite_name, const struct ema_test_cas
 		return 99;
 	}
 	return failed ? 1 : 0;
+}
+
+/* A test program whose cases need the public traces is built twice from
+ * its source (tests/local.mk): as itself, running `cases`, which need
+ * nothing outside the repository, and with EMA_TEST_TRACES defined (as
+ * NAME_traces), running `trace_cases`, which exits 77 with the reason
+ * when the traces are not there, so that Automake reports SKIP, not a
+ * PASS that ran nothing. */
+static inline int ema_test_main(const char *suite_name, const struct ema_test_case *cases,
+				const struct ema_test_case *trace_cases)
+{
+#ifdef EMA_TEST_TRACES
+	(void)cases;
+	if (ema_test_shared_traces() == NULL) {
+		printf("%s (public traces): skipped: %s\n", suite_name, ema_test_shared_traces_why());
+		return 77;
+	}
+	printf("%s (public traces): traces from %s\n", suite_name, ema_test_shared_traces());
+	return ema_test_run(suite_name, trace_cases);
+#else
+	(void)trace_cases;
+	return ema_test_run(suite_name, cases);
+#endif
 }
 
 #endif
