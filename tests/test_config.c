@@ -13,21 +13,14 @@
 #include "config_internal.h"
 #include "test_main.h"
 
-static char tmpdir[256];
-
+/* A file in the program's temporary folder (tests/test_main.h), removed
+ * with it at exit. */
 static const char *tmp_path(const char *name)
 {
-	static char buf[512];
+	static char buf[4400];
+	const char *dir = ema_test_scratch();
 
-	if (tmpdir[0] == '\0') {
-		const char *t = getenv("TMPDIR");
-
-		snprintf(tmpdir, sizeof tmpdir, "%s/ema_test_config.XXXXXX",
-			 t && *t ? t : "/tmp");
-		if (mkdtemp(tmpdir) == NULL)
-			tmpdir[0] = '\0';
-	}
-	snprintf(buf, sizeof buf, "%s/%s", tmpdir, name);
+	snprintf(buf, sizeof buf, "%s/%s", dir != NULL ? dir : "/nonexistent", name);
 	return buf;
 }
 
@@ -542,6 +535,7 @@ static void test_names(void)
 
 static void test_file_errors(void)
 {
+	const char *tmpdir = ema_test_scratch();
 	char want[1200];
 
 	expect_error("/nonexistent/dir/s.json", NULL, 0,
@@ -1085,19 +1079,6 @@ static void test_json_line(void)
 	CU_ASSERT_EQUAL(ema_config_json_near_line(t, strlen(t), "zz"), 1);
 }
 
-static void cleanup(void)
-{
-	const char *const files[] = {
-		"c.json", "tiny.json", "rt.json", "set.json", "inline.json",
-		"rnd.json", "hw.json", "bad.json", "m.json", NULL
-	};
-
-	if (tmpdir[0] == '\0')
-		return;
-	for (int i = 0; files[i]; i++)
-		unlink(tmp_path(files[i]));
-	rmdir(tmpdir);
-}
 
 int main(void)
 {
@@ -1126,8 +1107,5 @@ int main(void)
 		{ "key path lines", test_json_line },
 		{ NULL, NULL }
 	};
-	int rc = ema_test_run("config", cases);
-
-	cleanup();
-	return rc;
+	return ema_test_run("config", cases);
 }

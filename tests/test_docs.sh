@@ -20,6 +20,7 @@ fi
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/ema-docs.XXXXXX") || exit 99
 trap 'rm -rf "$T"' EXIT
+trap 'exit 1' HUP INT TERM
 T_FAIL=$T/fail
 T_JSON=$T/json
 : > "$T_FAIL"

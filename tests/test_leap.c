@@ -1123,10 +1123,11 @@ int main(void)
 		  test_random_wide_traces },
 		{ NULL, NULL }
 	};
-	const char *t = getenv("TMPDIR");
 	int rc;
 
-	snprintf(top, sizeof top, "%s/ema-leap.XXXXXX", t ? t : "/tmp");
+	/* (outside the program's temporary folder, which is removed at exit:
+	 * EMA_KEEP_LEAP keeps this one) */
+	snprintf(top, sizeof top, "%s/ema-leap.XXXXXX", ema_test_tmp());
 	if (mkdtemp(top) == NULL)
 		return 99;
 	/* the policies' own knobs (policy.ema.KEY), as the program has them */

@@ -8,8 +8,12 @@
 
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct ema_test_case {
 	const char *name;
@@ -26,6 +30,74 @@ static inline const char *ema_test_srcdir(void)
 		d = EMA_SRCDIR;
 #endif
 	return d ? d : ".";
+}
+
+/* The temporary folder: $TMPDIR, else /tmp. */
+static inline const char *ema_test_tmp(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	return t != NULL && t[0] != '\0' ? t : "/tmp";
+}
+
+/* Removes path and all it holds, links not followed (a test's own
+ * scratch; src/outdir.h's ema_remove_tree is not linked into every test
+ * program). */
+static inline void ema_test_remove_tree(const char *path)
+{
+	struct stat st;
+	DIR *d;
+	struct dirent *de;
+
+	if (lstat(path, &st) != 0)
+		return;
+	if (S_ISDIR(st.st_mode) && (d = opendir(path)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			char sub[4600];
+
+			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+				continue;
+			if (snprintf(sub, sizeof sub, "%s/%s", path, de->d_name) < (int)sizeof sub)
+				ema_test_remove_tree(sub);
+		}
+		closedir(d);
+		rmdir(path);
+		return;
+	}
+	unlink(path);
+}
+
+static char ema_test_scratch_dir[4096];
+
+static inline void ema_test_scratch_remove(void)
+{
+	if (getenv("EMA_KEEP_TMP") != NULL) {
+		fprintf(stderr, "EMA_KEEP_TMP: the test's files are kept in %s\n", ema_test_scratch_dir);
+		return;
+	}
+	ema_test_remove_tree(ema_test_scratch_dir);
+}
+
+/* The test program's own temporary folder, made on the first call under
+ * $TMPDIR (or /tmp), which TMPDIR then names for the rest of the program
+ * (what the code under test writes to the temporary folder goes there
+ * too), removed with all it holds when the program exits, whether its
+ * tests passed or failed (EMA_KEEP_TMP=1 keeps it and says where): a
+ * make check leaves nothing behind. NULL if it cannot be made. */
+static inline const char *ema_test_scratch(void)
+{
+	if (ema_test_scratch_dir[0] != '\0')
+		return ema_test_scratch_dir;
+	snprintf(ema_test_scratch_dir, sizeof ema_test_scratch_dir, "%s/ema-test.XXXXXX",
+		 ema_test_tmp());
+	if (mkdtemp(ema_test_scratch_dir) == NULL) {
+		fprintf(stderr, "cannot make a temporary folder under %s\n", ema_test_tmp());
+		ema_test_scratch_dir[0] = '\0';
+		return NULL;
+	}
+	atexit(ema_test_scratch_remove);
+	setenv("TMPDIR", ema_test_scratch_dir, 1);
+	return ema_test_scratch_dir;
 }
 
 /* The public traces (Azure conversation and code, Mooncake, ShareGPT
@@ -77,7 +149,7 @@ static inline int ema_test_run(const char *suite_name, const struct ema_test_cas
 	CU_pSuite suite;
 	unsigned failed, ran;
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
+	if (ema_test_scratch() == NULL || CU_initialize_registry() != CUE_SUCCESS)
 		return 99;
 	suite = CU_add_suite(suite_name, NULL, NULL);
 	if (suite == NULL)

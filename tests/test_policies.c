@@ -312,11 +312,13 @@ static void test_headroom_band(void)
 
 /* ---- experiments on the simulator (h200x2) ---------------------------- */
 
-static char tmpdir[] = "/tmp/ema_test_policies.XXXXXX";
+/* the scenarios' files: in the program's temporary folder
+ * (tests/test_main.h), removed with it at exit */
+static char tmpdir[4200];
 
 static const char *write_file(const char *name, const char *text)
 {
-	static char path[512];
+	static char path[4400];
 	FILE *f;
 
 	snprintf(path, sizeof path, "%s/%s", tmpdir, name);
@@ -1995,16 +1997,12 @@ int main(void)
 		{"a trace beyond the GPU's capacity replays to the end", test_trace_beyond_capacity},
 		{NULL, NULL},
 	};
-	int rc;
 
-	if (mkdtemp(tmpdir) == NULL)
+	if (ema_test_scratch() == NULL)
 		return 99;
+	snprintf(tmpdir, sizeof tmpdir, "%s", ema_test_scratch());
 	/* as the program does: the policies' own knobs are keys */
 	if (ema_engine_register_policies(ema_policy_table) != EMA_OK)
 		return 99;
-	rc = ema_test_main("policies", cases, trace_cases);
-	unlink(write_file("spike.csv", ""));
-	unlink(write_file("adv.json", ""));
-	rmdir(tmpdir);
-	return rc;
+	return ema_test_main("policies", cases, trace_cases);
 }

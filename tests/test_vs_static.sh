@@ -20,6 +20,7 @@ EMA_SHARED_TRACES=/nonexistent
 export EMA_SHARED_TRACES
 T=$(mktemp -d "${TMPDIR:-/tmp}/ema-vs.XXXXXX") || exit 99
 trap 'rm -rf "$T"' EXIT
+trap 'exit 1' HUP INT TERM
 failed=0
 fail() {
 	echo "FAIL: $*"
