@@ -44,7 +44,7 @@ if HAVE_CUNIT
 check_PROGRAMS += tests/test_experiment tests/test_outdir tests/test_cli_table tests/test_sweep \
 	tests/test_leap
 TESTS += tests/test_experiment tests/test_outdir tests/test_cli_table tests/test_cli.sh \
-	tests/test_sweep tests/test_sweep.sh tests/test_slurm.sh tests/test_leap
+	tests/test_sweep tests/test_sweep.sh tests/test_leap
 tests_test_leap_SOURCES = tests/test_leap.c tests/test_main.h tests/random_scenario.h
 tests_test_leap_CFLAGS = $(TEST_CFLAGS)
 tests_test_leap_LDADD = $(TEST_LIBS)
