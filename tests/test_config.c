@@ -536,7 +536,7 @@ static void test_names(void)
 static void test_file_errors(void)
 {
 	const char *tmpdir = ema_test_scratch();
-	char want[1200];
+	char want[10000];
 
 	expect_error("/nonexistent/dir/s.json", NULL, 0,
 		     "/nonexistent/dir/s.json: cannot open: No such file or directory");
@@ -546,7 +546,7 @@ static void test_file_errors(void)
 	snprintf(want, sizeof want, "%s: expected a JSON file, got a folder", tmpdir);
 	expect_error(tmpdir, NULL, 0, want);
 	{
-		char set[600];
+		char set[4200];
 		const char *ov[] = { set };
 
 		snprintf(set, sizeof set, "hardware=%s/", tmpdir);
