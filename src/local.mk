@@ -62,7 +62,6 @@ check_PROGRAMS += tests/test_experiment tests/test_outdir tests/test_cli_table t
 	tests/test_leap
 TESTS += tests/test_experiment tests/test_outdir tests/test_cli_table tests/test_cli.sh \
 	tests/test_sweep tests/test_sweep.sh tests/test_sweep_cluster.sh tests/test_outputs.sh \
-	tests/test_slurm.sh \
 	tests/test_leap
 tests_test_leap_SOURCES = tests/test_leap.c tests/test_main.h tests/random_scenario.h
 tests_test_leap_CFLAGS = $(TEST_CFLAGS)
@@ -95,12 +94,16 @@ EXTRA_DIST += tests/test_vs_static.sh
 # must write the same files and must run (tests/test_leap.c, "random
 # scenarios"): FUZZ_ROUNDS=300 of each generator from FUZZ_SEED=1 (a few
 # minutes on 2 cores; needs CUnit). A failing round prints its --set
-# options.
+# options. The wide rounds run with synthetic loads in place of the
+# traces' replays, then, with the public traces, those that replay one on
+# them (tests/test_leap_traces; skipped without).
 FUZZ_ROUNDS = 300
 FUZZ_SEED = 1
-fuzz-scenarios: tests/test_leap$(EXEEXT)
+fuzz-scenarios: tests/test_leap$(EXEEXT) tests/test_leap_traces$(EXEEXT)
 	EMA_SRCDIR='$(abs_top_srcdir)' EMA_LEAP_ROUNDS=$(FUZZ_ROUNDS) EMA_LEAP_SEED=$(FUZZ_SEED) \
 		EMA_WIDE_ROUNDS=$(FUZZ_ROUNDS) EMA_WIDE_SEED=$(FUZZ_SEED) tests/test_leap$(EXEEXT)
+	EMA_SRCDIR='$(abs_top_srcdir)' EMA_WIDE_ROUNDS=$(FUZZ_ROUNDS) EMA_WIDE_SEED=$(FUZZ_SEED) \
+		tests/test_leap_traces$(EXEEXT); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
 .PHONY: fuzz-scenarios
 # Is ema ever worse than static? VS_ROUNDS random scenarios from VS_SEED
 # (tests/vs_static.c), ema at its default protections: the tenants past

@@ -3,9 +3,12 @@
  * from a 32-bit seed, a server, a model, a GPU cap, page and block sizes,
  * batch limits, chunked prefills, a horizon, the lending and reclaim
  * knobs, ema's own knobs, and one to five tenants, each replaying a
- * shared trace (when ../shared/traces is there) or a synthetic load. The
- * same seed always gives the same scenario, so a round that fails names
- * it by its seed. */
+ * public trace or a synthetic load. The same seed always gives the same
+ * scenario, so a round that fails names it by its seed; without the
+ * traces it gives the same scenario with each replay replaced by a
+ * synthetic load (drawn from a stream of its own: every other draw is
+ * the same), so that what a test sees does not depend on which files lie
+ * beside the checkout. */
 #ifndef EMA_RANDOM_SCENARIO_H
 #define EMA_RANDOM_SCENARIO_H
 
@@ -29,10 +32,11 @@ struct ema_random_scenario {
 	char tenants[8192];
 	const char *argv[32];
 	int n;
+	int replays; /* tenants drawn to replay a trace (synthetic without the traces) */
 };
 
 /* Fills rs with the scenario of `seed`, its traces under `traces` (NULL:
- * synthetic loads only). With ema_knobs false the knobs that switch
+ * synthetic loads only, in place of the replays). With ema_knobs false the knobs that switch
  * ema's protections off (policy.max_remote_share in place of its link
  * budgets, policy.ema.tpot_slack and lender_slowdown) are drawn as ever,
  * so that the rest is the same scenario, but left at their defaults.
@@ -114,32 +118,57 @@ static inline bool ema_random_scenario(struct ema_random_scenario *rs, uint32_t 
 	drawn = PICK(&s, slowdown);
 	if (ema_knobs)
 		snprintf(sets[n++], sizeof sets[0], "policy.ema.lender_slowdown=%s", drawn);
+	rs->replays = 0;
 	nt = 1 + (int)(wide_next(&s) % (unsigned)(gpus[h] < 5 ? gpus[h] : 5));
 	len = snprintf(tenants, tenants_size, "tenants=[");
 	for (int i = 0; i < nt; i++) {
 		const char *sep = i > 0 ? ", " : "";
+		/* A replay's draws are made whether or not the traces are
+		 * there, so that the rest of the scenario (every knob, the
+		 * other tenants) is the same without them. */
+		bool replay = wide_next(&s) % 10 < 3;
 
-		if (traces != NULL && wide_next(&s) % 10 < 3) {
+		if (replay) {
 			const char *f = PICK(&s, trace_files);
 			bool mooncake = strstr(f, "mooncake") != NULL;
+			/* (in the order the arguments of a call were drawn in
+			 * until 2026-12, so that a seed names the scenario it did) */
+			const char *scale = PICK(&s, scales);
+			const char *start = mooncake ? "0" : PICK(&s, starts);
+			const char *duration = wide_next(&s) % 2 ? "30" : "60";
+
+			rs->replays++;
+			if (traces != NULL) {
+				len += snprintf(tenants + len, tenants_size - (size_t)len,
+						"%s{\"name\": \"t%d\", \"gpu\": %d, \"workload\": {\"source\": "
+						"\"trace\", \"trace\": \"%s/%s\", \"format\": \"%s\", "
+						"\"duration_s\": %s, \"start_s\": %s, \"rate_scale\": %s}}",
+						sep, i, i, traces, f, mooncake ? "auto" : "azure", duration,
+						start, scale);
+				continue;
+			}
+		}
+		/* a synthetic load; in place of a replay without the traces,
+		 * one drawn from a stream of its own (the seed and the
+		 * tenant), which leaves the scenario's stream as it is */
+		{
+			uint32_t own = (seed ^ 0x9e3779b9u) * 2654435761u + (uint32_t)i;
+			uint32_t *st = replay ? &own : &s;
+			const char *output = PICK(st, outputs);
+			const char *prompt = PICK(st, prompts);
+			const char *duration = PICK(st, durations);
+			const char *rate = PICK(st, rates);
+			const char *arrival = wide_next(st) % 2 ? "poisson" : "gamma";
 
 			len += snprintf(tenants + len, tenants_size - (size_t)len,
 					"%s{\"name\": \"t%d\", \"gpu\": %d, \"workload\": {\"source\": "
-					"\"trace\", \"trace\": \"%s/%s\", \"format\": \"%s\", "
-					"\"duration_s\": %s, \"start_s\": %s, \"rate_scale\": %s}}",
-					sep, i, i, traces, f, mooncake ? "auto" : "azure",
-					wide_next(&s) % 2 ? "30" : "60",
-					mooncake ? "0" : PICK(&s, starts), PICK(&s, scales));
-			continue;
+					"\"synthetic\", \"arrival\": \"%s\", \"rate_rps\": %s, "
+					"\"duration_s\": %s, \"prompt\": {\"kind\": \"lognormal\", "
+					"\"mean\": %s, \"cv\": 1.0, \"min\": 1, \"max\": 8192}, "
+					"\"output\": {\"kind\": \"lognormal\", \"mean\": %s, "
+					"\"cv\": 1.0, \"min\": 1, \"max\": 2048}}}",
+					sep, i, i, arrival, rate, duration, prompt, output);
 		}
-		len += snprintf(tenants + len, tenants_size - (size_t)len,
-				"%s{\"name\": \"t%d\", \"gpu\": %d, \"workload\": {\"source\": "
-				"\"synthetic\", \"arrival\": \"%s\", \"rate_rps\": %s, \"duration_s\": %s, "
-				"\"prompt\": {\"kind\": \"lognormal\", \"mean\": %s, \"cv\": 1.0, \"min\": 1, "
-				"\"max\": 8192}, \"output\": {\"kind\": \"lognormal\", \"mean\": %s, "
-				"\"cv\": 1.0, \"min\": 1, \"max\": 2048}}}",
-				sep, i, i, wide_next(&s) % 2 ? "poisson" : "gamma", PICK(&s, rates),
-				PICK(&s, durations), PICK(&s, prompts), PICK(&s, outputs));
 	}
 	snprintf(tenants + len, tenants_size - (size_t)len, "]");
 	if (len >= (int)tenants_size - 2)

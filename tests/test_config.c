@@ -13,21 +13,14 @@
 #include "config_internal.h"
 #include "test_main.h"
 
-static char tmpdir[256];
-
+/* A file in the program's temporary folder (tests/test_main.h), removed
+ * with it at exit. */
 static const char *tmp_path(const char *name)
 {
-	static char buf[512];
+	static char buf[4400];
+	const char *dir = ema_test_scratch();
 
-	if (tmpdir[0] == '\0') {
-		const char *t = getenv("TMPDIR");
-
-		snprintf(tmpdir, sizeof tmpdir, "%s/ema_test_config.XXXXXX",
-			 t && *t ? t : "/tmp");
-		if (mkdtemp(tmpdir) == NULL)
-			tmpdir[0] = '\0';
-	}
-	snprintf(buf, sizeof buf, "%s/%s", tmpdir, name);
+	snprintf(buf, sizeof buf, "%s/%s", dir != NULL ? dir : "/nonexistent", name);
 	return buf;
 }
 
@@ -544,7 +537,8 @@ static void test_names(void)
 
 static void test_file_errors(void)
 {
-	char want[1200];
+	const char *tmpdir = ema_test_scratch();
+	char want[10000];
 
 	expect_error("/nonexistent/dir/s.json", NULL, 0,
 		     "/nonexistent/dir/s.json: cannot open: No such file or directory");
@@ -554,7 +548,7 @@ static void test_file_errors(void)
 	snprintf(want, sizeof want, "%s: expected a JSON file, got a folder", tmpdir);
 	expect_error(tmpdir, NULL, 0, want);
 	{
-		char set[600];
+		char set[4200];
 		const char *ov[] = { set };
 
 		snprintf(set, sizeof set, "hardware=%s/", tmpdir);
@@ -1162,19 +1156,6 @@ static void test_json_line(void)
 	CU_ASSERT_EQUAL(ema_config_json_near_line(t, strlen(t), "zz"), 1);
 }
 
-static void cleanup(void)
-{
-	const char *const files[] = {
-		"c.json", "tiny.json", "rt.json", "set.json", "inline.json",
-		"rnd.json", "hw.json", "bad.json", "m.json", NULL
-	};
-
-	if (tmpdir[0] == '\0')
-		return;
-	for (int i = 0; files[i]; i++)
-		unlink(tmp_path(files[i]));
-	rmdir(tmpdir);
-}
 
 int main(void)
 {
@@ -1205,8 +1186,5 @@ int main(void)
 		{ "key path lines", test_json_line },
 		{ NULL, NULL }
 	};
-	int rc = ema_test_run("config", cases);
-
-	cleanup();
-	return rc;
+	return ema_test_run("config", cases);
 }

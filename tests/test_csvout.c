@@ -144,12 +144,15 @@ static void test_edges(void)
  * %lld, and a write error kept and reported. */
 static void test_buffer(void)
 {
-	char path[] = "/tmp/ema_test_csvout.XXXXXX";
+	char path[4400];
 	struct ema_csvout *o = malloc(sizeof *o);
 	FILE *f, *g;
 	char *want, *got;
 	size_t wn = 0, cap = 4 << 20, gn;
-	int fd = mkstemp(path);
+	int fd;
+
+	snprintf(path, sizeof path, "%s/ema_test_csvout.XXXXXX", ema_test_tmp());
+	fd = mkstemp(path);
 
 	CU_ASSERT_FATAL(fd >= 0 && o != NULL);
 	f = fdopen(fd, "w");
@@ -213,7 +216,7 @@ static void test_buffer(void)
  * ema_put_int is printf("%lld") beside them. */
 static void test_csvout_ms(void)
 {
-	char path[] = "/tmp/ema_test_csvout_ms.XXXXXX";
+	char path[4400];
 	struct ema_csvout *o = malloc(sizeof *o);
 	static const int64_t edges[] = {
 		0, 1, 999999, 1000000, 1000001, 999999999999999LL, 1000000000000000LL,
@@ -221,8 +224,11 @@ static void test_csvout_ms(void)
 	};
 	size_t cap = 16 << 20, wn = 0, gn;
 	char *want = malloc(cap), *got = malloc(cap);
-	int fd = mkstemp(path);
+	int fd;
 	FILE *f;
+
+	snprintf(path, sizeof path, "%s/ema_test_csvout_ms.XXXXXX", ema_test_tmp());
+	fd = mkstemp(path);
 
 	CU_ASSERT_FATAL(fd >= 0 && o != NULL && want != NULL && got != NULL);
 	f = fdopen(fd, "w");

@@ -2,11 +2,13 @@
  * twice, stepping one iteration at a time (EMA_LEAP=0) and leaping, and
  * every file of the two run folders must be the same byte for byte
  * (run.json but its wall-clock fields): the embedded default scenario and
- * every published one, and each shared trace (Azure conversation and code,
- * Mooncake, ShareGPT lengths) replayed with and without memory pressure,
- * under every policy, and 8 tenants on h200x8 replaying the same trace in
- * lock-step (their iterations end at the same nanoseconds), and random
- * generated scenarios. The leaping
+ * every published one, and random generated scenarios; and, built again
+ * as tests/test_leap_traces (EMA_TEST_TRACES, tests/test_main.h; skipped
+ * without the public traces), each public trace (Azure conversation and
+ * code, Mooncake, ShareGPT lengths) replayed with and without memory
+ * pressure, under every policy, 8 tenants on h200x8 replaying the same
+ * trace in lock-step (their iterations end at the same nanoseconds), and
+ * the random scenarios that replay a trace. The leaping
  * runs must have leapt where the policy allows it, so that no comparison
  * passes because nothing leapt. */
 #include <dirent.h>
@@ -250,10 +252,7 @@ static void trace_case(const char *file, const char *workload)
 	char w[4600];
 	const char *sets[3];
 
-	if (dirp == NULL) {
-		fprintf(stderr, "\n(skipped: ../shared/traces not found)\n");
-		return;
-	}
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dirp);
 	snprintf(w, sizeof w, "tenants.0.workload={\"trace\": \"%s/%s\", %s}", dirp, file, workload);
 	sets[0] = w;
 	CU_ASSERT(same_both_ways(NULL, sets, 1) > 0);
@@ -296,10 +295,7 @@ static void test_lockstep(void)
 	const char *sets[12];
 	int n = 0;
 
-	if (dirp == NULL) {
-		fprintf(stderr, "\n(skipped: ../shared/traces not found)\n");
-		return;
-	}
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dirp);
 	sets[n++] = "hardware=h200x8";
 	sets[n++] = "gpu_mem_cap_gib=0";
 	sets[n++] = "policies=static,host_swap,ema";
@@ -645,9 +641,8 @@ static void test_random_scenarios(void)
  * whose config.json replays a round). A generator like this one, outside
  * the tree, found the bugs doc/limitations.md and the log tell of since
  * leaping came, and a simulated hour that took 58 s for 0.3 s of work. */
-static void wide_round(uint32_t seed, int round, int *livelocks)
+static void wide_round(uint32_t seed, int round, const char *traces, int *livelocks, int *ran)
 {
-	const char *traces = ema_test_shared_traces();
 	struct ema_random_scenario rs;
 	const char **argv = rs.argv;
 	char a[4200], b[4200];
@@ -657,6 +652,11 @@ static void wide_round(uint32_t seed, int round, int *livelocks)
 	bool backoff_set = false, lists;
 
 	CU_ASSERT_FATAL(ema_random_scenario(&rs, seed, traces, true));
+	/* with the traces, only the scenarios that replay one: the others
+	 * are test_leap's, run there */
+	if (traces != NULL && rs.replays == 0)
+		return;
+	(*ran)++;
 	n = rs.n;
 
 	/* every third round puts requests on their own pages after two
@@ -738,18 +738,38 @@ static void wide_round(uint32_t seed, int round, int *livelocks)
 	}
 }
 
-static void test_random_wide(void)
+/* The wide rounds, their replays on the public traces under `traces`
+ * or, NULL, synthetic loads in their place (tests/random_scenario.h: the
+ * rest of each scenario is the same). */
+static void random_wide(const char *traces)
 {
 	const char *env_rounds = getenv("EMA_WIDE_ROUNDS"), *env_seed = getenv("EMA_WIDE_SEED");
 	int rounds = env_rounds != NULL && atoi(env_rounds) > 0 ? atoi(env_rounds) : 6;
 	uint32_t seed = env_seed != NULL ? (uint32_t)strtoul(env_seed, NULL, 10) : 7;
-	int livelocks = 0;
+	int livelocks = 0, ran = 0;
 
 	for (int round = 0; round < rounds; round++)
-		wide_round(seed * 100003u + (uint32_t)round, round, &livelocks);
+		wide_round(seed * 100003u + (uint32_t)round, round, traces, &livelocks, &ran);
 	if (rounds > 6 || livelocks > 0)
-		fprintf(stderr, "\n%d wide rounds from seed %u, %d stopped by the documented "
-			"livelock both ways\n", rounds, seed, livelocks);
+		fprintf(stderr, "\n%d wide rounds from seed %u (%d run%s), %d stopped by the "
+			"documented livelock both ways\n", rounds, seed, ran,
+			traces != NULL ? ", those replaying a trace" : "", livelocks);
+	CU_ASSERT(ran > 0);
+}
+
+/* test_leap: without the traces, whether or not they are there */
+static void test_random_wide(void)
+{
+	random_wide(NULL);
+}
+
+/* tests/test_leap_traces: the rounds that replay a trace, on the traces */
+static void test_random_wide_traces(void)
+{
+	const char *traces = ema_test_shared_traces();
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(traces);
+	random_wide(traces);
 }
 
 /* What a policy hook called for one tenant sees of the others' GPUs while
@@ -1082,11 +1102,6 @@ int main(void)
 	static const struct ema_test_case cases[] = {
 		{ "default scenario, with and without pressure", test_default },
 		{ "published scenarios", test_published },
-		{ "Azure conversation trace", test_azure_conv },
-		{ "Azure code trace", test_azure_code },
-		{ "Mooncake trace", test_mooncake },
-		{ "ShareGPT lengths", test_sharegpt },
-		{ "8 tenants in lock-step", test_lockstep },
 		{ "remote_direct's leap range by hand", test_remote_direct_range },
 		{ "ema's leap range by hand", test_ema_range },
 		{ "hooks see leaping GPUs as stepping does", test_hooks_see_leaps_settled },
@@ -1097,16 +1112,28 @@ int main(void)
 		{ "random scenarios over every knob, stepping against leaping", test_random_wide },
 		{ NULL, NULL }
 	};
-	const char *t = getenv("TMPDIR");
+	/* tests/test_leap_traces: the cases on the public traces */
+	static const struct ema_test_case trace_cases[] = {
+		{ "Azure conversation trace", test_azure_conv },
+		{ "Azure code trace", test_azure_code },
+		{ "Mooncake trace", test_mooncake },
+		{ "ShareGPT lengths", test_sharegpt },
+		{ "8 tenants in lock-step", test_lockstep },
+		{ "random scenarios over every knob replaying the traces, stepping against leaping",
+		  test_random_wide_traces },
+		{ NULL, NULL }
+	};
 	int rc;
 
-	snprintf(top, sizeof top, "%s/ema-leap.XXXXXX", t ? t : "/tmp");
+	/* (outside the program's temporary folder, which is removed at exit:
+	 * EMA_KEEP_LEAP keeps this one) */
+	snprintf(top, sizeof top, "%s/ema-leap.XXXXXX", ema_test_tmp());
 	if (mkdtemp(top) == NULL)
 		return 99;
 	/* the policies' own knobs (policy.ema.KEY), as the program has them */
 	if (ema_engine_register_policies(ema_policy_table) != EMA_OK)
 		return 99;
-	rc = ema_test_run("leap", cases);
+	rc = ema_test_main("leap", cases, trace_cases);
 	if (getenv("EMA_KEEP_LEAP") == NULL)
 		ema_remove_tree(top);
 	return rc;

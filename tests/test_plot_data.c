@@ -12,7 +12,7 @@
 #include "plot_data.h"
 #include "test_main.h"
 
-static char dir[64];
+static char dir[4096];
 
 static void path_of(char *buf, size_t n, const char *name)
 {
@@ -21,7 +21,7 @@ static void path_of(char *buf, size_t n, const char *name)
 
 static void write_file(const char *name, const char *text)
 {
-	char path[256];
+	char path[4400];
 	FILE *f;
 
 	path_of(path, sizeof path, name);
@@ -35,7 +35,7 @@ static void write_file(const char *name, const char *text)
 static const char *data_of(const char *name)
 {
 	static char buf[1 << 16];
-	char path[256], line[512];
+	char path[4400], line[512];
 	size_t len = 0;
 	FILE *f;
 
@@ -252,7 +252,7 @@ static void test_memory_data(void)
 		"NaN NaN NaN ema 1\n\n\nNaN NaN NaN ema 1\n\n\nNaN NaN NaN ema 1\n\n\n"
 		"NaN NaN NaN ema 1\n";
 	struct ema_error err = { 0 };
-	char in[256], out[256];
+	char in[4400], out[4400];
 
 	write_file("timeline.csv", timeline);
 	path_of(in, sizeof in, "timeline.csv");
@@ -277,7 +277,7 @@ static void test_memory_data(void)
 static void test_memory_data_cut(void)
 {
 	struct ema_error err = { 0 };
-	char in[256], out[256], path[256], line[256], first[256] = "", last[256] = "";
+	char in[4400], out[4400], path[4400], line[256], first[256] = "", last[256] = "";
 	size_t rows = 0, len = 0;
 	char *text = malloc(400000);
 	int block = 0, blank = 0;
@@ -341,7 +341,7 @@ static void test_cdf_data(void)
 		"NaN NaN ema b\n\n\n"
 		"NaN NaN ema b\n";
 	struct ema_error err = { 0 };
-	char in[256], out[256];
+	char in[4400], out[4400];
 
 	write_file("requests.csv", requests);
 	path_of(in, sizeof in, "requests.csv");
@@ -368,7 +368,7 @@ static void test_cdf_data(void)
 
 static void test_errors(void)
 {
-	char in[256], out[256], nodir[256];
+	char in[4400], out[4400], nodir[4400];
 
 	path_of(in, sizeof in, "bad.csv");
 	path_of(out, sizeof out, "bad.dat");
@@ -418,21 +418,6 @@ static void test_errors(void)
 	EXPECT_ERROR(ema_plots_cdf_data(in, out, NULL, err), EMA_ERR_IO, "missing.csv: cannot open");
 }
 
-static void remove_dir(void)
-{
-	static const char *const files[] = {
-		"timeline.csv", "memory.dat", "long.csv", "long.dat", "requests.csv",
-		"latency_cdf.dat", "bad.csv", "bad.dat", NULL
-	};
-	char path[256];
-
-	for (int i = 0; files[i] != NULL; i++) {
-		path_of(path, sizeof path, files[i]);
-		unlink(path);
-	}
-	rmdir(dir);
-}
-
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -447,12 +432,11 @@ int main(void)
 		{ "bad input files", test_errors },
 		{ NULL, NULL }
 	};
-	int rc;
 
-	snprintf(dir, sizeof dir, "/tmp/ema_test_plot_data.XXXXXX");
-	if (mkdtemp(dir) == NULL)
+	/* the files of the cases: in the program's temporary folder,
+	 * removed with it at exit */
+	if (ema_test_scratch() == NULL)
 		return 99;
-	rc = ema_test_run("plot_data", cases);
-	remove_dir();
-	return rc;
+	snprintf(dir, sizeof dir, "%s", ema_test_scratch());
+	return ema_test_run("plot_data", cases);
 }

@@ -42,7 +42,7 @@ static int make_run(char *dir, size_t size)
 		"summary.csv", "requests.csv", "timeline.csv", NULL
 	};
 
-	snprintf(dir, size, "/tmp/ema_test_plots.XXXXXX");
+	snprintf(dir, size, "%s/ema_test_plots.XXXXXX", ema_test_tmp());
 	if (mkdtemp(dir) == NULL)
 		return -1;
 	for (int i = 0; files[i] != NULL; i++) {
@@ -135,7 +135,7 @@ static void test_render(void)
 	static const unsigned char png_magic[8] = {
 		0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'
 	};
-	char dir[64], path[4200];
+	char dir[4096], path[4200];
 	const char *const *names;
 	struct ema_error err = { 0 };
 	int rendered = -1, rc, n;
@@ -188,7 +188,7 @@ static void test_render(void)
 /* Without gnuplot the scripts are still written, for rendering later. */
 static void test_skip(void)
 {
-	char dir[64], path[4200];
+	char dir[4096], path[4200];
 	struct ema_error err = { 0 };
 	int rendered = -1;
 
@@ -213,7 +213,7 @@ static void test_skip(void)
 
 static void test_missing_summary(void)
 {
-	char dir[64], path[4200];
+	char dir[4096], path[4200];
 	struct ema_error err = { 0 };
 	int rendered = -1, rc;
 
@@ -234,7 +234,7 @@ static void test_missing_summary(void)
 
 static void test_missing_timeline(void)
 {
-	char dir[64], path[4200];
+	char dir[4096], path[4200];
 	struct ema_error err = { 0 };
 
 	CU_ASSERT_FATAL(make_run(dir, sizeof dir) == 0);
@@ -248,7 +248,7 @@ static void test_missing_timeline(void)
 
 static void test_bad_gnuplot(void)
 {
-	char dir[64], path[4200];
+	char dir[4096], path[4200];
 	struct ema_error err = { 0 };
 	int rendered = -1;
 
@@ -275,7 +275,7 @@ static void test_bad_gnuplot(void)
  * column makes the script fail, and gnuplot's complaint reaches err. */
 static void test_gnuplot_fails(void)
 {
-	char dir[64], path[4200];
+	char dir[4096], path[4200];
 	struct ema_error err = { 0 };
 	FILE *f;
 
@@ -305,7 +305,7 @@ static void write_summary(const char *dir, const char *text)
 
 static void test_bad_summary(void)
 {
-	char dir[64];
+	char dir[4096];
 	struct ema_error err = { 0 };
 
 	CU_ASSERT_FATAL(make_run(dir, sizeof dir) == 0);

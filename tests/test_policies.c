@@ -4,7 +4,9 @@
  * (floor, reserve, no lending while borrowing) by hand; the borrowing cap;
  * ema's per-link budgets and balanced lenders, by hand on 4 GPUs;
  * and the adversarial case where a lender's demand spikes while a
- * borrower holds all it may borrow. */
+ * borrower holds all it may borrow. Built again as
+ * tests/test_policies_traces (EMA_TEST_TRACES, tests/test_main.h) for the
+ * cases on the public traces, which that program skips without. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -310,11 +312,13 @@ static void test_headroom_band(void)
 
 /* ---- experiments on the simulator (h200x2) ---------------------------- */
 
-static char tmpdir[] = "/tmp/ema_test_policies.XXXXXX";
+/* the scenarios' files: in the program's temporary folder
+ * (tests/test_main.h), removed with it at exit */
+static char tmpdir[4200];
 
 static const char *write_file(const char *name, const char *text)
 {
-	static char path[512];
+	static char path[4400];
 	FILE *f;
 
 	snprintf(path, sizeof path, "%s/%s", tmpdir, name);
@@ -763,15 +767,12 @@ static void test_livelock_backoff(void)
  * request 4,520 times until the batched copy's per-piece cost was
  * charged: the borrowers borrow less); static and the others finish. In
  * cfgtext (size bytes), with the queue guard `guard` ("true" or
- * "false"); false without the shared traces. */
-static bool livelock_ema_cfg(char *cfgtext, size_t size, const char *guard)
+ * "false"). (tests/test_policies_traces: the public traces.) */
+static void livelock_ema_cfg(char *cfgtext, size_t size, const char *guard)
 {
 	const char *dir = ema_test_shared_traces();
 
-	if (dir == NULL) {
-		fprintf(stderr, "  skipped: ../shared/traces not found\n");
-		return false;
-	}
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
 	snprintf(cfgtext, size,
 		 "{\"seed\": 204, \"hardware\": \"a100x4_40gb\", \"model\": \"opt-13b\", "
 		 "\"gpu_mem_cap_gib\": 0, \"policies\": [\"static\", \"ema\"], \"page_mib\": 4, "
@@ -797,15 +798,13 @@ static bool livelock_ema_cfg(char *cfgtext, size_t size, const char *guard)
 		 "\"prompt\": {\"kind\": \"lognormal\", \"mean\": 1024, \"cv\": 1.0, \"min\": 1, "
 		 "\"max\": 8192}, \"output\": {\"kind\": \"lognormal\", \"mean\": 64, \"cv\": 1.0, "
 		 "\"min\": 1, \"max\": 2048}}}]}", guard, dir, dir, dir);
-	return true;
 }
 
 static void test_livelock_backoff_ema(void)
 {
 	char cfgtext[16384];
 
-	if (!livelock_ema_cfg(cfgtext, sizeof cfgtext, "false"))
-		return;
+	livelock_ema_cfg(cfgtext, sizeof cfgtext, "false");
 	/* since lenders wait for the steps that read their pages (2026-12-04)
 	 * it is no livelock: a few requests are still taken back 64 times
 	 * (3 of t0's) and put on their own GPU, and it completes without
@@ -831,8 +830,7 @@ static void test_queue_guard_ema(void)
 	struct ema_error err = {0};
 	int64_t reclaims = 0;
 
-	if (!livelock_ema_cfg(cfgtext, sizeof cfgtext, "true"))
-		return;
+	livelock_ema_cfg(cfgtext, sizeof cfgtext, "true");
 	x = calloc(1, sizeof *x);
 	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, write_file("queue_guard.json", cfgtext), NULL,
 					      0, &err), EMA_OK);
@@ -944,10 +942,7 @@ static void test_stuck_swapped_dropped(void)
 	struct ema_error err = {0};
 	int64_t swapped = 0;
 
-	if (dir == NULL) {
-		fprintf(stderr, "  skipped: ../shared/traces not found\n");
-		return;
-	}
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
 	snprintf(cfgtext, sizeof cfgtext,
 		 "{\"seed\": 12, \"hardware\": \"a100x4_40gb\", \"model\": \"opt-13b\", "
 		 "\"gpu_mem_cap_gib\": 34, \"policies\": [\"ema\"], \"page_mib\": 0.5, "
@@ -1918,10 +1913,7 @@ static void test_trace_beyond_capacity(void)
 	struct ema_experiment *x;
 	struct ema_error err = {0};
 
-	if (dir == NULL) {
-		fprintf(stderr, "  skipped: ../shared/traces not found\n");
-		return;
-	}
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
 	snprintf(t_set, sizeof t_set,
 		 "tenants.0.workload={\"source\":\"trace\",\"trace\":\"%s/mooncake_synthetic_trace.jsonl\","
 		 "\"duration_s\":0}", dir);
@@ -2027,14 +2019,8 @@ int main(void)
 		{"oversize requests: dropped, yielding, or waiting, by hand", test_oversize},
 		{"with oversize requests dropped, the first livelock does not happen",
 		 test_livelock_oversize_drop},
-		{"the reclaim backoff ends ema's livelock on the Azure code trace",
-		 test_livelock_backoff_ema},
-		{"ema's queue guard keeps it near static where every GPU has a queue",
-		 test_queue_guard_ema},
 		{"ema's queue guard, every GPU overloaded, no trace: static's figures",
 		 test_queue_guard_overload},
-		{"a swapped request that can never come back is dropped, not stalled",
-		 test_stuck_swapped_dropped},
 		{"staged ema drops what it could never admit", test_admission_bound},
 		{"staged ema behind a switch: bounded by the ingress port", test_admission_bound_switch},
 		{"a recomputed request past the admission bound is dropped", test_recomputed_past_bound},
@@ -2045,20 +2031,26 @@ int main(void)
 		{"borrow_rule=throughput borrows only where it pays", test_borrow_rule_throughput},
 		{"lender_max_slowdown caps what a lender has out", test_lender_max_slowdown},
 		{"admission at the edges of what fits, every policy", test_admission_edges},
-		{"a trace beyond the GPU's capacity replays to the end", test_trace_beyond_capacity},
 		{"fini runs once per init, on the same state", test_fini_hook},
 		{NULL, NULL},
 	};
-	int rc;
+	/* tests/test_policies_traces: the cases on the public traces */
+	static const struct ema_test_case trace_cases[] = {
+		{"the reclaim backoff ends ema's livelock on the Azure code trace",
+		 test_livelock_backoff_ema},
+		{"ema's queue guard keeps it near static where every GPU has a queue",
+		 test_queue_guard_ema},
+		{"a swapped request that can never come back is dropped, not stalled",
+		 test_stuck_swapped_dropped},
+		{"a trace beyond the GPU's capacity replays to the end", test_trace_beyond_capacity},
+		{NULL, NULL},
+	};
 
-	if (mkdtemp(tmpdir) == NULL)
+	if (ema_test_scratch() == NULL)
 		return 99;
+	snprintf(tmpdir, sizeof tmpdir, "%s", ema_test_scratch());
 	/* as the program does: the policies' own knobs are keys */
 	if (ema_engine_register_policies(ema_policy_table) != EMA_OK)
 		return 99;
-	rc = ema_test_run("policies", cases);
-	unlink(write_file("spike.csv", ""));
-	unlink(write_file("adv.json", ""));
-	rmdir(tmpdir);
-	return rc;
+	return ema_test_main("policies", cases, trace_cases);
 }

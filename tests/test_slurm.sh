@@ -7,7 +7,9 @@
 # interrupted. The merged sweep.csv must be byte-identical to that of the
 # same sweep run locally. As root with apt-get, a missing slurm-wlm or
 # munge is installed first; without them, or when the daemons cannot
-# start, the test is skipped (77) with the reason. About a minute.
+# start, the test is skipped (77) with the reason. About a minute. Not
+# part of make check (it installs packages and starts daemons): `make
+# check-slurm` runs it (tests/local.mk).
 # shellcheck disable=SC2086
 
 EMA=${EMA:-./ema}

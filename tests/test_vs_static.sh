@@ -13,8 +13,14 @@ if [ ! -x "$VS" ]; then
 	echo "test_vs_static.sh: $VS not built (it needs CUnit's test helpers): skipped"
 	exit 77
 fi
+# The scenarios with the public traces hidden, their replays drawn as
+# synthetic loads (tests/random_scenario.h): what this test sees is the
+# same on a clone with nothing beside it.
+EMA_SHARED_TRACES=/nonexistent
+export EMA_SHARED_TRACES
 T=$(mktemp -d "${TMPDIR:-/tmp}/ema-vs.XXXXXX") || exit 99
 trap 'rm -rf "$T"' EXIT
+trap 'exit 1' HUP INT TERM
 failed=0
 fail() {
 	echo "FAIL: $*"

@@ -1,8 +1,9 @@
 /* test_workload.c: unit tests of traces/: every trace format on small
  * hand-checked fixtures (LF, CRLF, BOM, no final newline), every input
  * error with its "file:line:" message, the generators' statistics and
- * determinism, trace windows, and replay of the real traces in
- * ../shared/traces when that folder exists. */
+ * determinism, trace windows; and, built again as
+ * tests/test_workload_traces (EMA_TEST_TRACES, tests/test_main.h), replay
+ * of the public traces, which that program skips without. */
 #include "test_main.h"
 #include "workload.h"
 
@@ -1212,17 +1213,13 @@ static void test_build_errors(void)
 	}
 }
 
-/* The real traces, when ../shared/traces is there. */
-static bool shared_path(char *buf, size_t n, const char *name)
+/* A public trace (tests/test_workload_traces, which runs only with them). */
+static void shared_path(char *buf, size_t n, const char *name)
 {
 	const char *dir = ema_test_shared_traces();
 
-	if (dir == NULL) {
-		printf("\n  skipped: no shared traces folder (set EMA_SHARED_TRACES) ");
-		return false;
-	}
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
 	snprintf(buf, n, "%s/%s", dir, name);
-	return true;
 }
 
 static void replay(const char *name, size_t rows, double prompt_mean,
@@ -1234,8 +1231,7 @@ static void replay(const char *name, size_t rows, double prompt_mean,
 	double pm, om, cv;
 	int rc;
 
-	if (!shared_path(path, sizeof path, name))
-		return;
+	shared_path(path, sizeof path, name);
 	rc = ema_trace_read(path, EMA_TRACE_AUTO, &w, &err);
 	if (rc)
 		fprintf(stderr, "%s\n", err.msg);
@@ -1263,8 +1259,7 @@ static void test_real_azure(void)
 	char path[4600];
 
 	/* last rows: 19:14:08.4025270 and 19:14:19.9280160 */
-	if (!shared_path(path, sizeof path, "AzureLLMInferenceTrace_conv.csv"))
-		return;
+	shared_path(path, sizeof path, "AzureLLMInferenceTrace_conv.csv");
 	replay("AzureLLMInferenceTrace_conv.csv", 19366, 1155, 211, 3501721937000LL);
 	replay("AzureLLMInferenceTrace_code.csv", 8819, 2048, 28, 3435948056000LL);
 	CU_ASSERT_EQUAL_FATAL(ema_trace_read(path, EMA_TRACE_AZURE, &w, &err), 0);
@@ -1299,8 +1294,7 @@ static void test_real_sharegpt(void)
 	char path[4600];
 	double pm, om, cv;
 
-	if (!shared_path(path, sizeof path, "sharegpt_8k_filtered_stats_llama2_tokenizer.csv"))
-		return;
+	shared_path(path, sizeof path, "sharegpt_8k_filtered_stats_llama2_tokenizer.csv");
 	replay("sharegpt_8k_filtered_stats_llama2_tokenizer.csv", 30731, 2340, 439, 0);
 	c.source = EMA_WL_LENGTHS;
 	CU_ASSERT_FATAL(strlen(path) < sizeof c.trace);
@@ -1342,6 +1336,11 @@ static const struct ema_test_case cases[] = {
 	{ "one read of a trace for several tenants", test_shared_reads },
 	{ "lengths file as a trace", test_lengths_as_trace },
 	{ "rate_scale overflow", test_scale_overflow },
+	{ NULL, NULL }
+};
+
+/* tests/test_workload_traces: the public traces */
+static const struct ema_test_case trace_cases[] = {
 	{ "real azure traces", test_real_azure },
 	{ "real mooncake trace", test_real_mooncake },
 	{ "real sharegpt lengths", test_real_sharegpt },
@@ -1351,5 +1350,5 @@ static const struct ema_test_case cases[] = {
 int main(void)
 {
 	gsl_set_error_handler_off();
-	return ema_test_run("workload", cases);
+	return ema_test_main("workload", cases, trace_cases);
 }

@@ -67,8 +67,9 @@ trap 'rm -rf "$logs"' EXIT
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:log_path=$logs/asan
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$logs/ubsan
 export ASAN_OPTIONS UBSAN_OPTIONS
-# the real traces beside the checkout, not beside the copy
-if [ -d "$top/../shared/traces" ]; then
+# the public traces beside the checkout, not beside the copy, unless
+# EMA_SHARED_TRACES already says where they are (or hides them)
+if [ -z "${EMA_SHARED_TRACES+set}" ] && [ -d "$top/../shared/traces" ]; then
 	EMA_SHARED_TRACES=$(cd "$top/../shared/traces" && pwd)
 	export EMA_SHARED_TRACES
 fi
