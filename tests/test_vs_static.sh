@@ -43,25 +43,29 @@ grep -q '^of the [0-9]* apart, ema completed more in [0-9]* and fewer in [0-9]*;
 grep -q '^  paired TTFT, highest, apart  *\(-\|[0-9.]*  (seed [0-9]*, t[0-9]*)\)$' "$T/same.out" ||
 	fail "no worst paired TTFT of the tenants apart, or the line is malformed"
 
-# 2. the queue guard off over 20 scenarios from seed 1, among them seed
-# 100018 (h200x2), where the guard keeps a lender from thrashing (+10
-# points of throughput with it): some scenarios change, and the report
-# names a tenant and its two ratios
-EMA_VS_ROUNDS=20 EMA_VS_SEED=1 EMA_VS_AGAINST=policy.ema.queue_guard=false "$VS" >"$T/off.out" 2>&1 ||
+# 2. the queue guard off ("A") against on ("B") over 20 scenarios from
+# seed 1, among them seed 100019 (h200x2, opt-13b, reclaim_mode=move),
+# where without the guard a lender waits for its pages to come home (its
+# TTFT p50 1.82 x static's, 1.00 with the guard): some scenarios change,
+# the report names a tenant and its two ratios, and the lender's line
+# ends with what explains it. (Seed 100018's lender was the example until
+# the honest-model charges of 2026-12-04 took it back within 5%.)
+EMA_VS_ROUNDS=20 EMA_VS_SEED=1 EMA_VS_SET=policy.ema.queue_guard=false \
+	EMA_VS_AGAINST=policy.ema.queue_guard=true "$VS" >"$T/off.out" 2>&1 ||
 	fail "guard off: exit $?"
 changed=$(sed -n 's/^  \([0-9]*\) of 20 scenarios changed.*/\1/p' "$T/off.out")
 if [ -z "$changed" ] || [ "$changed" -eq 0 ]; then
 	fail "guard off changed no scenario of 20: $(grep 'scenarios changed' "$T/off.out")"
 fi
 grep -q '^  throughput, largest gain under A  *+[0-9.]* points  (seed [0-9]*, t[0-9]*: [0-9.]* against [0-9.]* x static.s)$' "$T/off.out" ||
-	fail "no tenant gains throughput from the guard, or the line is malformed"
-# a line ends with what explains it: seed 100018's lender lends under
+	fail "no tenant's throughput moves with the guard, or the line is malformed"
+# a line ends with what explains it: seed 100019's lender lends under
 # reclaim_mode=move and waits for its pages to come home, and says how long
 # (the run has no horizon: no "cut at")
-grep -q "^  seed 100018, t1 (h200x2, lender): .*; waited [0-9]*\.[0-9][0-9] s for its pages\$" "$T/off.out" ||
-	fail "seed 100018's lender does not say how long it waited for its pages: $(grep '^  seed 100018' "$T/off.out")"
-sed -n '/^  seed 100018, t1/,/^  [a-z]/p' "$T/off.out" | grep -q "^      --set 'policy.reclaim_mode=move'\$" ||
-	fail "seed 100018 is not the move-mode scenario the wait is expected of"
+grep -q "^  seed 100019, t0 (h200x2, lender): .*; waited [0-9]*\.[0-9][0-9] s for its pages\$" "$T/off.out" ||
+	fail "seed 100019's lender does not say how long it waited for its pages: $(grep '^  seed 100019' "$T/off.out")"
+sed -n '/^  seed 100019, t0/,/^  [a-z]/p' "$T/off.out" | grep -q "^      --set 'policy.reclaim_mode=move'\$" ||
+	fail "seed 100019 is not the move-mode scenario the wait is expected of"
 # where no tenant moved one way, the report says so
 grep -q '^  throughput, largest loss under A  *none$' "$T/same.out" ||
 	fail "an unchanged pairing reports a loss"
