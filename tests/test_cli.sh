@@ -95,6 +95,7 @@ list policies $POLICIES
 list models llama-2-7b llama-2-13b llama-2-70b llama-3-8b llama-3-70b opt-13b opt-30b
 list hardware h200x2 h200x8 h100x8 a100x4_40gb a100x8_80gb
 list figures throughput latency_cdf memory
+list backends sim hw
 ema list nothing_like_this
 check "list nothing_like_this: exit 2" [ "$rc" -eq 2 ]
 

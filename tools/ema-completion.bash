@@ -160,7 +160,7 @@ _ema()
 	fi
 	# shellcheck disable=SC2086
 	case $cmd in
-	list) _ema_reply policies models hardware figures ;;
+	list) _ema_reply policies models hardware backends figures ;;
 	config) _ema_reply default ;;
 	figures)
 		compopt -o filenames 2>/dev/null
