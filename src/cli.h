@@ -40,7 +40,8 @@ enum ema_cli_opt {
 	EMA_OPT_MAX_RATE,
 	EMA_OPT_SLO,
 	EMA_OPT_RESOLUTION,
-	EMA_OPT_RUNS
+	EMA_OPT_RUNS,
+	EMA_OPT_POINT_PLOTS
 };
 
 /* What a value of the option is, for the completion and the man page. */
@@ -89,6 +90,7 @@ struct ema_cli_args {
 	const char *out, *csv, *trace, *name;
 	enum ema_backend backend;
 	bool verify, plots, quiet, quick, man;
+	bool point_plots;        /* sweep --point-plots: each point's plots/ too */
 	int jobs;                /* -j N; 0: the number of cores */
 	/* sweep: --shard I/N, --sbatch FILE (--tasks, --throttle; 0: default),
 	 * --max-rate KEY, --slo M=V,..., --resolution R */

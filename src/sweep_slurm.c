@@ -333,7 +333,8 @@ int ema_sweep_sbatch(struct ema_sweep_run *r, const struct ema_cli_args *a,
 		fputs(" --vary ", f);
 		put_sh(f, a->vary[i]);
 	}
-	fprintf(f, " -j %d%s -q --out ", jobs, r->plots ? "" : " --no-plots");
+	fprintf(f, " -j %d%s%s -q --out ", jobs, r->plots ? "" : " --no-plots",
+		r->point_plots ? " --point-plots" : "");
 	put_sh(f, dir);
 	fputc('\n', f);
 	rc = ema_outfile_commit(&of, err);

@@ -17,7 +17,7 @@ _ema_options()
 	run) echo "--config -c --set -s --seed --out -o --backend --hw --verify --no-plots --quiet -q --help -h" ;;
 	config) echo "--config -c --set -s --seed --help -h" ;;
 	list) echo "--help -h" ;;
-	sweep) echo "--vary --config -c --set -s --seed --out -o --jobs -j --shard --sbatch --tasks --throttle --max-rate --slo --resolution --no-plots --quiet -q --help -h" ;;
+	sweep) echo "--vary --config -c --set -s --seed --out -o --jobs -j --shard --sbatch --tasks --throttle --max-rate --slo --resolution --no-plots --point-plots --quiet -q --help -h" ;;
 	figures) echo "--out -o --quiet -q --help -h" ;;
 	bench) echo "--quick --runs --trace --backend --hw --csv --help -h" ;;
 	calibrate) echo "--out -o --csv --name --quick --help -h" ;;
