@@ -584,6 +584,32 @@ static void policies_text(const struct fig *g, char *buf, size_t n, const char *
 			snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", buf[0] ? " " : "", g->policies[p]);
 }
 
+/* For a title: the swept policy knobs and whether they made lines of
+ * their own ("" without any), so that a knob whose values changed nothing
+ * is still said to have been swept. */
+static void variant_note(const struct fig *g, char *out, size_t n)
+{
+	bool lines = false;
+
+	out[0] = '\0';
+	if (g->nvar <= 1)
+		return;
+	for (int i = 0; i < g->ns; i++)
+		lines = lines || g->series[i].var >= 0;
+	for (int k = 0; k < g->s->n_keys; k++) {
+		if (!g->variant[k])
+			continue;
+		snprintf(out + strlen(out), n - strlen(out), "; %s=", g->s->keys[k].name);
+		for (int v = 0; v < g->s->keys[k].n; v++)
+			snprintf(out + strlen(out), n - strlen(out), "%s%s", v ? "," : "",
+				 g->s->keys[k].values[v]);
+	}
+	snprintf(out + strlen(out), n - strlen(out), "%s",
+		 lines ? " (a line per value where it changes a policy)" :
+			 " (the same figures at every value)");
+	gp_text(out);
+}
+
 /* The names of the series (all, or those of policies other than except). */
 static void series_text(const struct fig *g, char *buf, size_t n, const char *except)
 {
@@ -773,7 +799,7 @@ static int load_figure(struct fig *g, const struct load_fig *lf, int set, struct
 	for (int m = 0; m < nm; m++)
 		snprintf(ml + strlen(ml), sizeof ml - strlen(ml), "%s%s", m ? " " : "", fm_name[lf->metrics[m]]);
 	{
-		char vars[8192], ref[32], title[2048], seeds[256], sfile[400];
+		char vars[8192], ref[32], title[3072], seeds[256], sfile[400], vnote[1024];
 
 		if (isnan(lf->ref))
 			snprintf(ref, sizeof ref, "NaN");
@@ -781,8 +807,9 @@ static int load_figure(struct fig *g, const struct load_fig *lf, int set, struct
 			snprintf(ref, sizeof ref, "%g", lf->ref);
 		seeds_text(nmin, nmax, "line", seeds, sizeof seeds);
 		/* three lines: what, the scenario as run, what a value stands for */
-		snprintf(title, sizeof title, "%s%s\\nscenario %s\\n%s", lf->title, stitle, g->label,
-			 seeds);
+		variant_note(g, vnote, sizeof vnote);
+		snprintf(title, sizeof title, "%s%s%s\\nscenario %s\\n%s", lf->title, stitle, vnote,
+			 g->label, seeds);
 		snprintf(sfile, sizeof sfile, "%s.seeds.csv", name);
 		snprintf(vars, sizeof vars,
 			 "# %s.spec.gp: what load.gp draws for %s.pdf|png (written by ema figures)\n"
@@ -895,13 +922,14 @@ static int reclaim_figure(struct fig *g, int set, struct ema_error *err)
 		return EMA_OK;
 	}
 	{
-		char path[EMA_PATH_MAX + 128], vars[8192];
+		char path[EMA_PATH_MAX + 128], vars[8192], vnote[1024];
 
 		snprintf(path, sizeof path, "%s/%s.csv", g->out, name);
 		rc = write_text(path, buf, len, err);
 		free(buf);
 		if (rc != EMA_OK)
 			return rc;
+		variant_note(g, vnote, sizeof vnote);
 		series_text(g, pols, sizeof pols, NULL);
 		for (int ti = 0; ti < nt; ti++)
 			snprintf(tl + strlen(tl), sizeof tl - strlen(tl), "%s%s", ti ? " " : "",
@@ -910,9 +938,9 @@ static int reclaim_figure(struct fig *g, int set, struct ema_error *err)
 			 "# %s.spec.gp: what cdf.gp draws (written by ema figures)\n"
 			 "datafile = \"%s.csv\"\npolicies = \"%s\"\ntenants = \"%s\"\nfloor = 0.001\n"
 			 "xlab = \"reclaim latency (ms, log scale; 0 ms drawn at 0.001)\"\n"
-			 "figtitle = \"Reclaim latency CDFs at %s = %g%s\\nscenario %s\\n"
+			 "figtitle = \"Reclaim latency CDFs at %s = %g%s%s\\nscenario %s\\n"
 			 "the reclaims of n = %d seed%s pooled\"\n",
-			 name, name, pols, tl, g->xlab, xmax, stitle, g->label, nseeds,
+			 name, name, pols, tl, g->xlab, xmax, stitle, vnote, g->label, nseeds,
 			 nseeds == 1 ? "" : "s");
 		rc = spec(g, name, vars, err);
 	}

@@ -410,6 +410,7 @@ if command -v gnuplot >/dev/null 2>&1; then
 	check "policy knob: one set of figures" [ -s knob/figures/throughput.png ] && [ ! -e knob/figures/throughput_0.png ]
 	check "policy knob: a line per value, static once" \
 		grep -qx 'policies = "static ema:tpot_slack=0 ema:tpot_slack=0.3"' knob/figures/throughput.spec.gp
+	check "policy knob: the title names it" grep -q '^figtitle = .*; policy.ema.tpot_slack=0,0.3 (a line per value' knob/figures/throughput.spec.gp
 	# seeds alone: nothing to draw against, and it says why
 	ema sweep $TINY --set policies=static --vary seed=1,2 --out seeds
 	check "seeds only: says why there is no load figure" grep -qF "no numeric key besides the seed" "$T/log/err"
