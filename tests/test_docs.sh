@@ -4,8 +4,9 @@
 # the heading it points to) exists, the README's folder map lists exactly
 # the repository's folders, the default scenario quoted in
 # doc/configuration.md is scenarios/default.json, every policy is where
-# doc/policies.md says adding one takes it, and doc/cli.md names every
-# command of ./ema (or $EMA) when there is one. Needs a git checkout
+# doc/policies.md says adding one takes it, doc/cli.md names every
+# command of ./ema (or $EMA) when there is one, README is README.md, and
+# the README's results are those of results/published/README.md. Needs a git checkout
 # (the tracked files say what the folders are): skips (77) elsewhere,
 # such as `make distcheck`. Exit 0 pass, 1 fail, 77 skip.
 # doc/keys.md itself is checked against the key tables by tests/test_keys.
@@ -110,6 +111,42 @@ for f in policies/*.c; do
 		bad "$f: policy '$name' has no row in doc/policies.md's table"
 	fi
 done
+
+# README is the README.md that GitHub shows (a link to it, or its copy),
+# so that the two front pages never say different things.
+if [ -L README ]; then
+	[ "$(readlink README)" = README.md ] || bad "README links to $(readlink README), not README.md"
+else
+	cmp -s README README.md || bad "README and README.md differ"
+fi
+
+# The README's results in brief are results/published/README.md's figures
+# as they are: per scenario and overloaded tenant, ema / static and ema /
+# ideal on the steady state (from the table's percentages) and the worst
+# lender's name and figure.
+awk -F'|' '/^\| [a-z0-9_]+ \| hot/ {
+	id = $2; t = $3; st = $7; ideal = $8; w = $14
+	gsub(/ /, "", id); gsub(/ /, "", t); gsub(/[ +%]/, "", st); gsub(/[ %]/, "", ideal)
+	sub(/^[^:]*: /, "", w); split(w, f, " "); sub(/;$/, "", f[3])
+	printf "%s %s %.3f %.3f %s %s\n", id, t, 1 + st / 100, ideal / 100, f[1], f[3]
+}' results/published/README.md > "$T/published"
+[ -s "$T/published" ] || bad "results/published/README.md: no row of an overloaded tenant found"
+while read -r id t st ideal lender fig; do
+	rows=$(sed -n '/^## Results in brief/,$p' README.md | grep "^| \`$id\`" |
+		grep -e ", $t |" || true)
+	row=$(echo "$rows" | head -1)
+	if [ -z "$row" ]; then
+		bad "README.md: Results in brief has no row for $id $t"
+		continue
+	fi
+	echo "$row" | awk -F'|' -v a="$st" -v b="$ideal" '{ gsub(/ /, "", $3); gsub(/ /, "", $4)
+		exit !($3 == a && $4 == b) }' ||
+		bad "README.md: $id $t reads $(echo "$row" | cut -d'|' -f3,4), results/published has $st | $ideal"
+	case $row in
+	*"$lender "*"$fig"*) ;;
+	*) bad "README.md: $id $t: the worst lender is $lender at $fig in results/published" ;;
+	esac
+done < "$T/published"
 
 # doc/cli.md names every command the program has: a row of its table of
 # commands and a line of its synopsis.
