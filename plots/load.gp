@@ -63,6 +63,9 @@ set datafile columnheaders
 sel(t, p, m) = strcol("tenant") eq word(tenants, t) && strcol("policy") eq word(policies, p) && \
 	strcol("metric") eq word(metrics, m)
 X(p) = column("x") + (p - (np + 1) / 2.0) * jitter
+# a column of the panel's rows only: the others' values, undefined in x
+# alone, would still stretch every panel's y axis to the table's range
+V(c, t, p, m) = sel(t, p, m) ? column(c) : NaN
 set multiplot layout nt, nm margins 1.6 / wcm, 1 - 4.0 / wcm, 1.2 / hcm, 1 - top / hcm \
 	spacing 1.8 / wcm, 1.5 / hcm title title noenhanced
 set grid lc rgb style_grid
@@ -91,15 +94,16 @@ do for [t = 1:nt] {
 			set key off
 		}
 		# each policy a little aside, so that intervals at one load do not hide
-		# each other: the line, the intervals (none below three seeds), the
-		# seeds of a value with fewer
-		plot for [p = 1:np] in using (sel(t, p, m) ? X(p) : NaN):"y" \
+		# each other: the intervals (none below three seeds) under the
+		# lines and their points, then the seeds of a value with fewer
+		plot for [p = 1:(hasci ? np : 0)] in using (sel(t, p, m) ? X(p) : NaN):(V("y", t, p, m)):\
+			(V("lo", t, p, m)):(V("hi", t, p, m)) \
+			with yerrorbars pt 0 ps 0 lw 1.2 lc rgb pcolour(word(policies, p), p) notitle, \
+		for [p = 1:np] in using (sel(t, p, m) ? X(p) : NaN):(V("y", t, p, m)) \
 			with linespoints lw pwidth(word(policies, p), p) dt pdash(word(policies, p), p) \
 			pt ppoint(word(policies, p), p) ps 0.8 lc rgb pcolour(word(policies, p), p) \
 			title word(policies, p) noenhanced, \
-		for [p = 1:(hasci ? np : 0)] in using (sel(t, p, m) ? X(p) : NaN):"y":"lo":"hi" \
-			with yerrorbars ps 0 lw 1.2 lc rgb pcolour(word(policies, p), p) notitle, \
-		for [p = 1:(hasseeds ? np : 0)] seeds using (sel(t, p, m) ? X(p) : NaN):"y" \
+		for [p = 1:(hasseeds ? np : 0)] seeds using (sel(t, p, m) ? X(p) : NaN):(V("y", t, p, m)) \
 			with points pt 6 ps 0.6 lc rgb pcolour(word(policies, p), p) notitle
 	}
 }
