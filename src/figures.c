@@ -438,7 +438,7 @@ static int build_series(struct fig *g, struct ema_error *err)
 
 			for (int v = 0; v < nv && fits; v++) {
 				struct series *se = &g->series[g->ns];
-				char lab[192];
+				char lab[192], pol[EMA_NAME_MAX];
 
 				if (g->ns == FIG_MAX_SERIES) {
 					fits = false;
@@ -446,11 +446,14 @@ static int build_series(struct fig *g, struct ema_error *err)
 				}
 				se->p = p;
 				se->var = nv > 1 ? v : -1;
+				/* a copy: se->name and the policy's name are in one object */
+				memcpy(pol, g->policies[p], sizeof pol);
+				pol[sizeof pol - 1] = '\0';
 				if (nv > 1) {
 					variant_label(g, v, lab, sizeof lab);
-					snprintf(se->name, sizeof se->name, "%s:%s", g->policies[p], lab);
+					snprintf(se->name, sizeof se->name, "%s:%s", pol, lab);
 				} else {
-					snprintf(se->name, sizeof se->name, "%s", g->policies[p]);
+					snprintf(se->name, sizeof se->name, "%s", pol);
 				}
 				g->ns++;
 			}
@@ -799,7 +802,7 @@ static int load_figure(struct fig *g, const struct load_fig *lf, int set, struct
 	for (int m = 0; m < nm; m++)
 		snprintf(ml + strlen(ml), sizeof ml - strlen(ml), "%s%s", m ? " " : "", fm_name[lf->metrics[m]]);
 	{
-		char vars[8192], ref[32], title[3072], seeds[256], sfile[400], vnote[1024];
+		char vars[16384], ref[32], title[3072], seeds[256], sfile[400], vnote[1024];
 
 		if (isnan(lf->ref))
 			snprintf(ref, sizeof ref, "NaN");
@@ -922,7 +925,7 @@ static int reclaim_figure(struct fig *g, int set, struct ema_error *err)
 		return EMA_OK;
 	}
 	{
-		char path[EMA_PATH_MAX + 128], vars[8192], vnote[1024];
+		char path[EMA_PATH_MAX + 128], vars[16384], vnote[1024];
 
 		snprintf(path, sizeof path, "%s/%s.csv", g->out, name);
 		rc = write_text(path, buf, len, err);
@@ -1094,7 +1097,7 @@ static int capacity_figure(struct fig *g, const char *cdir, const char *label,
 			   struct ema_error *err)
 {
 	char path[EMA_PATH_MAX + 64], *text = NULL, *line, *next, *buf = NULL, *sbuf = NULL;
-	char pols[1024] = "", groups[2048] = "", key[256] = "", slo[512] = "", col[64] = "", vars[8192];
+	char pols[1024] = "", groups[2048] = "", key[256] = "", slo[512] = "", col[64] = "", vars[16384];
 	char seeds[256];
 	size_t len, blen = 0, slen = 0;
 	int cp = -1, cy = -1, cg = -1, clo = -1, chi = -1, ck = -1, cs = -1, cseeds = -1, first = 1, rows = 0;
