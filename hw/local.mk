@@ -5,6 +5,7 @@
 # reached at run time, so ema starts on machines without either. Without
 # CUDA, hw_none.c provides the same entry points, each saying why.
 EXTRA_DIST += hw/hw_kernels.cu
+.PHONY: ema-cuda-arch-check
 libema_hw_a_CPPFLAGS = $(HW_CPPFLAGS) $(CUDA_CFLAGS)
 libema_hw_a_SOURCES = hw/hw.h hw/hw_pattern.h hw/hw_split.h hw/hw_split.c
 
@@ -13,16 +14,29 @@ AM_CPPFLAGS += $(CUDA_CFLAGS)
 libema_hw_a_SOURCES += hw/hw_platform.c hw/hw_util.c hw/calibrate.c hw/bench.c \
 	hw/hw_cuda.h hw/hw_kernels.h
 libema_hw_a_LIBADD += hw/hw_kernels.$(OBJEXT)
-CLEANFILES += hw/hw_kernels.$(OBJEXT)
-# sm_90 machine code plus compute_90 PTX, so newer GPUs can JIT it.
+CLEANFILES += hw/hw_kernels.$(OBJEXT) hw/hw_kernels.arch
+# CUDA_ARCH (configure's, default sm_90; `make CUDA_ARCH=sm_80` overrides
+# it for one build): its machine code plus its PTX, so newer GPUs can JIT
+# it. hw/hw_kernels.arch holds the architecture of the last build and
+# changes only with it, so that a new CUDA_ARCH rebuilds the kernels.
 EMA_NVCCFLAGS = -std=c++17 -O3 \
-	-gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
 	-Xcompiler -Wall,-Wextra,-Wno-unused-parameter,-Werror -Werror all-warnings
+hw/hw_kernels.arch: ema-cuda-arch-check
+	@$(MKDIR_P) hw && echo '$(CUDA_ARCH)' > $@.tmp && \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+# sm_NN or sm_NNx (sm_90a), else nvcc's error would come far from the cause
+ema-cuda-arch-check:
+	@case '$(CUDA_ARCH)' in \
+	sm_[0-9][0-9]|sm_[0-9][0-9][0-9]|sm_[0-9][0-9][a-z]|sm_[0-9][0-9][0-9][a-z]) ;; \
+	*) echo "CUDA_ARCH=$(CUDA_ARCH): expected sm_NN, such as sm_90 or sm_80" >&2; exit 2 ;; \
+	esac
 hw/hw_kernels.$(OBJEXT): $(srcdir)/hw/hw_kernels.cu $(srcdir)/hw/hw_kernels.h \
-		$(srcdir)/hw/hw_pattern.h $(srcdir)/hw/hw_split.h
-	$(AM_V_GEN)$(MKDIR_P) hw && \
-	$(NVCC) -ccbin $(CC) $(EMA_NVCCFLAGS) $(NVCCFLAGS) -I$(srcdir)/hw \
-		-c $(srcdir)/hw/hw_kernels.cu -o $@
+		$(srcdir)/hw/hw_pattern.h $(srcdir)/hw/hw_split.h hw/hw_kernels.arch
+	$(AM_V_GEN)$(MKDIR_P) hw && arch='$(CUDA_ARCH)' && \
+	$(NVCC) -ccbin $(CC) $(EMA_NVCCFLAGS) \
+		-gencode arch=compute_$${arch#sm_},code=$$arch \
+		-gencode arch=compute_$${arch#sm_},code=compute_$${arch#sm_} \
+		$(NVCCFLAGS) -I$(srcdir)/hw -c $(srcdir)/hw/hw_kernels.cu -o $@
 else
 libema_hw_a_SOURCES += hw/hw_none.c
 endif

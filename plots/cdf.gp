@@ -6,7 +6,8 @@
 #
 # Usage: gnuplot -d -c cdf.gp SPEC.gp OUT.pdf|OUT.png
 # SPEC.gp sets datafile (tenant,policy,latency_ms, beside SPEC), policies,
-# tenants, figtitle, xlab, floor (the left end of the log axis, ms).
+# tenants, figtitle (wrapped here to the width), xlab, floor (the left end
+# of the log axis, ms).
 
 if (ARGC < 2) {
 	print "usage: gnuplot -d -c cdf.gp SPEC.gp OUT.pdf|OUT.png"
@@ -24,7 +25,9 @@ in = spec_dir . datafile
 np = words(policies)
 nt = words(tenants)
 wcm = 4.5 + 9.0 * nt
-hcm = 9.0
+title = style_wrap(figtitle, style_chars(wcm))
+top = 1.5 + style_line_cm * style_lines(title)
+hcm = 7.1 + top
 if (ext eq ".pdf") {
 	set terminal pdfcairo enhanced color size wcm cm, hcm cm font style_font
 } else {
@@ -52,8 +55,8 @@ set terminal pop
 set output out
 sel(t, p) = strcol("tenant") eq word(tenants, t) && strcol("policy") eq word(policies, p)
 lat(t, p) = sel(t, p) ? (column("latency_ms") > floor ? column("latency_ms") : floor) : NaN
-set multiplot layout 1, nt margins 1.6 / wcm, 1 - 4.0 / wcm, 1.3 / hcm, 1 - 1.9 / hcm \
-	spacing 1.8 / wcm, 0 title figtitle noenhanced
+set multiplot layout 1, nt margins 1.6 / wcm, 1 - 4.0 / wcm, 1.3 / hcm, 1 - top / hcm \
+	spacing 1.8 / wcm, 0 title title noenhanced
 set logscale x 10
 set format x "10^{%T}"
 set yrange [0 : 1.02]

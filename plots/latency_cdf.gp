@@ -13,7 +13,8 @@
 # (finished, two tokens or more).
 # The policies (space-separated) in the order ema ran them; without them
 # they are taken from the data. A policy's colour and dashes are its own
-# (style.gp, beside this script). SCENARIO is named in the title; the
+# (style.gp, beside this script). SCENARIO, the scenario as run, is the
+# title's second line; the
 # GPU:TENANT map (ema passes it) names each tenant's GPU.
 
 if (ARGC < 2) {
@@ -72,11 +73,19 @@ tname(t) = gpu_of(t, 1) eq "" ? t : t . " (GPU " . gpu_of(t, 1) . ")"
 blk(p, t) = idx(dpol, word(policies, p), 1) > 0 ? \
 	((t - 1) * ndp + idx(dpol, word(policies, p), 1) - 1) * 2 : -1
 
+# The title, wrapped to the canvas (24 cm), and the canvas's height in cm:
+# 2 for the title's first line and style_line_cm for each other, 7 a row
+# of panels (2.2 of it between rows, for an axis label and the next row's
+# panel titles), 1.3 under the last row.
+title = style_wrap("Request latency CDFs per tenant" . \
+	(scenario ne "" ? "\nscenario " . scenario : ""), style_chars(24))
+top = 2.0 + style_line_cm * (style_lines(title) - 1)
+hcm = top + 1.0 + 7 * nt
 if (ext eq ".pdf") {
-	set terminal pdfcairo enhanced color size 24 cm, (3 + 7 * nt) cm font style_font
+	set terminal pdfcairo enhanced color size 24 cm, hcm cm font style_font
 } else {
 	if (ext eq ".png") {
-		set terminal pngcairo enhanced color size 1200, (90 + 330 * nt) font style_font
+		set terminal pngcairo enhanced color size 1200, (hcm * 46) font style_font
 	} else {
 		print sprintf("%s: output must end in .pdf or .png", out)
 		exit status 2
@@ -84,11 +93,8 @@ if (ext eq ".pdf") {
 }
 set output out
 
-# in cm of the canvas (3 + 7 * nt): 2 for the title, 1.8 between rows for
-# an axis label and the next row's panel titles, 1.3 under the last row
-hcm = 3.0 + 7 * nt
-set multiplot layout nt, 2 margins 0.08, 0.84, 1.3 / hcm, (1 - 2.0 / hcm) spacing 0.08, 1.8 / hcm \
-	title "Request latency CDFs per tenant" . (scenario ne "" ? ", scenario " . scenario : "") noenhanced
+set multiplot layout nt, 2 margins 0.08, 0.84, 1.3 / hcm, (1 - top / hcm) spacing 0.08, 2.2 / hcm \
+	title title noenhanced
 set logscale x 10
 set format x "10^{%T}"
 set mxtics 10

@@ -4,7 +4,8 @@
 PLOTS_GP = plots/throughput.gp plots/latency_cdf.gp plots/memory.gp \
 	plots/style.gp plots/load.gp plots/cdf.gp plots/capacity.gp
 
-libema_plots_a_CPPFLAGS = $(PLOTS_CPPFLAGS)
+# cJSON: the run's config.json and run.json, for the titles
+libema_plots_a_CPPFLAGS = $(PLOTS_CPPFLAGS) $(CJSON_CFLAGS)
 libema_plots_a_SOURCES = plots/plots.c plots/plots.h plots/plot_data.c plots/plot_data.h
 nodist_libema_plots_a_SOURCES = plots/plots_gp.c
 BUILT_SOURCES += plots/plots_gp.c

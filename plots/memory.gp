@@ -17,7 +17,8 @@
 # once per curve.
 # The optional third argument lists the policies (space-separated) in the
 # order ema ran them; without it they are taken from the data.
-# SCENARIO is named in the title, and the GPU:TENANT map (ema passes it)
+# SCENARIO, the scenario as run, is the title's second line, and the
+# GPU:TENANT map (ema passes it)
 # names the tenant of each GPU in its panel's title. Every panel has the
 # same time and memory axes, so that panels compare at a glance.
 
@@ -66,11 +67,17 @@ if (np == 0 || ng == 0) {
 blk(p, g) = idx(dpol, word(policies, p), 1) > 0 ? \
 	((idx(dpol, word(policies, p), 1) - 1) * ng + g - 1) * 7 : -1
 
+# The title, wrapped to the canvas; each line past the first moves the
+# panels down by style_line_cm and makes the canvas that much taller.
+title = style_wrap("GPU memory over time (rows: policies, columns: GPUs)" . \
+	(scenario ne "" ? "\nscenario " . scenario : ""), style_chars(2 + 11 * ng))
+top = style_line_cm * (style_lines(title) - 1)
+hcm = 3 + top + 6.5 * np
 if (ext eq ".pdf") {
-	set terminal pdfcairo noenhanced color size (2 + 11 * ng) cm, (3 + 6.5 * np) cm font "Sans,9"
+	set terminal pdfcairo noenhanced color size (2 + 11 * ng) cm, hcm cm font "Sans,9"
 } else {
 	if (ext eq ".png") {
-		set terminal pngcairo noenhanced color size (80 + 520 * ng), (120 + 300 * np) font "Sans,9"
+		set terminal pngcairo noenhanced color size (80 + 520 * ng), (hcm * 46) font "Sans,9"
 	} else {
 		print sprintf("%s: output must end in .pdf or .png", out)
 		exit status 2
@@ -94,16 +101,15 @@ xmax = STATS_max > 0 ? STATS_max : 1
 
 # Panels are placed by hand, in units of the canvas size in cm, because a
 # multiplot layout has no room for one key shared by all panels.
-u = 1.0 / (3 + 6.5 * np)
+u = 1.0 / hcm
 v = 1.0 / (2 + 11 * ng)
-set multiplot title "GPU memory over time (rows: policies, columns: GPUs)" . \
-	(scenario ne "" ? ", scenario " . scenario : "") noenhanced
+set multiplot title title noenhanced
 
 # The shared key: a panel of key entries only, in a strip under the title.
 set lmargin at screen 0.02
 set rmargin at screen 0.98
-set tmargin at screen 1 - 0.9 * u
-set bmargin at screen 1 - 1.9 * u
+set tmargin at screen 1 - (0.9 + top) * u
+set bmargin at screen 1 - (1.9 + top) * u
 unset border
 unset tics
 set xrange [0 : 1]
@@ -132,7 +138,7 @@ set grid ytics lc rgb "#e4e4e4" front
 
 do for [p = 1:np] {
 	do for [g = 1:ng] {
-		rowtop = 1 - (2 + 6.5 * (p - 1)) * u
+		rowtop = 1 - (2 + top + 6.5 * (p - 1)) * u
 		set tmargin at screen rowtop - 0.9 * u
 		set bmargin at screen rowtop - 5.5 * u
 		set lmargin at screen (2 + 11 * (g - 1)) * v

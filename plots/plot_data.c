@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sortd.h"
 
@@ -314,23 +315,56 @@ static long pd_names_find(struct pd_names *l, const char *name, struct pd_csv *c
 
 /* ---- output ----------------------------------------------------------- */
 
-static FILE *pd_create(const char *out, struct ema_error *err)
-{
-	FILE *f = fopen(out, "w");
+/* An output written as OUT.tmp, registered for removal on an interrupt,
+ * and renamed over OUT when complete. */
+struct pd_out {
+	FILE *f;
+	char tmp[4096 + 8];
+	int slot;
+};
 
-	if (f == NULL)
-		ema_error_set(err, EMA_ERR_IO, "%s: cannot create: %s", out, strerror(errno));
-	return f;
+static FILE *pd_create(struct pd_out *o, const char *out, struct ema_error *err)
+{
+	o->f = NULL;
+	o->slot = -1;
+	if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s.tmp", out) >= sizeof o->tmp) {
+		ema_error_set(err, EMA_ERR_IO, "%s: path too long", out);
+		return NULL;
+	}
+	o->slot = ema_plots_tmp_add(o->tmp);
+	o->f = fopen(o->tmp, "w");
+	if (o->f == NULL) {
+		ema_error_set(err, EMA_ERR_IO, "%s: cannot create: %s", o->tmp, strerror(errno));
+		ema_plots_tmp_drop(o->slot);
+		o->slot = -1;
+	}
+	return o->f;
 }
 
-static int pd_finish(FILE *f, const char *out, struct ema_error *err)
+/* Flushes, closes and renames. The reason of a failed write is errno at
+ * the failure; a write that failed inside fprintf (a full disk, a file
+ * size limit) fails again, with its errno, when the buffer is flushed. */
+static int pd_finish(struct pd_out *o, const char *out, struct ema_error *err)
 {
-	bool bad = ferror(f) != 0;
+	bool bad = ferror(o->f) != 0;
+	int e = 0;
 
-	if (fclose(f) != 0 || bad) {
-		remove(out);
-		return ema_error_set(err, EMA_ERR_IO, "%s: write error", out);
+	errno = 0;
+	if (fflush(o->f) != 0)
+		e = errno;
+	if (fclose(o->f) != 0 && e == 0)
+		e = errno;
+	o->f = NULL;
+	if (e == 0 && bad)
+		e = EIO;
+	if (e == 0 && rename(o->tmp, out) != 0)
+		e = errno;
+	if (e != 0) {
+		unlink(o->tmp);
+		ema_plots_tmp_drop(o->slot);
+		return ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s", out, strerror(e));
 	}
+	ema_plots_tmp_drop(o->slot);
 	return EMA_OK;
 }
 
@@ -357,6 +391,7 @@ int ema_plots_memory_data(const char *timeline_csv, const char *out, const char 
 	double t0 = INFINITY, t1 = -INFINITY;
 	struct pd_csv c;
 	FILE *f = NULL;
+	struct pd_out po;
 
 	memset(&c, 0, sizeof c);
 	if (pd_names_given(&pols, policies) != EMA_OK) {
@@ -440,7 +475,7 @@ int ema_plots_memory_data(const char *timeline_csv, const char *out, const char 
 		}
 		free(fill);
 	}
-	f = pd_create(out, err);
+	f = pd_create(&po, out, err);
 	if (f == NULL) {
 		rc = EMA_ERR_IO;
 		goto out;
@@ -492,7 +527,7 @@ int ema_plots_memory_data(const char *timeline_csv, const char *out, const char 
 						gpus.v[g]);
 			}
 		}
-	rc = pd_finish(f, out, err);
+	rc = pd_finish(&po, out, err);
 out:
 	pd_close(&c);
 	pd_names_free(&pols);
@@ -546,6 +581,7 @@ int ema_plots_cdf_data(const char *requests_csv, const char *out, const char *po
 	double *vals = NULL, *x = NULL, *fr = NULL;
 	struct pd_csv c;
 	FILE *f = NULL;
+	struct pd_out po;
 
 	memset(&c, 0, sizeof c);
 	if (pd_names_given(&pols, policies) != EMA_OK) {
@@ -631,7 +667,7 @@ int ema_plots_cdf_data(const char *requests_csv, const char *out, const char *po
 		}
 		free(fill);
 	}
-	f = pd_create(out, err);
+	f = pd_create(&po, out, err);
 	if (f == NULL) {
 		rc = EMA_ERR_IO;
 		goto out;
@@ -655,7 +691,7 @@ int ema_plots_cdf_data(const char *requests_csv, const char *out, const char *po
 					     pols.v[p], tens.v[t]);
 			}
 		}
-	rc = pd_finish(f, out, err);
+	rc = pd_finish(&po, out, err);
 out:
 	pd_close(&c);
 	pd_names_free(&pols);

@@ -72,7 +72,10 @@ size_t ema_plots_cut_cdf(const double *v, size_t n, size_t denom, size_t max_poi
  * ema_plots_drop_flat; an area of no height anywhere is its first row
  * alone, and a pair without rows one row of NaN, so that the block of curve c (from 0) is
  * ((policy - 1) x GPUs + gpu - 1) x EMA_PLOTS_MEMORY_CURVES + c.
- * Errors: EMA_ERR_IO (cannot read or write; `out` is then removed),
+ * `out` is written as out.tmp and renamed when complete, so that it is
+ * whole or not there (an interrupt removes out.tmp).
+ * Errors: EMA_ERR_IO (cannot read or write, with the reason, such as "No
+ * space left on device"; out.tmp is removed),
  * EMA_ERR_INPUT ("path:line: expected ..."), EMA_ERR_NOMEM. */
 int ema_plots_memory_data(const char *timeline_csv, const char *out, const char *policies,
 			  struct ema_error *err);
@@ -90,5 +93,11 @@ int ema_plots_memory_data(const char *timeline_csv, const char *out, const char 
  * ema_plots_memory_data. */
 int ema_plots_cdf_data(const char *requests_csv, const char *out, const char *policies,
 		       struct ema_error *err);
+
+/* Within plots/: registers a temporary file with the cleanup that
+ * ema_plots_set_cleanup set (plots.h), so that an interrupt removes it;
+ * returns its slot or -1. ema_plots_tmp_drop forgets a slot (-1: none). */
+int ema_plots_tmp_add(const char *path);
+void ema_plots_tmp_drop(int slot);
 
 #endif

@@ -2,6 +2,7 @@
  * (fork and execv, no shell) so that odd characters in a run folder's name
  * cannot turn into commands, and a broken gnuplot becomes an error message
  * instead of a silent missing figure. */
+#define _GNU_SOURCE /* memmem, asprintf */
 #include "plots.h"
 
 #include <errno.h>
@@ -14,7 +15,10 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 #include "embedded.h"
 #include "plot_data.h"
@@ -59,9 +63,32 @@ struct plots_policies {
 	char **names;
 	size_t n, cap;
 	char *joined;
-	char scenario[128];  /* config.json's name, "" when unknown */
+	char scenario[1024]; /* the scenario as run (plots_read_scenario), "" when unknown */
 	char gpumap[2048];   /* "GPU:TENANT ...", from summary.csv */
 };
+
+/* ---- what an interrupt must remove ------------------------------------- */
+
+static struct ema_plots_cleanup plots_cleanup;
+
+void ema_plots_set_cleanup(const struct ema_plots_cleanup *c)
+{
+	if (c != NULL)
+		plots_cleanup = *c;
+	else
+		memset(&plots_cleanup, 0, sizeof plots_cleanup);
+}
+
+int ema_plots_tmp_add(const char *path)
+{
+	return plots_cleanup.add != NULL ? plots_cleanup.add(path) : -1;
+}
+
+void ema_plots_tmp_drop(int slot)
+{
+	if (plots_cleanup.drop != NULL && slot >= 0)
+		plots_cleanup.drop(slot);
+}
 
 static void plots_policies_free(struct plots_policies *pl)
 {
@@ -243,30 +270,166 @@ out:
 	return rc;
 }
 
-/* The scenario's name: config.json's first key (ema writes it so), or "". */
+/* A JSON file, whole, or NULL (missing, unreadable or not JSON: the title
+ * then says less, it does not fail the figures). */
+static cJSON *plots_read_json(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *text = NULL;
+	size_t len = 0;
+	cJSON *j = NULL;
+
+	if (f == NULL)
+		return NULL;
+	{
+		FILE *m = open_memstream(&text, &len);
+		char buf[8192];
+		size_t n;
+
+		if (m != NULL) {
+			while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+				fwrite(buf, 1, n, m);
+			if (fclose(m) != 0) {
+				free(text);
+				text = NULL;
+			}
+		}
+	}
+	fclose(f);
+	if (text != NULL && !memchr(text, '\0', len))
+		j = cJSON_ParseWithLength(text, len);
+	free(text);
+	return j;
+}
+
+static bool plots_label_char_ok(unsigned char c)
+{
+	return c >= ' ' && c != 0x7f && c != '\'' && c != '"' && c != '\\' && c != '`';
+}
+
+/* Appends src to out (of size n, holding *len bytes), cut at max bytes
+ * with "...", characters a title cannot carry turned into '_'. */
+static void plots_label_put(char *out, size_t n, size_t *len, const char *src, size_t max)
+{
+	size_t l = strlen(src), k;
+
+	for (k = 0; k < l && (max == 0 || k < max) && *len + 1 < n; k++)
+		out[(*len)++] = plots_label_char_ok((unsigned char)src[k]) ? src[k] : '_';
+	if (max > 0 && l > max)
+		for (const char *d = "..."; *d && *len + 1 < n; d++)
+			out[(*len)++] = *d;
+	out[*len] = '\0';
+}
+
+/* Whether KEY=VALUE's key is one of skip. */
+static bool plots_label_skipped(const char *kv, const char *const *skip)
+{
+	size_t kl = strcspn(kv, "=");
+
+	for (int i = 0; skip != NULL && skip[i] != NULL; i++)
+		if (strlen(skip[i]) == kl && strncmp(kv, skip[i], kl) == 0)
+			return true;
+	return false;
+}
+
+int ema_plots_scenario_label(const char *name, const char *command, const char *const *skip,
+			     char *out, size_t size)
+{
+	char *copy = NULL, *tok, *save = NULL;
+	char *sets[256];
+	int n = 0;
+	size_t len = 0;
+	enum { WORD, SET, SEED } want = WORD;
+
+	if (size == 0)
+		return 0;
+	out[0] = '\0';
+	plots_label_put(out, size, &len, name != NULL && name[0] != '\0' ? name : "(unnamed)", 60);
+	if (command != NULL)
+		copy = strdup(command);
+	/* the command as run.json and sweep.json keep it: words joined by
+	 * spaces, so a value with blanks is cut at its first one */
+	for (tok = copy != NULL ? strtok_r(copy, " ", &save) : NULL; tok != NULL && n < 256;
+	     tok = strtok_r(NULL, " ", &save)) {
+		const char *kv = NULL;
+		bool is_seed = want == SEED;
+
+		if (want != WORD)
+			kv = tok;
+		else if (strcmp(tok, "--set") == 0 || strcmp(tok, "-s") == 0)
+			want = SET;
+		else if (strcmp(tok, "--seed") == 0)
+			want = SEED;
+		else if (strncmp(tok, "--set=", 6) == 0)
+			kv = tok + 6;
+		else if (strncmp(tok, "--seed=", 7) == 0)
+			kv = tok + 7, is_seed = true;
+		else if (strncmp(tok, "-s", 2) == 0 && tok[2] != '\0' && tok[2] != '-')
+			kv = tok + 2;
+		if (kv == NULL)
+			continue;
+		want = WORD;
+		if (is_seed) {
+			if (asprintf(&sets[n], "seed=%s", kv) < 0)
+				break;
+		} else if ((sets[n] = strdup(kv)) == NULL) {
+			break;
+		}
+		if (plots_label_skipped(sets[n], skip))
+			free(sets[n]);
+		else
+			n++;
+	}
+	for (int i = 0; i < n; i++) {
+		size_t before = len;
+		char more[32];
+
+		snprintf(more, sizeof more, " (%d more)", n - i);
+		plots_label_put(out, size, &len, i == 0 ? " + " : ", ", 0);
+		plots_label_put(out, size, &len, sets[i], 60);
+		/* what is left must hold this one and the count of the rest */
+		if (len + 1 >= size || (i + 1 < n && len + strlen(more) + 1 >= size)) {
+			len = before;
+			out[len] = '\0';
+			plots_label_put(out, size, &len, more, 0);
+			break;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		free(sets[i]);
+	free(copy);
+	return n;
+}
+
+/* The scenario as run, for the titles: config.json's name and the --set of
+ * run.json's command (ema_plots_scenario_label), then "one run, seed N":
+ * a run's figures are of one seed, never a mean. */
 static void plots_read_scenario(const char *run_dir, char *out, size_t n)
 {
-	char path[PLOTS_PATH_MAX], line[512];
-	FILE *f;
+	static const char *const skip[] = { "policies", "seed", NULL };
+	char path[PLOTS_PATH_MAX];
+	cJSON *cfg, *run;
+	const cJSON *name, *seed, *cmd;
+	size_t len;
 
 	out[0] = '\0';
 	if (snprintf(path, sizeof path, "%s/config.json", run_dir) >= (int)sizeof path)
 		return;
-	f = fopen(path, "r");
-	if (f == NULL)
+	cfg = plots_read_json(path);
+	if (cfg == NULL)
 		return;
-	while (fgets(line, sizeof line, f) != NULL) {
-		char *p = strstr(line, "\"name\": \"");
-
-		if (p != NULL) {
-			p += 9;
-			p[strcspn(p, "\"")] = '\0';
-			if (plots_name_ok(p))
-				snprintf(out, n, "%s", p);
-			break;
-		}
-	}
-	fclose(f);
+	snprintf(path, sizeof path, "%s/run.json", run_dir);
+	run = plots_read_json(path);
+	name = cJSON_GetObjectItemCaseSensitive(cfg, "name");
+	seed = cJSON_GetObjectItemCaseSensitive(cfg, "seed");
+	cmd = run != NULL ? cJSON_GetObjectItemCaseSensitive(run, "command") : NULL;
+	ema_plots_scenario_label(cJSON_IsString(name) ? name->valuestring : NULL,
+				 cJSON_IsString(cmd) ? cmd->valuestring : NULL, skip, out, n > 64 ? n - 40 : n);
+	len = strlen(out);
+	if (cJSON_IsNumber(seed) && len + 1 < n)
+		snprintf(out + len, n - len, "; one run, seed %.0f", seed->valuedouble);
+	cJSON_Delete(cfg);
+	cJSON_Delete(run);
 }
 
 /* "GPU:TENANT ..." from summary.csv's tenant and gpu columns, each pair
@@ -331,14 +494,19 @@ static int plots_write_file(const char *path, const char *data, size_t len,
 			    mode_t mode, struct ema_error *err)
 {
 	char tmp[PLOTS_PATH_MAX + 8];
-	int fd;
+	int fd, slot;
 	size_t done = 0;
 
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	slot = ema_plots_tmp_add(tmp);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (fd < 0)
+	if (fd < 0) {
+		int e = errno;
+
+		ema_plots_tmp_drop(slot);
 		return ema_error_set(err, EMA_ERR_IO, "%s: cannot create: %s",
-				     tmp, strerror(errno));
+				     tmp, strerror(e));
+	}
 	while (done < len) {
 		ssize_t n = write(fd, data + done, len - done);
 
@@ -349,6 +517,7 @@ static int plots_write_file(const char *path, const char *data, size_t len,
 
 			close(fd);
 			unlink(tmp);
+			ema_plots_tmp_drop(slot);
 			return ema_error_set(err, EMA_ERR_IO, "%s: write error: %s",
 					     tmp, strerror(e));
 		}
@@ -358,9 +527,11 @@ static int plots_write_file(const char *path, const char *data, size_t len,
 		int e = errno;
 
 		unlink(tmp);
+		ema_plots_tmp_drop(slot);
 		return ema_error_set(err, EMA_ERR_IO, "%s: cannot write: %s",
 				     path, strerror(e));
 	}
+	ema_plots_tmp_drop(slot);
 	return 0;
 }
 
@@ -474,8 +645,11 @@ static int plots_spawn_start(const char *gnuplot, char *const argv[], int logfd,
 		int nullfd = open("/dev/null", O_RDONLY);
 		int e;
 
+		/* cairo dates a PDF in local time, its width depending on the
+		 * zone ("Z" or "+01'00"): in UTC it is always "Z", and the date
+		 * itself is then fixed by plots_finish_output */
 		if (nullfd < 0 || dup2(nullfd, 0) < 0 || dup2(logfd, 1) < 0 ||
-		    dup2(logfd, 2) < 0) {
+		    dup2(logfd, 2) < 0 || setenv("TZ", "UTC0", 1) < 0) {
 			e = errno;
 		} else {
 			execv(gnuplot, argv);
@@ -487,6 +661,10 @@ static int plots_spawn_start(const char *gnuplot, char *const argv[], int logfd,
 		_exit(127);
 	}
 	close(pfd[1]);
+	/* an interrupt now stops gnuplot too, which would otherwise go on
+	 * writing into a folder being cleaned up */
+	if (plots_cleanup.add_child != NULL)
+		plots_cleanup.add_child(pid);
 	*pid_out = pid;
 	*pfd_out = pfd[0];
 	return 0;
@@ -504,10 +682,16 @@ static int plots_spawn_wait(const char *gnuplot, pid_t pid, int pfd, struct ema_
 	while (n < 0 && errno == EINTR);
 	close(pfd);
 	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR)
-			return ema_error_set(err, EMA_ERR_IO, "waitpid: %s",
-					     strerror(errno));
+		if (errno != EINTR) {
+			int e = errno;
+
+			if (plots_cleanup.drop_child != NULL)
+				plots_cleanup.drop_child(pid);
+			return ema_error_set(err, EMA_ERR_IO, "waitpid: %s", strerror(e));
+		}
 	}
+	if (plots_cleanup.drop_child != NULL)
+		plots_cleanup.drop_child(pid);
 	if (n == (ssize_t)sizeof child_errno)
 		return ema_error_set(err, EMA_ERR_IO, "cannot run gnuplot '%s': %s",
 				     gnuplot, strerror(child_errno));
@@ -525,6 +709,152 @@ static int plots_spawn(const char *gnuplot, char *const argv[], int logfd,
 	return rc < 0 ? rc : plots_spawn_wait(gnuplot, pid, pfd, err);
 }
 
+/* ---- what gnuplot drew -------------------------------------------------- */
+
+/* The date every PDF carries: SOURCE_DATE_EPOCH's when set (the convention
+ * of reproducible builds), else 1970-01-01, as cairo writes it in UTC
+ * (YYYYMMDDHHMMSS, 14 digits). */
+static void plots_pdf_date(char out[15])
+{
+	const char *sde = getenv("SOURCE_DATE_EPOCH");
+	time_t t = 0;
+	struct tm tm;
+	char *end;
+
+	if (sde != NULL && sde[0] != '\0') {
+		long long v = strtoll(sde, &end, 10);
+
+		if (*end == '\0' && v >= 0 && v < 253402300800LL) /* up to 9999 */
+			t = (time_t)v;
+	}
+	if (gmtime_r(&t, &tm) == NULL ||
+	    strftime(out, 15, "%Y%m%d%H%M%S", &tm) != 14)
+		memcpy(out, "19700101000000", 15);
+}
+
+/* Writes the fixed date over each "/CreationDate (D:" and "/ModDate (D:"
+ * of a PDF, in place and of the same width, so that the cross-reference
+ * offsets stay right: cairo dates a PDF by the clock (Debian 12's cairo
+ * ignores SOURCE_DATE_EPOCH), and a run must give the same bytes twice.
+ * Returns 0, or an errno. */
+static int plots_pdf_fix_dates(int fd, off_t size)
+{
+	static const char *const keys[] = { "/CreationDate (D:", "/ModDate (D:" };
+	char date[15], *buf;
+	int e = 0;
+
+	if (size <= 0)
+		return 0;
+	buf = malloc((size_t)size);
+	if (buf == NULL)
+		return ENOMEM;
+	if (pread(fd, buf, (size_t)size, 0) != (ssize_t)size) {
+		e = errno ? errno : EIO;
+		free(buf);
+		return e;
+	}
+	plots_pdf_date(date);
+	for (size_t k = 0; k < sizeof keys / sizeof keys[0] && e == 0; k++) {
+		size_t kl = strlen(keys[k]);
+
+		for (char *p = buf; (p = memmem(p, (size_t)(buf + size - p), keys[k], kl)) != NULL;
+		     p += kl) {
+			char *d = p + kl;
+			size_t nd = 0;
+
+			while (d + nd < buf + size && nd < 14 && d[nd] >= '0' && d[nd] <= '9')
+				nd++;
+			if (nd == 0)
+				continue;
+			if (pwrite(fd, date, nd, d - buf) != (ssize_t)nd) {
+				e = errno ? errno : EIO;
+				break;
+			}
+		}
+	}
+	free(buf);
+	return e;
+}
+
+/* Why a file stopped growing: writes up to 1 MiB at its end (gone with the
+ * file right after), which meets the same full disk or file size limit
+ * that cut gnuplot's output. 0 when the write went through. */
+static int plots_write_probe(int fd)
+{
+	static const char zeros[65536];
+
+	if (lseek(fd, 0, SEEK_END) < 0)
+		return errno;
+	for (int i = 0; i < 16; i++) {
+		ssize_t n = write(fd, zeros, sizeof zeros);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno;
+		if ((size_t)n < sizeof zeros)
+			return ENOSPC;
+	}
+	return 0;
+}
+
+/* Checks that gnuplot wrote a whole file (gnuplot exits 0 when cairo could
+ * not write, on a full disk or past a file size limit, and leaves what it
+ * had: a PNG ends with its IEND chunk, a PDF with %%EOF) and fixes a PDF's
+ * dates. An incomplete file is removed: EMA_ERR_IO with the reason. */
+static int plots_finish_output(const char *part, const char *fmt, const char *what,
+			       const char *logpath, struct ema_error *err)
+{
+	static const unsigned char iend[12] = {
+		0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82
+	};
+	unsigned char tail[64];
+	struct stat st;
+	bool whole = false;
+	int fd = open(part, O_RDWR | O_CLOEXEC), e = 0;
+
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		e = errno;
+		if (fd >= 0)
+			close(fd);
+		unlink(part);
+		return ema_error_set(err, EMA_ERR_IO, "%s: gnuplot wrote no %s (%s); see %s", what,
+				     part, strerror(e), logpath);
+	}
+	if (st.st_size > 0) {
+		size_t n = st.st_size < (off_t)sizeof tail ? (size_t)st.st_size : sizeof tail;
+
+		if (pread(fd, tail, n, st.st_size - (off_t)n) == (ssize_t)n) {
+			if (strcmp(fmt, "png") == 0)
+				whole = n >= sizeof iend &&
+					memcmp(tail + n - sizeof iend, iend, sizeof iend) == 0;
+			else
+				whole = memmem(tail, n, "%%EOF", 5) != NULL;
+		}
+	}
+	if (!whole) {
+		e = plots_write_probe(fd);
+		close(fd);
+		unlink(part);
+		if (e != 0)
+			return ema_error_set(err, EMA_ERR_IO, "%s: cannot write %s: %s", what, part,
+					     strerror(e));
+		return ema_error_set(err, EMA_ERR_IO, "%s: gnuplot's %s is incomplete (%lld bytes, "
+				     "no end of %s); see %s", what, part, (long long)st.st_size,
+				     strcmp(fmt, "png") == 0 ? "PNG" : "PDF", logpath);
+	}
+	if (strcmp(fmt, "pdf") == 0)
+		e = plots_pdf_fix_dates(fd, st.st_size);
+	if (close(fd) < 0 && e == 0)
+		e = errno;
+	if (e != 0) {
+		unlink(part);
+		return ema_error_set(err, EMA_ERR_IO, "%s: cannot write %s: %s", what, part,
+				     strerror(e));
+	}
+	return 0;
+}
+
 /* One figure in one format, drawn to NAME.part.EXT (the scripts choose the
  * terminal by extension) and renamed when gnuplot succeeded, so that a
  * failed run never leaves a figure that looks complete. The two formats
@@ -540,6 +870,7 @@ struct plots_job {
 	int logfd, pfd;
 	pid_t pid;
 	int started;        /* -1 before, else the status of plots_spawn_start */
+	int slot;           /* part's cleanup slot (ema_plots_set_cleanup) */
 };
 
 static int plots_job_start(struct plots_job *j, const char *run_dir, const char *plots_dir,
@@ -556,6 +887,7 @@ static int plots_job_start(struct plots_job *j, const char *run_dir, const char 
 	j->logfd = -1;
 	j->pid = -1;
 	j->started = -1;
+	j->slot = -1;
 	snprintf(name, sizeof name, "%s.gp", fig->name);
 	rc = plots_path(j->script, plots_dir, NULL, name, err);
 	if (rc == 0)
@@ -586,6 +918,7 @@ static int plots_job_start(struct plots_job *j, const char *run_dir, const char 
 	j->argv[7] = (char *)pl->scenario;
 	j->argv[8] = (char *)pl->gpumap;
 	j->argv[9] = NULL;
+	j->slot = ema_plots_tmp_add(j->part);
 	/* the command as it re-renders from the run folder: the folder is
 	 * still a temporary one here, named by the process id */
 	dprintf(j->logfd, "== %s.%s: gnuplot -d -c plots/%s.gp %s%s plots/%s.%s '%s' '%s' '%s'\n",
@@ -618,40 +951,40 @@ static void plots_job_log(struct plots_job *j, int logfd)
 static int plots_job_finish(struct plots_job *j, const char *gnuplot, int logfd,
 			    const char *logpath, struct ema_error *err)
 {
-	char tail[300];
-	struct stat st;
+	char tail[300], what[160];
 	int rc = j->started;
 
 	if (rc == 0)
 		rc = plots_spawn_wait(gnuplot, j->pid, j->pfd, err);
+	snprintf(what, sizeof what, "figure %s (%s)", j->fig->name, j->fmt);
 	if (rc < 0) {
 		char why[EMA_ERROR_MSG_MAX];
 
 		snprintf(why, sizeof why, "%s", err ? err->msg : "cannot run gnuplot");
 		plots_job_log(j, logfd);
 		unlink(j->part);
-		return ema_error_set(err, rc, "figure %s (%s): %s", j->fig->name,
-				     j->fmt, why);
+		ema_plots_tmp_drop(j->slot);
+		return ema_error_set(err, rc, "%s: %s", what, why);
 	}
 	if (rc != 0) {
 		plots_log_tail(j->logfd, tail, sizeof tail);
 		plots_job_log(j, logfd);
 		unlink(j->part);
-		return ema_error_set(err, EMA_ERR_IO,
-				     "figure %s (%s): gnuplot exited with status %d (%s); see %s",
-				     j->fig->name, j->fmt, rc, tail, logpath);
+		ema_plots_tmp_drop(j->slot);
+		return ema_error_set(err, EMA_ERR_IO, "%s: gnuplot exited with status %d (%s); see %s",
+				     what, rc, tail, logpath);
 	}
 	plots_job_log(j, logfd);
-	if (stat(j->part, &st) < 0 || st.st_size == 0) {
+	rc = plots_finish_output(j->part, j->fmt, what, logpath, err);
+	if (rc == 0 && rename(j->part, j->final) < 0) {
+		int e = errno;
+
 		unlink(j->part);
-		return ema_error_set(err, EMA_ERR_IO,
-				     "figure %s (%s): gnuplot wrote no %s; see %s",
-				     j->fig->name, j->fmt, j->part, logpath);
+		rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot rename to %s: %s", j->part, j->final,
+				   strerror(e));
 	}
-	if (rename(j->part, j->final) < 0)
-		return ema_error_set(err, EMA_ERR_IO, "%s: cannot rename to %s: %s",
-				     j->part, j->final, strerror(errno));
-	return 0;
+	ema_plots_tmp_drop(j->slot);
+	return rc;
 }
 
 /* Both formats of one figure, at the same time; every job started is
@@ -844,7 +1177,7 @@ int ema_plots_draw(const char *dir, const char *gnuplot, const char *script, con
 	for (size_t f = 0; f < sizeof plots_formats / sizeof plots_formats[0] && rc == 0; f++) {
 		char part[PLOTS_PATH_MAX], final[PLOTS_PATH_MAX], tail[300];
 		const char *argv[16];
-		int n = 0;
+		int n = 0, slot;
 
 		snprintf(part, sizeof part, "%s.part.%s", out_base, plots_formats[f]);
 		snprintf(final, sizeof final, "%s.%s", out_base, plots_formats[f]);
@@ -858,16 +1191,29 @@ int ema_plots_draw(const char *dir, const char *gnuplot, const char *script, con
 			argv[n++] = extra[i];
 		argv[n] = NULL;
 		dprintf(logfd, "== %s\n", final);
+		slot = ema_plots_tmp_add(part);
 		rc = plots_spawn(gnuplot, (char *const *)argv, logfd, err);
 		if (rc > 0) {
 			plots_log_tail(logfd, tail, sizeof tail);
 			unlink(part);
 			rc = ema_error_set(err, EMA_ERR_IO, "figure %s: gnuplot exited with status %d (%s); "
 					   "see %s", final, rc, tail, logpath);
-		} else if (rc == 0 && rename(part, final) < 0) {
-			rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot rename to %s: %s", part, final,
-					   strerror(errno));
+		} else if (rc < 0) {
+			unlink(part);
+		} else {
+			char what[PLOTS_PATH_MAX + 16];
+
+			snprintf(what, sizeof what, "figure %s", final);
+			rc = plots_finish_output(part, plots_formats[f], what, logpath, err);
+			if (rc == 0 && rename(part, final) < 0) {
+				int e = errno;
+
+				unlink(part);
+				rc = ema_error_set(err, EMA_ERR_IO, "%s: cannot rename to %s: %s", part,
+						   final, strerror(e));
+			}
 		}
+		ema_plots_tmp_drop(slot);
 	}
 	close(logfd);
 	return rc;

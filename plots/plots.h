@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "ema_error.h"
 
@@ -40,6 +41,33 @@ int ema_plots_draw(const char *dir, const char *gnuplot, const char *script, con
 /* Sets *names to the figure names ("throughput", ...), a NULL-terminated
  * static list, and returns how many there are. */
 int ema_plots_names(const char *const **names);
+
+/* What the figures' temporary files and gnuplot processes are handed to,
+ * so that an interrupt (SIGINT, SIGTERM, SIGHUP) leaves no NAME.part.png
+ * or NAME.tmp behind and stops gnuplot too: src/'s signal cleanup
+ * (outdir.h), which this layer cannot call itself. add returns a slot (-1:
+ * not registered), drop forgets it once the file is renamed or removed;
+ * add_child and drop_child do the same for a gnuplot process. Until set
+ * (NULL members or no call) nothing is registered. */
+struct ema_plots_cleanup {
+	int (*add)(const char *path);
+	void (*drop)(int slot);
+	int (*add_child)(pid_t pid);
+	void (*drop_child)(pid_t pid);
+};
+void ema_plots_set_cleanup(const struct ema_plots_cleanup *c);
+
+/* The scenario as run, for a figure's title: name, then the --set
+ * KEY=VALUE (also -s, --set=, --seed N as seed=N) of command, the command
+ * line that made the figures' data (run.json's or sweep.json's), as
+ * "NAME + KEY=VALUE, KEY=VALUE". Keys named in skip (NULL-terminated, may
+ * be NULL) are left out: policies, which the legend names. A value over 60
+ * characters is cut with "..."; when out is too small the label ends with
+ * "(N more)". Characters that a title or render.sh's single quotes cannot
+ * carry (control characters, quotes, backslashes, backquotes) become '_'.
+ * command may be NULL. Returns the number of overrides found. */
+int ema_plots_scenario_label(const char *name, const char *command, const char *const *skip,
+			     char *out, size_t size);
 
 /* Looks for gnuplot: $EMA_GNUPLOT if set (and then only there), else an
  * executable "gnuplot" in a folder of $PATH. Writes the path to buf and

@@ -27,3 +27,23 @@ pwidth(name, p) = style_find(style_policies, name, 1) > 0 ? \
 
 style_font = "Sans,10"
 style_grid = "#e0e0e0"
+
+# Titles: a figure's title is wrapped at blanks to the width of its canvas
+# (wcm cm: about 0.16 cm a character at style_font, in the PNG the wider),
+# so that no title is cut at the edges, and each line below the first
+# takes style_line_cm more at the top. style_wrap(s, n): s with a newline
+# before any word that would pass n characters (a word longer than n is
+# cut); style_lines(s): how many lines s has.
+style_char_cm = 0.16
+style_line_cm = 0.32
+style_chars(wcm) = int(wcm / style_char_cm) < 150 ? int(wcm / style_char_cm) : 150
+style_nl(s) = strstrt(s, "\n")
+style_blank(s, i) = i < 2 ? 0 : (s[i:i] eq " " ? i : style_blank(s, i - 1))
+style_cut(s, n) = style_blank(s, n + 1)
+style_wrap1(s, n) = strlen(s) <= n ? s : (style_cut(s, n) > 0 ? \
+	s[1:style_cut(s, n) - 1] . "\n" . style_wrap1(s[style_cut(s, n) + 1:], n) : \
+	s[1:n] . "\n" . style_wrap1(s[n + 1:], n))
+style_wrap(s, n) = style_nl(s) > 0 ? \
+	style_wrap1(s[1:style_nl(s) - 1], n) . "\n" . style_wrap(s[style_nl(s) + 1:], n) : \
+	style_wrap1(s, n)
+style_lines(s) = style_nl(s) > 0 ? 1 + style_lines(s[style_nl(s) + 1:]) : 1

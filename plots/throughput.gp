@@ -6,7 +6,8 @@
 # The optional third argument lists the policies (space-separated) in the
 # order ema ran them; without it the policies are read from the data. A
 # policy's colour is its own (style.gp, beside this script), the same in
-# every figure. SCENARIO is named in the title.
+# every figure. SCENARIO, the scenario as run (ema writes its name, what
+# --set changed and the seed), is the title's second line.
 # Columns are addressed by name: later versions of ema may append columns.
 
 if (ARGC < 2) {
@@ -65,7 +66,9 @@ bw = group / np
 xpos(t, p) = idx(tenants, t, 1) - group / 2 + (p - 0.5) * bw
 mine(p) = strcol("policy") eq word(policies, p)
 
-set title "Output throughput per tenant" . (scenario ne "" ? ", scenario " . scenario : "")
+# the title wrapped to the plot's width (the key takes the rest)
+set title style_wrap("Output throughput per tenant" . \
+	(scenario ne "" ? "\nscenario " . scenario : ""), style_chars(0.8 * (14 + 2.5 * nt)))
 set ylabel "throughput (tokens/s)"
 set xlabel "tenant"
 set xrange [0.4 : nt + 0.6]

@@ -1,5 +1,6 @@
-/* policy_table.c: the one table of policies. Adding a policy is one file
- * in policies/ and one line here. */
+/* policy_table.c: the one table of policies. Adding a policy is its file
+ * in policies/, its declaration and its entry here, its name in
+ * policies/local.mk and its tests (doc/policies.md, "Writing a policy"). */
 #include <string.h>
 
 #include "policy.h"

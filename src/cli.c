@@ -26,9 +26,10 @@ const struct ema_cli_optdef ema_cli_options[] = {
 	{ EMA_OPT_SEED, "seed", "N", EMA_VALUE_OTHER,
 	  "the seed of every random draw; the same as --set seed=N" },
 	{ EMA_OPT_OUT, "out", "DIR", EMA_VALUE_DIR,
-	  "where the output goes: the run folder of run, the sweep folder of sweep (it must not "
-	  "exist and its parent must, else exit 2 before anything runs), the profile of "
-	  "calibrate" },
+	  "where the output goes: the run folder of run (it must not exist and its parent "
+	  "must, else exit 2 before anything runs), the sweep folder of sweep (made when "
+	  "missing, resumed when it holds the same sweep), the folder of figures, the profile "
+	  "of calibrate" },
 	{ EMA_OPT_BACKEND, "backend", "sim|hw", EMA_VALUE_WORD,
 	  "sim: the simulator (default); hw: the GPUs of this machine" },
 	{ EMA_OPT_HW, "hw", NULL, EMA_VALUE_NONE, "the same as --backend hw" },
@@ -91,6 +92,9 @@ const struct ema_cli_optdef ema_cli_options[] = {
 	  "the key's unit) or R% of the rate met (default 2%)" },
 	{ EMA_OPT_RUNS, "runs", "N", EMA_VALUE_OTHER,
 	  "runs each measurement N times (1 to 99) and reports the medians" },
+	{ EMA_OPT_POINT_PLOTS, "point-plots", NULL, EMA_VALUE_NONE,
+	  "also draws each point's figures into DIR/point-NNN/plots/, as 'ema run' does (off by "
+	  "default: drawing them takes many times longer than running the points)" },
 	{ EMA_OPT_MAN, "man", NULL, EMA_VALUE_NONE,
 	  "prints the whole manual as a man page (roff), the text of doc/ema.1: "
 	  "'ema help --man | man -l -'" },
@@ -323,6 +327,9 @@ int ema_cli_parse(const struct ema_cli_cmd *cmd, int argc, char **argv,
 			break;
 		case EMA_OPT_NO_PLOTS:
 			a->plots = false;
+			break;
+		case EMA_OPT_POINT_PLOTS:
+			a->point_plots = true;
 			break;
 		case EMA_OPT_QUIET:
 			a->quiet = true;

@@ -46,7 +46,8 @@ enum ema_cli_opt {
 	EMA_OPT_TIME,
 	EMA_OPT_MEM,
 	EMA_OPT_SBATCH_ARG,
-	EMA_OPT_DRY_RUN
+	EMA_OPT_DRY_RUN,
+	EMA_OPT_POINT_PLOTS
 };
 
 /* What a value of the option is, for the completion and the man page. */
@@ -96,6 +97,7 @@ struct ema_cli_args {
 	const char *out, *csv, *trace, *name;
 	enum ema_backend backend;
 	bool verify, plots, quiet, quick, man;
+	bool point_plots;        /* sweep --point-plots: each point's plots/ too */
 	int jobs;                /* -j N; 0: the number of cores */
 	/* sweep: --shard I/N, --sbatch FILE (--tasks, --throttle; 0: default),
 	 * --max-rate KEY, --slo M=V,..., --resolution R */

@@ -1,5 +1,6 @@
 /* cmd_figures.c: `ema figures DIR...`, the paper's figures from a sweep
  * folder and a capacity search's folder (figures.c draws them). */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -28,7 +29,16 @@ static int figures_exec(const struct ema_cli_args *a, struct ema_error *err)
 				     "(ema figures DIR [CAPACITY_DIR]; see 'ema help figures')");
 	for (int i = 0; i < a->n_args; i++) {
 		const char *d = a->args[i];
+		struct stat st;
 
+		/* a mistyped folder is named as missing, not as the wrong kind */
+		if (stat(d, &st) != 0)
+			return ema_error_set(err, EMA_ERR_INPUT, "%s: no such folder (%s); expected a "
+					     "sweep folder or a capacity search's folder", d,
+					     strerror(errno));
+		if (!S_ISDIR(st.st_mode))
+			return ema_error_set(err, EMA_ERR_INPUT, "%s: not a folder; expected a sweep "
+					     "folder or a capacity search's folder", d);
 		if (has(d, "sweep.json") && sweep == NULL)
 			sweep = d;
 		else if (has(d, "capacity.json") && has(d, "capacity.csv") && cap == NULL)
@@ -53,7 +63,11 @@ static int figures_exec(const struct ema_cli_args *a, struct ema_error *err)
 	if (EMA_GNUPLOT[0] == '\0')
 		fprintf(stderr, "ema: gnuplot not found: the tables and scripts are in %s, no figure "
 			"was drawn\n", out);
-	printf("figures: %d drawn, in %s/ (PDF and PNG; render.sh redraws them)\n", drawn, out);
+	if (drawn > 0)
+		printf("figures: %d drawn, in %s/ (PDF and PNG; render.sh redraws them)\n", drawn,
+		       out);
+	else
+		printf("figures: none drawn (the reason is above)\n");
 	return EMA_OK;
 }
 

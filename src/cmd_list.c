@@ -1,11 +1,35 @@
-/* cmd_list.c: `ema list`, what a scenario can name: policies, models,
- * hardware profiles, and the figures of a run folder. */
+/* cmd_list.c: `ema list`, what a scenario or a command can name:
+ * policies, models, hardware profiles, backends, and the figures of a run
+ * folder. */
 #include <string.h>
 
+#include "backends.h"
 #include "cli.h"
 #include "config.h"
+#include "hw.h"
 #include "plots.h"
 #include "policy.h"
+
+/* One line per backend; hw also says whether this machine can run it, so
+ * that a user learns before a run that the build or the driver is missing. */
+static void list_backends(void)
+{
+	for (int i = 0; ema_backend_table[i].name != NULL; i++) {
+		const struct ema_platform_backend *b = &ema_backend_table[i];
+
+		printf("%-6s %s", b->name, b->summary);
+		if (strcmp(b->name, "hw") == 0) {
+			struct ema_error e = { 0 };
+			int n = ema_hw_gpu_count(&e);
+
+			if (n >= 0)
+				printf("; here: %d GPU%s", n, n == 1 ? "" : "s");
+			else
+				printf("; here: unavailable (%s)", e.msg);
+		}
+		putchar('\n');
+	}
+}
 
 static int list_exec(const struct ema_cli_args *a, struct ema_error *err)
 {
@@ -44,6 +68,10 @@ static int list_exec(const struct ema_cli_args *a, struct ema_error *err)
 		}
 		return EMA_OK;
 	}
+	if (strcmp(what, "backends") == 0) {
+		list_backends();
+		return EMA_OK;
+	}
 	if (strcmp(what, "figures") == 0) {
 		n = ema_plots_names(&names);
 		for (int i = 0; i < n; i++)
@@ -51,7 +79,7 @@ static int list_exec(const struct ema_cli_args *a, struct ema_error *err)
 		return EMA_OK;
 	}
 	return ema_error_set(err, EMA_ERR_INPUT,
-			     "list: expected policies, models, hardware or figures");
+			     "list: expected policies, models, hardware, backends or figures");
 }
 
 static const struct ema_cli_optuse list_options[] = {
@@ -59,20 +87,21 @@ static const struct ema_cli_optuse list_options[] = {
 	{ EMA_OPT_NONE, NULL, NULL, EMA_VALUE_NONE },
 };
 
-static const char *const list_words[] = { "policies", "models", "hardware", "figures", NULL };
+static const char *const list_words[] = { "policies", "models", "hardware", "backends", "figures", NULL };
 
 const struct ema_cli_cmd ema_cmd_list = {
 	.name = "list",
-	.summary = "list policies, models, hardware profiles or figures",
-	.usage = "policies | models | hardware | figures",
+	.summary = "list policies, models, hardware profiles, backends or figures",
+	.usage = "policies | models | hardware | backends | figures",
 	.options = list_options,
 	.max_args = 1,
 	.words = list_words,
 	.description =
 		"policies: each policy's name and what it does; models: layers, parameters, weight "
 		"GB and KV KiB per token; hardware: the built-in profiles (GPUs, memory, HBM, "
-		"topology, link bandwidth, source and date); figures: the figures of a run "
-		"folder's plots/. The first word of each line is the name a scenario uses "
-		"(policies, model, hardware).",
+		"topology, link bandwidth, source and date); backends: the platforms of --backend "
+		"(sim, hw) and whether this machine can run hw; figures: the figures of a run "
+		"folder's plots/. The first word of each line is the name a scenario or an "
+		"option uses (policies, model, hardware, --backend).",
 	.fn = list_exec,
 };

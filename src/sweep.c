@@ -446,7 +446,7 @@ int ema_sweep_run_point(struct ema_sweep_run *r, long pt, enum ema_point_outcome
 			rc = ema_file_close(f, EMA_OK, path, err);
 		}
 		if (rc == EMA_OK)
-			rc = ema_experiment_write(x, &pod, r->plots, err);
+			rc = ema_experiment_write(x, &pod, r->point_plots, err);
 		else
 			ema_outdir_abort(&pod);
 		if (rc == EMA_OK)
@@ -1142,6 +1142,9 @@ static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 	if (a->max_rate != NULL && (a->shard != NULL || a->sbatch != NULL))
 		return ema_error_set(err, EMA_ERR_INPUT, "sweep: --max-rate runs on one machine (-j N); "
 				     "it takes no --shard or --sbatch");
+	if (!a->plots && a->point_plots)
+		return ema_error_set(err, EMA_ERR_INPUT, "sweep: --no-plots and --point-plots: the "
+				     "one turns every figure off, the other the points' on; choose one");
 	rc = check_sbatch_options(a, err);
 	if (rc != EMA_OK)
 		return rc;
@@ -1167,6 +1170,8 @@ static int sweep_exec(const struct ema_cli_args *a, struct ema_error *err)
 	r->s = s;
 	r->config = a->config;
 	r->plots = a->plots;
+	/* a point's own figures cost more than the point: off unless asked */
+	r->point_plots = a->point_plots;
 	for (int i = 0; i < a->n_sets; i++)
 		r->sets[r->n_sets++] = a->sets[i];
 	snprintf(s->command, sizeof s->command, "%s", a->command);
@@ -1340,7 +1345,9 @@ static const struct ema_cli_optuse sweep_options[] = {
 	{ EMA_OPT_MAX_RATE, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_SLO, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_RESOLUTION, NULL, NULL, EMA_VALUE_NONE },
-	{ EMA_OPT_NO_PLOTS, NULL, NULL, EMA_VALUE_NONE },
+	{ EMA_OPT_NO_PLOTS, "the tables only: no figures (DIR/figures/), no point's plots/", NULL,
+	  EMA_VALUE_NONE },
+	{ EMA_OPT_POINT_PLOTS, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_QUIET, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_HELP, NULL, NULL, EMA_VALUE_NONE },
 	{ EMA_OPT_NONE, NULL, NULL, EMA_VALUE_NONE },
@@ -1366,9 +1373,9 @@ const struct ema_cli_cmd ema_cmd_sweep = {
 	.usage = "--vary KEY=V1,V2,... [--vary ...] [-c FILE] [-s KEY=VALUE]... [--seed N] "
 		 "[-o DIR] [-j N] [--shard I/N | --sbatch FILE] [--tasks N] [--throttle M] "
 		 "[--dry-run] [--partition P] [--account A] [--time LIMIT] [--mem SIZE] "
-		 "[--sbatch-arg OPTION]... [--no-plots] [-q] | --max-rate KEY[=LO,HI] --slo METRIC=MAX,... "
-		 "[--resolution R] [--vary ...] [-j N] [-o DIR] | merge DIR [--no-plots] [-q] | "
-		 "status DIR",
+		 "[--sbatch-arg OPTION]... [--no-plots | --point-plots] [-q] | --max-rate KEY[=LO,HI] "
+		 "--slo METRIC=MAX,... [--resolution R] [--vary ...] [-j N] [-o DIR] | "
+		 "merge DIR [--no-plots] [-q] | status DIR",
 	.options = sweep_options,
 	.max_args = 2,
 	.description =
@@ -1379,8 +1386,9 @@ const struct ema_cli_cmd ema_cmd_sweep = {
 		"seed=1,2,... are repetitions: DIR/sweep_stats.csv then gives, per combination of "
 		"the other keys and per policy and tenant, the mean, standard deviation, geometric "
 		"mean and 95% interval (on the log scale: it stays above zero) of the main "
-		"metrics. With one numeric key besides the seed, and plots on, it draws the load "
-		"curves DIR/sweep_METRIC.pdf and .png.\n"
+		"metrics. Unless --no-plots, it draws the figures of 'ema figures DIR' into "
+		"DIR/figures/ (with a numeric key besides the seed: the load curves, as PDF and "
+		"PNG); a point's own plots/ only with --point-plots.\n"
 		"The points run in up to -j N processes at once (default: the number of cores), "
 		"each a fork of this one; the results are the same bytes whatever N is. Progress "
 		"goes to stderr, a line per point.\n"

@@ -47,7 +47,8 @@ struct ema_sweep_run {
 	const char *config;
 	const char *sets[EMA_CLI_MAX_SETS + EMA_SWEEP_MAX_KEYS];
 	int n_sets;
-	bool plots;
+	bool plots;                     /* the sweep's figures (DIR/figures/) */
+	bool point_plots;               /* each point's plots/ (--point-plots) */
 };
 
 /* ---- claims of points (sweep_claim.c) ---- */

@@ -515,8 +515,8 @@ int ema_sweep_sbatch(struct ema_sweep_run *r, const struct ema_cli_args *a,
 	/* the task count is written here, not taken from Slurm's variables,
 	 * so that `sbatch --array=1,3 THIS_FILE` runs shards 1 and 3 of the
 	 * same N; progress goes to the task's log */
-	fprintf(f, " -j %d%s --shard \"$SLURM_ARRAY_TASK_ID/%ld\" --out ", jobs,
-		r->plots ? "" : " --no-plots", tasks);
+	fprintf(f, " -j %d%s%s --shard \"$SLURM_ARRAY_TASK_ID/%ld\" --out ", jobs,
+		r->plots ? "" : " --no-plots", r->point_plots ? " --point-plots" : "", tasks);
 	put_sh(f, dir);
 	fputc('\n', f);
 	if (a->dry_run) {

@@ -95,6 +95,7 @@ list policies $POLICIES
 list models llama-2-7b llama-2-13b llama-2-70b llama-3-8b llama-3-70b opt-13b opt-30b
 list hardware h200x2 h200x8 h100x8 a100x4_40gb a100x8_80gb
 list figures throughput latency_cdf memory
+list backends sim hw
 ema list nothing_like_this
 check "list nothing_like_this: exit 2" [ "$rc" -eq 2 ]
 
@@ -335,6 +336,17 @@ if command -v gnuplot >/dev/null 2>&1; then
 		check "run: plots/$fig.pdf" [ -s "$R/r1/plots/$fig.pdf" ]
 		check "run: plots/$fig.png" [ -s "$R/r1/plots/$fig.png" ]
 	done
+	# the same command twice: every file the same bytes, the figures too
+	# (cairo dates a PDF by the clock; ema writes a fixed date over it), but
+	# run.json, whose wall-clock fields differ (doc/outputs.md)
+	sleep 1
+	ema run $SHORT --out "$R/r1b"
+	check "run twice: exit 0" [ "$rc" -eq 0 ]
+	for f in $(cd "$R/r1" && find . -type f ! -name run.json | sort); do
+		check "run twice: the same $f" same_file "$R/r1/$f" "$R/r1b/$f"
+	done
+	check "run twice: the same files" [ "$(cd "$R/r1" && find . | sort)" = "$(cd "$R/r1b" && find . | sort)" ]
+	rm -rf "$R/r1b"
 else
 	echo "note: gnuplot not found, figures not checked"
 	check "run: plots/ scripts written" [ -n "$(ls "$R/r1/plots/"*.gp 2>/dev/null)" ]

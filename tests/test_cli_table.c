@@ -132,8 +132,8 @@ static void test_usage_errors(void)
 	EXPECT_ERROR(parse("run", "extra", NULL),
 		     "ema run: unexpected argument extra (see 'ema help run')");
 	EXPECT_ERROR(parse("list", "nothing", NULL),
-		     "ema list: unexpected argument nothing; expected policies, models, hardware or "
-		     "figures (see 'ema help list')");
+		     "ema list: unexpected argument nothing; expected policies, models, hardware, "
+		     "backends or figures (see 'ema help list')");
 	EXPECT_ERROR(parse("list", "models", "figures", NULL),
 		     "ema list: unexpected argument figures (see 'ema help list')");
 	/* --help ends the parsing: what comes before it is still checked */

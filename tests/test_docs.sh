@@ -2,14 +2,25 @@
 # test_docs.sh: the documentation as a reader follows it: every page of
 # doc/ and results/ links back to the README, every relative link (and
 # the heading it points to) exists inside the repository, the README's
-# folder map lists exactly the repository's folders, and the default
-# scenario quoted in doc/configuration.md is scenarios/default.json.
-# Needs a git checkout (the tracked files say what the folders are):
-# skips (77) elsewhere, such as `make distcheck`. Exit 0 pass, 1 fail, 77
-# skip.
+# folder map lists exactly the repository's folders, the default scenario
+# quoted in doc/configuration.md is scenarios/default.json, every policy
+# is where doc/policies.md says adding one takes it, doc/cli.md names
+# every command of ./ema (or $EMA) when there is one, README is
+# README.md, and the README's results are those of
+# results/published/README.md. Needs a git checkout (the tracked files
+# say what the folders are): skips (77) elsewhere, such as `make
+# distcheck`. Exit 0 pass, 1 fail, 77 skip.
 # doc/keys.md itself is checked against the key tables by tests/test_keys.
 
 SRC=${EMA_SRCDIR:-$(dirname "$0")/..}
+# the program, for the claims about its commands (from the build folder,
+# before the cd; those checks are left out without it)
+EMA=${EMA:-./ema}
+if [ -x "$EMA" ]; then
+	EMA=$(cd "$(dirname "$EMA")" && pwd)/$(basename "$EMA")
+else
+	EMA=
+fi
 cd "$SRC" || exit 99
 # the source folder must be the top of a work tree, not a tarball
 # unpacked inside one (make distcheck)
@@ -97,6 +108,68 @@ map=$(sed -n '/^## Folder map/,/^## /p' README.md | sed -n 's/^| `\([^`/]*\)\/` 
 real=$(git ls-files --cached --others --exclude-standard | sed -n 's|^\([^/]*\)/.*|\1|p' | sort -u)
 if [ "$map" != "$real" ]; then
 	bad "README.md folder map lists: $(echo $map); the repository has: $(echo $real)"
+fi
+
+# Adding a policy (doc/policies.md, "Writing a policy"): every policy that
+# policies/ defines is declared and listed in policies/policy_table.c,
+# built by policies/local.mk and described in doc/policies.md's table.
+for f in policies/*.c; do
+	sym=$(sed -n 's/^const struct ema_policy_ops \(ema_policy_[a-z0-9_]*\) = {$/\1/p' "$f")
+	[ -n "$sym" ] || continue
+	name=$(sed -n "/^const struct ema_policy_ops $sym = {\$/,/^};/s/^[[:space:]]*\.name = \"\([^\"]*\)\",\$/\1/p" "$f")
+	grep -q "^extern const struct ema_policy_ops $sym;\$" policies/policy_table.c ||
+		bad "$f: $sym is not declared in policies/policy_table.c"
+	grep -q "^[[:space:]]*&$sym,\$" policies/policy_table.c ||
+		bad "$f: $sym is not in policies/policy_table.c's table"
+	grep -q "$f" policies/local.mk || bad "$f: not in policies/local.mk"
+	if [ -z "$name" ] || ! grep -q "^| \`$name\` |" doc/policies.md; then
+		bad "$f: policy '$name' has no row in doc/policies.md's table"
+	fi
+done
+
+# README is the README.md that GitHub shows (a link to it, or its copy),
+# so that the two front pages never say different things.
+if [ -L README ]; then
+	[ "$(readlink README)" = README.md ] || bad "README links to $(readlink README), not README.md"
+else
+	cmp -s README README.md || bad "README and README.md differ"
+fi
+
+# The README's results in brief are results/published/README.md's figures
+# as they are: per scenario and overloaded tenant, ema / static and ema /
+# ideal on the steady state (from the table's percentages) and the worst
+# lender's name and figure.
+awk -F'|' '/^\| [a-z0-9_]+ \| hot/ {
+	id = $2; t = $3; st = $7; ideal = $8; w = $14
+	gsub(/ /, "", id); gsub(/ /, "", t); gsub(/[ +%]/, "", st); gsub(/[ %]/, "", ideal)
+	sub(/^[^:]*: /, "", w); split(w, f, " "); sub(/;$/, "", f[3])
+	printf "%s %s %.3f %.3f %s %s\n", id, t, 1 + st / 100, ideal / 100, f[1], f[3]
+}' results/published/README.md > "$T/published"
+[ -s "$T/published" ] || bad "results/published/README.md: no row of an overloaded tenant found"
+while read -r id t st ideal lender fig; do
+	rows=$(sed -n '/^## Results in brief/,$p' README.md | grep "^| \`$id\`" |
+		grep -e ", $t |" || true)
+	row=$(echo "$rows" | head -1)
+	if [ -z "$row" ]; then
+		bad "README.md: Results in brief has no row for $id $t"
+		continue
+	fi
+	echo "$row" | awk -F'|' -v a="$st" -v b="$ideal" '{ gsub(/ /, "", $3); gsub(/ /, "", $4)
+		exit !($3 == a && $4 == b) }' ||
+		bad "README.md: $id $t reads $(echo "$row" | cut -d'|' -f3,4), results/published has $st | $ideal"
+	case $row in
+	*"$lender "*"$fig"*) ;;
+	*) bad "README.md: $id $t: the worst lender is $lender at $fig in results/published" ;;
+	esac
+done < "$T/published"
+
+# doc/cli.md names every command the program has: a row of its table of
+# commands and a line of its synopsis.
+if [ -n "$EMA" ]; then
+	for c in $("$EMA" help | sed -n '/^commands:/,/^$/s/^  \([a-z]*\) .*/\1/p'); do
+		grep -q "^| \`$c\` |" doc/cli.md || bad "doc/cli.md: no row for the command $c"
+		grep -q "^ema $c\( \|\$\)" doc/cli.md || bad "doc/cli.md: no synopsis of ema $c"
+	done
 fi
 
 # The default scenario as doc/configuration.md quotes it.

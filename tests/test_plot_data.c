@@ -4,9 +4,12 @@
  * whole), which points of a CDF, and the .dat files written from small
  * hand-written CSV files, with every error a user's file can cause. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "plot_data.h"
@@ -418,6 +421,45 @@ static void test_errors(void)
 	EXPECT_ERROR(ema_plots_cdf_data(in, out, NULL, err), EMA_ERR_IO, "missing.csv: cannot open");
 }
 
+/* A full disk (here a file size limit) while writing a .dat file: the
+ * error gives the reason, and neither the file nor its temporary is left. */
+static void test_write_fails(void)
+{
+	char in[4400], out[4400], tmp[4500], msg[600] = "";
+	int pfd[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	path_of(in, sizeof in, "long.csv");   /* written by test_memory_data_cut */
+	path_of(out, sizeof out, "full.dat");
+	snprintf(tmp, sizeof tmp, "%s.tmp", out);
+	CU_ASSERT_FATAL(pipe(pfd) == 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = { 4096, 4096 };
+		struct ema_error err = { 0 };
+		int rc;
+
+		signal(SIGXFSZ, SIG_IGN);
+		setrlimit(RLIMIT_FSIZE, &rl);
+		rc = ema_plots_memory_data(in, out, "static", &err);
+		dprintf(pfd[1], "%d %s", rc, err.msg);
+		_exit(0);
+	}
+	close(pfd[1]);
+	n = read(pfd[0], msg, sizeof msg - 1);
+	close(pfd[0]);
+	waitpid(pid, &status, 0);
+	msg[n > 0 ? n : 0] = '\0';
+	CU_ASSERT_EQUAL(atoi(msg), EMA_ERR_IO);
+	if (strstr(msg, "full.dat: cannot write: File too large") == NULL)
+		fprintf(stderr, "\nwrite error: %s\n", msg);
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "full.dat: cannot write: File too large"));
+	CU_ASSERT(access(out, F_OK) != 0);
+	CU_ASSERT(access(tmp, F_OK) != 0);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -430,6 +472,7 @@ int main(void)
 		{ "memory.dat of a long series", test_memory_data_cut },
 		{ "latency_cdf.dat from requests.csv", test_cdf_data },
 		{ "bad input files", test_errors },
+		{ "a write that fails", test_write_fails },
 		{ NULL, NULL }
 	};
 

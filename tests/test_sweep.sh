@@ -368,41 +368,93 @@ done
 # ---- figures -------------------------------------------------------------------------
 
 if command -v gnuplot >/dev/null 2>&1; then
-	# a load sweep over seeds: the full set, each figure naming its scenario
+	# a load sweep over seeds: the full set, each figure naming the
+	# scenario as run and how many seeds a value stands for
 	ema sweep --quiet $TINY --set policies=static,ideal,ema --vary seed=1,2 \
 		--vary tenants.0.workload.rate_rps=8,12,16 --out fig
 	check "figures: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
 	for f in throughput pct_of_ideal ttft tpot lender_slowdown lender_paired memory; do
 		check "figures: $f.pdf and $f.png" [ -s "fig/figures/$f.pdf" ] && [ -s "fig/figures/$f.png" ]
 	done
-	check "figures: every spec names the scenario" \
-		[ -z "$(grep -L 'scenario default' fig/figures/*.spec.gp)" ]
+	check "figures: no point's own plots/ unless --point-plots" [ ! -e fig/point-000/plots ]
+	check "figures: every spec names the scenario as run, --set and all" \
+		[ -z "$(grep -L '^figtitle = .*scenario default + tenants.0.workload.duration_s=30, tenants.1.workload.duration_s=30' fig/figures/*.spec.gp)" ]
+	check "figures: every title says n" [ -z "$(grep -L '^figtitle = .*n = ' fig/figures/*.spec.gp)" ]
+	check "figures: the memory figure says n" grep -q "one run (n = 1)" fig/figures/render.sh
 	check "figures: units in every axis label" \
 		[ -z "$(grep -hE '^(ylab|xlab) = ' fig/figures/*.spec.gp | grep -v '(')" ]
-	check "figures: no interval below zero" \
-		awk -F, 'NR > 1 && ($7 <= 0 || $7 > $6 || $8 < $6) { bad = 1 } END { exit bad }' fig/figures/ttft.csv
+	# two seeds: no t interval (t = 12.7), each seed a dot
+	check "figures: 2 seeds: n = 2 and no interval" \
+		awk -F, 'NR > 1 && ($6 != 2 || $8 != "NaN" || $9 != "NaN") { bad = 1 } END { exit bad }' fig/figures/ttft.csv
+	check "figures: 2 seeds: their values drawn, two per value" \
+		[ "$(($(wc -l <fig/figures/ttft.seeds.csv) - 1))" -eq "$((2 * ($(wc -l <fig/figures/ttft.csv) - 1)))" ]
+	check "figures: 2 seeds: the title says so" grep -q '^figtitle = .*n = 2 seeds: each seed a dot' fig/figures/ttft.spec.gp
 	check "figures: borrowers and lenders apart" \
 		[ "$(cut -d, -f1,2 fig/figures/throughput.csv | sort -u | tr '\n' ' ')" = "t0,borrower t1,lender tenant,role " ]
 	check "figures: render.sh redraws them" sh -c 'cd fig/figures && sh render.sh >/dev/null 2>&1'
-	# README example 1: two keys, one numeric: a set of figures per value
+	# three seeds: a 95% interval on the log scale, above zero, around the mean
+	ema sweep --quiet $TINY --set policies=static,ema --vary seed=1,2,3 \
+		--vary tenants.0.workload.rate_rps=8,16 --out fig3
+	check "figures: 3 seeds: an interval above zero around the mean" \
+		awk -F, 'NR > 1 && ($6 != 3 || $8 <= 0 || $8 > $7 || $9 < $7) { bad = 1 } END { exit bad }' fig3/figures/ttft.csv
+	check "figures: 3 seeds: no seed dots" [ ! -e fig3/figures/ttft.seeds.csv ]
+	check "figures: 3 seeds: the title says so" grep -q '^figtitle = .*geometric mean over n = 3 seeds, 95% interval' fig3/figures/ttft.spec.gp
+	# a second key that is not a policy knob: a set of figures per value
 	ema sweep --quiet $TINY --set policies=static,ema --vary tenants.0.workload.rate_rps=8,12 \
-		--vary policy.borrow_rule=always,throughput --out ex1
-	check "two keys: figures per borrow_rule value" \
-		[ -s ex1/figures/throughput_always.png ] && [ -s ex1/figures/throughput_throughput.png ]
-	check "two keys: each titled with its value" grep -qF "policy.borrow_rule=throughput" ex1/figures/throughput_throughput.spec.gp
+		--vary serving.max_batch=64,256 --out ex1
+	check "two keys: figures per serving.max_batch value" \
+		[ -s ex1/figures/throughput_64.png ] && [ -s ex1/figures/throughput_256.png ]
+	check "two keys: each titled with its value" grep -qF "serving.max_batch=256" ex1/figures/throughput_256.spec.gp
+	# a swept policy knob: its values share one plot, a line each; static,
+	# which the knob does not change, drawn once
+	ema sweep --quiet $TINY --set policies=static,ema --vary tenants.0.workload.rate_rps=8,16 \
+		--vary policy.ema.link_share=0.1,0.85 --out knob
+	check "policy knob: one set of figures" [ -s knob/figures/throughput.png ] && [ ! -e knob/figures/throughput_0.png ]
+	check "policy knob: a line per value, static once" \
+		grep -qx 'policies = "static ema:link_share=0.1 ema:link_share=0.85"' knob/figures/throughput.spec.gp
+	check "policy knob: the title names it" grep -q '^figtitle = .*; policy.ema.link_share=0.1,0.85 (a line per value' knob/figures/throughput.spec.gp
 	# seeds alone: nothing to draw against, and it says why
 	ema sweep $TINY --set policies=static --vary seed=1,2 --out seeds
 	check "seeds only: says why there is no load figure" grep -qF "no numeric key besides the seed" "$T/log/err"
+	check "seeds only: no empty figures folder" [ ! -e seeds/figures ]
+	ema figures seeds
+	check "ema figures, seeds only: exit 0 and says none drawn" [ "$rc" -eq 0 ] && grep -q "none drawn" "$T/log/out"
 	# the capacity bars, with a sweep's figures or alone
 	ema figures fig cap -o figcap
 	check "ema figures SWEEP CAPACITY: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+	check "ema figures SWEEP CAPACITY: one scenario, no warning" [ -z "$(grep warning "$T/log/err")" ]
 	check "ema figures: the capacity bars" [ -s figcap/capacity.png ] && [ -s figcap/capacity.pdf ]
 	check "ema figures: the capacity figure names the SLO" grep -qF "ttft_p90_ms<=2000" figcap/capacity.spec.gp
+	check "ema figures: capacity over 2 seeds: the seeds drawn, no interval" \
+		[ -s figcap/capacity.seeds.csv ] && grep -q '^figtitle = .*n = 2 seeds' figcap/capacity.spec.gp
+	# folders of different scenarios drawn together: a warning
+	ema sweep --quiet --no-plots $TINY --set name=other --set policies=static,ema \
+		--vary tenants.0.workload.rate_rps=8,12 --out other
+	ema figures other cap -o othercap
+	check "ema figures of two scenarios: exit 0, with a warning" \
+		[ "$rc" -eq 0 ] && grep -q "warning: other and cap ran different scenarios" "$T/log/err"
+	# a point's own plots when asked
+	ema sweep --quiet $TINY --set policies=static --vary tenants.0.workload.rate_rps=8,12 \
+		--point-plots --out pp
+	check "--point-plots: each point's plots/" [ -s pp/point-000/plots/throughput.png ] && [ -s pp/point-001/plots/memory.pdf ]
+	ema sweep --quiet $TINY --vary seed=1,2 --no-plots --point-plots --out ppn
+	check "--no-plots --point-plots: exit 2" [ "$rc" -eq 2 ]
+	# a full disk (a file size limit here) while drawing: the reason, no
+	# figure that looks whole, no partial file
+	(trap '' XFSZ; ulimit -f 24; "$EMA" figures fig -o full >"$T/log/out" 2>"$T/log/err")
+	rc=$?
+	check "figures on a full disk: exit 1 (got $rc)" [ "$rc" -eq 1 ]
+	check "figures on a full disk: the reason" grep -q "File too large" "$T/log/err"
+	check "figures on a full disk: no partial file" [ -z "$(ls full | grep -E '\.part\.|\.tmp')" ]
+	check "figures on a full disk: no cut PNG" sh -c 'for f in full/*.png; do [ -e "$f" ] || continue; tail -c 8 "$f" | od -c | grep -q "I   E   N   D" || exit 1; done'
 fi
 ema figures
 check "figures without DIR: exit 2" [ "$rc" -eq 2 ]
 ema figures ref/point-000
 check "figures of a run folder: exit 2" [ "$rc" -eq 2 ]
+ema figures nosuch
+check "figures nosuch: exit 2" [ "$rc" -eq 2 ]
+check "figures nosuch: says the folder is missing" grep -q "nosuch: no such folder" "$T/log/err"
 
 # ---- merge: mistakes ------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ _ema_options()
 	run) echo "--config -c --set -s --seed --out -o --backend --hw --verify --no-plots --quiet -q --help -h" ;;
 	config) echo "--config -c --set -s --seed --help -h" ;;
 	list) echo "--help -h" ;;
-	sweep) echo "--vary --config -c --set -s --seed --out -o --jobs -j --shard --sbatch --tasks --throttle --partition --account --time --mem --sbatch-arg --dry-run --max-rate --slo --resolution --no-plots --quiet -q --help -h" ;;
+	sweep) echo "--vary --config -c --set -s --seed --out -o --jobs -j --shard --sbatch --tasks --throttle --partition --account --time --mem --sbatch-arg --dry-run --max-rate --slo --resolution --no-plots --point-plots --quiet -q --help -h" ;;
 	figures) echo "--out -o --quiet -q --help -h" ;;
 	bench) echo "--quick --runs --trace --backend --hw --csv --help -h" ;;
 	calibrate) echo "--out -o --csv --name --quick --help -h" ;;
@@ -161,7 +161,7 @@ _ema()
 	fi
 	# shellcheck disable=SC2086
 	case $cmd in
-	list) _ema_reply policies models hardware figures ;;
+	list) _ema_reply policies models hardware backends figures ;;
 	config) _ema_reply default ;;
 	figures)
 		compopt -o filenames 2>/dev/null
