@@ -2,7 +2,8 @@
  * on one sweep folder at once: a sweep submitted twice, a requeued Slurm
  * task beside its first run, two `ema sweep` on one --out. Before it
  * simulates a point, a process claims it by creating DIR/point-NNN.claim
- * with O_EXCL (atomic, on NFS too), holding its host and PID; a process
+ * (written whole, then linked into place: atomic, on NFS too), holding
+ * its host and PID; a process
  * that finds a point claimed goes on to the next one. The claim goes when
  * the point is complete (or the process is interrupted).
  *
@@ -126,38 +127,45 @@ static void start_beat(struct ema_claim *c)
 /* ---- claiming ---------------------------------------------------------------------- */
 
 /* Creates the claim, registered for removal on a signal at once (the
- * signals held between the two, as a point's folder is). 1: made, 0:
- * taken (EEXIST), -1: errno says why. */
+ * signals held between the two, as a point's folder is). The claim is
+ * written whole under a name of this process's, then linked to its own
+ * name (link fails with EEXIST where another holds it, atomically, on
+ * NFS too): a claim is never seen empty. (Created with O_EXCL and then
+ * written, a kill -9 between the two left an empty claim with no owner
+ * to judge, and a resumed sweep waited EMA_CLAIM_STALE_S for it.) 1:
+ * made, 0: taken (EEXIST), -1: errno says why. */
 static int create(struct ema_claim *c)
 {
-	char text[128];
+	char text[128], tmp[sizeof c->path + 96];
 	sigset_t set, old;
 	int fd, n, ok = 1;
 
 	n = snprintf(text, sizeof text, "%s %ld %lld\n", ema_host_name(), (long)getpid(),
 		     (long long)time(NULL));
+	snprintf(tmp, sizeof tmp, "%s.new-%s-%ld", c->path, ema_host_name(), (long)getpid());
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	sigprocmask(SIG_BLOCK, &set, &old);
-	fd = open(c->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-	if (fd >= 0) {
-		c->slot = ema_cleanup_add(c->path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		ok = -1;
+	} else {
 		if (write(fd, text, (size_t)n) != n)
 			ok = -1;
 		if (close(fd) != 0)
 			ok = -1;
-		if (ok < 0) {
+		if (ok > 0 && link(tmp, c->path) != 0)
+			ok = errno == EEXIST ? 0 : -1;
+		if (ok > 0)
+			c->slot = ema_cleanup_add(c->path);
+		{
 			int e = errno;
 
-			unlink(c->path);
-			ema_cleanup_drop(c->slot);
-			c->slot = -1;
+			unlink(tmp);
 			errno = e;
 		}
-	} else {
-		ok = errno == EEXIST ? 0 : -1;
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return ok;

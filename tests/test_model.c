@@ -213,6 +213,60 @@ static void test_cost_model_decode_batch(void)
 	done(x);
 }
 
+/* doc/model.md "Remote attention": the decode batch of 32 at context
+ * 1024 with 1 GiB of its KV on an idle lender that computes its
+ * attention. The lender reads 1.074 GB at 4357 x 0.70 = 3050 GB/s in
+ * 0.352 ms, 32 layers x 5 us of round trips = 0.160 ms, the exchange
+ * (32 tokens x 32 layers x 32 heads x (128 x (2 + 4) + 4) B = 25.3 MB)
+ * 0.063 ms over the link, hidden under the reads: attention 0.512 ms,
+ * under the 6.35 ms of local reads; the step 0.03 + 6.35 = 6.38 ms. With
+ * the lender busy the kernel keeps half its rate: 0.160 + 0.704 = 0.864
+ * ms. With 10 GiB there, in place is link-bound at 41 ms; the attention
+ * (3.68 ms) still hides. */
+static void test_remote_attention_by_hand(void)
+{
+	struct ema_experiment *x = load(NULL, 0);
+	struct ema_iteration it;
+	struct ema_step_cost c, in;
+	uint64_t kv = 0, kv_all = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	memset(&it, 0, sizeof it);
+	it.weight_bytes = ema_model_weight_bytes(&x->cfg.model);
+	for (int i = 0; i < 32; i++) {
+		ema_work_add_request(&it, &x->cfg.model, 1024, 0, &kv);
+		kv_all += kv;
+	}
+	it.kv_local_bytes = kv_all - (1ull << 30);
+	it.model_layers = x->cfg.model.layers;
+	it.n_remote = 1;
+	it.remote[0].gpu = 1;
+	it.remote[0].bytes = 1ull << 30;
+	it.remote[0].compute = true;
+	it.remote[0].exchange_bytes = 32ull * 32 * 32 * (128 * (2 + 4) + 4);
+	CU_ASSERT_DOUBLE_EQUAL(it.remote[0].exchange_bytes / 1e6, 25.3, 0.05);
+	CU_ASSERT_DOUBLE_EQUAL(ema_cost_attention_gbps(&x->cfg.hw, false), 3050.2, 0.05);
+	CU_ASSERT_DOUBLE_EQUAL(ema_cost_attention_sync_ns(&x->cfg.hw), 5000, 1e-9);
+	ema_step_cost(&x->cfg.hw, &it, false, &c);
+	CU_ASSERT_DOUBLE_EQUAL(c.attention_ns / 1e6, 0.512, 0.0005);
+	CU_ASSERT_DOUBLE_EQUAL(c.link_ns, 0, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(c.local_ns / 1e6, 6.35, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(c.total_ns / 1e6, 6.38, 0.005);
+	it.remote[0].lender_busy = true;
+	CU_ASSERT_DOUBLE_EQUAL(ema_cost_attention_ns(&x->cfg.hw, &it) / 1e6, 0.864, 0.0005);
+	/* 10 GiB on the lender: in place link-bound, the attention hidden */
+	it.remote[0].lender_busy = false;
+	it.remote[0].bytes = 10ull << 30;
+	ema_step_cost(&x->cfg.hw, &it, false, &c);
+	CU_ASSERT_DOUBLE_EQUAL(c.attention_ns / 1e6, 3.68, 0.005);
+	CU_ASSERT_DOUBLE_EQUAL(c.total_ns / 1e6, 6.38, 0.005);
+	it.remote[0].compute = false;
+	ema_step_cost(&x->cfg.hw, &it, false, &in);
+	CU_ASSERT_DOUBLE_EQUAL(in.link_ns / 1e6, 41.0, 0.1);
+	CU_ASSERT(in.total_ns > 6 * c.total_ns);
+	done(x);
+}
+
 /* doc/model.md "Remote reads": the batch above with 1 GiB of its KV on
  * the peer. Local: 20.44 - 1.07 = 19.37 GB = 6.35 ms; link 1.07 GB /
  * (373.9 x 0.70 GB/s) = 4.10 ms. In place: max(6.35, 4.10) / 0.981 = 6.47 ms, less than the 6.70 ms of all
@@ -816,6 +870,7 @@ int main(void)
 		{ "default scenario: 4629 KV pages per GPU", test_default_kv_pages },
 		{ "embedded model sizes", test_model_sizes },
 		{ "cost model: remote KV in place or staged", test_cost_model_remote_paths },
+		{ "remote attention by hand", test_remote_attention_by_hand },
 		{ "in place beside local: the H200 measurements within 5%", test_inplace_measurements },
 		{ "cost model: the in-place total alone, to the last bit", test_cost_model_inplace_total },
 		{ "cost model: the memory-bound shortcut past the FLOPs' division", test_cost_model_memory_bound_shortcut },
