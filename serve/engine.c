@@ -3149,6 +3149,9 @@ int ema_engine_check_limits(const struct ema_config *cfg, const struct ema_polic
 			char knob[EMA_NAME_MAX + 32];
 
 			snprintf(knob, sizeof knob, "policy.%s_factor", policy->name);
+			/* (the two ideals share theirs) */
+			if (ema_config_key_unit(knob) == NULL && strncmp(policy->name, "ideal", 5) == 0)
+				snprintf(knob, sizeof knob, "policy.ideal_factor");
 			snprintf(by, sizeof by, " x %g (%s's memory factor%s%s)", factor, policy->name,
 				 ema_config_key_unit(knob) != NULL ? ", " : "",
 				 ema_config_key_unit(knob) != NULL ? knob : "");

@@ -76,7 +76,7 @@ static int32_t same_requests(const struct ema_policy_run *a, int ta, const struc
 	return n;
 }
 
-/* The default scenario: h200x2 capped at 24 GiB = 12288 pages of 2 MiB,
+/* h200x2 capped at 24 GiB = 12288 pages of 2 MiB,
  * llama-3-8b's weights 7659 of them, 4629 KV pages. ideal doubles the
  * GPU (24576 pages, 16917 of KV: 3.65x), ideal_kv the KV alone (7659 +
  * 2 x 4629 = 16917 pages), pooled and static keep 12288. */
@@ -86,7 +86,9 @@ static void test_pools_by_hand(void)
 	struct ema_error err = {0};
 	struct ema_platform_params p;
 
-	CU_ASSERT_EQUAL_FATAL(ema_config_load(&cfg, NULL, NULL, 0, &err), EMA_OK);
+	static const char *const at24[] = { "gpu_mem_cap_gib=24" };
+
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&cfg, NULL, at24, 1, &err), EMA_OK);
 	CU_ASSERT_EQUAL(ema_engine_platform_params(&p, &cfg, ema_policy_find("static")), EMA_OK);
 	CU_ASSERT_EQUAL(p.pool_pages[0], 12288);
 	CU_ASSERT_EQUAL(ema_engine_platform_params(&p, &cfg, ema_policy_find("pooled")), EMA_OK);
@@ -103,12 +105,12 @@ static void test_pools_by_hand(void)
 static void test_ideal_kv_without_tenant(void)
 {
 	static const char *const sets[] = {
-		"tenants=[{\"name\": \"t0\", \"workload\": {\"duration_s\": 1}}]"
+		"tenants=[{\"name\": \"t0\", \"workload\": {\"duration_s\": 1}}]", "gpu_mem_cap_gib=24"
 	};
 	struct ema_config cfg;
 	struct ema_error err = {0};
 	struct ema_platform_params p;
-	int rc = ema_config_load(&cfg, NULL, sets, 1, &err);
+	int rc = ema_config_load(&cfg, NULL, sets, 2, &err);
 
 	if (rc != EMA_OK)
 		fprintf(stderr, "config: %s\n", err.msg);
@@ -144,13 +146,13 @@ static void test_pooled_is_one_gpu_with_the_summed_kv(void)
 {
 	static const char *const pooled_sets[] = {
 		"tenants=[{\"name\": \"t0\", \"workload\": {\"rate_rps\": 20, \"duration_s\": 30}}]",
-		"policies=pooled",
+		"policies=pooled", "gpu_mem_cap_gib=24",
 	};
 	static const char *const one_sets[] = {
 		"tenants=[{\"name\": \"t0\", \"workload\": {\"rate_rps\": 20, \"duration_s\": 30}}]",
 		"policies=static", "hardware.n_gpus=1", "gpu_mem_cap_gib=48",
 	};
-	struct ema_experiment *xp = run_sets(NULL, pooled_sets, 2);
+	struct ema_experiment *xp = run_sets(NULL, pooled_sets, 3);
 	struct ema_experiment *x1 = run_sets(NULL, one_sets, 4);
 	const struct ema_policy_run *p = run_of(xp, "pooled"), *s = run_of(x1, "static");
 

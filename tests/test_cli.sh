@@ -12,7 +12,7 @@ SRC=${EMA_SRCDIR:-$(dirname "$0")/..}
 DATA=$SRC/tests/data/cli
 # Short runs: the default scenario's 120 s of arrivals cut to 10 s.
 SHORT="--set tenants.0.workload.duration_s=10 --set tenants.1.workload.duration_s=10"
-POLICIES="static ideal host_swap remote_direct ema"
+POLICIES="static pooled ideal_kv ideal host_swap remote_direct ema"
 
 if [ ! -x "$EMA" ]; then
 	echo "test_cli.sh: $EMA is not an executable (run from the build folder or set EMA)" >&2
@@ -314,11 +314,11 @@ check "run: summary.csv header" \
 	grep -q '^policy,tenant,gpu,requests,completed,dropped,throughput_tok_s,req_s,ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,tpot_p50_ms,tpot_p90_ms,tpot_p99_ms,e2e_p50_ms,e2e_p99_ms,preemptions,kv_peak_gib' \
 	"$R/r1/summary.csv"
 check "run: requests.csv header" grep -q '^policy,tenant,request,arrival_ms,' "$R/r1/requests.csv"
-# one row per (policy, tenant): 5 policies x 2 tenants, no pair twice
+# one row per (policy, tenant): 7 policies x 2 tenants, no pair twice
 rows=$(tail -n +2 "$R/r1/summary.csv" | wc -l)
 pairs=$(tail -n +2 "$R/r1/summary.csv" | cut -d, -f1,2 | sort -u | wc -l)
-check "run: 10 summary rows (got $rows)" [ "$rows" -eq 10 ]
-check "run: 10 distinct (policy, tenant) pairs (got $pairs)" [ "$pairs" -eq 10 ]
+check "run: 14 summary rows (got $rows)" [ "$rows" -eq 14 ]
+check "run: 14 distinct (policy, tenant) pairs (got $pairs)" [ "$pairs" -eq 14 ]
 for p in $POLICIES; do
 	for t in t0 t1; do
 		check "run: summary row $p,$t" grep -q "^$p,$t," "$R/r1/summary.csv"

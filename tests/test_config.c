@@ -128,11 +128,11 @@ static void test_default_scenario(void)
 	CU_ASSERT_STRING_EQUAL(cfg_a.hw.name, "h200x2");
 	CU_ASSERT_STRING_EQUAL(cfg_a.model_name, "llama-3-8b");
 	CU_ASSERT_STRING_EQUAL(cfg_a.model.name, "llama-3-8b");
-	CU_ASSERT_DOUBLE_EQUAL(cfg_a.gpu_mem_cap_gib, 24, 0);
+	CU_ASSERT_DOUBLE_EQUAL(cfg_a.gpu_mem_cap_gib, 19, 0);
 	CU_ASSERT_DOUBLE_EQUAL(cfg_a.page_mib, 2, 0);
-	CU_ASSERT_EQUAL(cfg_a.n_policies, 5);
+	CU_ASSERT_EQUAL(cfg_a.n_policies, 7);
 	CU_ASSERT_STRING_EQUAL(cfg_a.policies[0], "static");
-	CU_ASSERT_STRING_EQUAL(cfg_a.policies[1], "ideal");
+	CU_ASSERT_STRING_EQUAL(cfg_a.policies[1], "pooled");
 	CU_ASSERT_EQUAL(cfg_a.serving.block_tokens, 16);
 	CU_ASSERT_EQUAL(cfg_a.serving.max_batch, 256);
 	CU_ASSERT_EQUAL(cfg_a.serving.max_batch_tokens, 8192);
@@ -175,7 +175,7 @@ static void test_default_scenario(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"chunked_prefill\": false"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"watermark\": 0.01,"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"topology\": \"direct\","));
-	CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"policies\": [\"static\", \"ideal\", \"host_swap\", \"remote_direct\", \"ema\"],"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"policies\": [\"static\", \"pooled\", \"ideal_kv\", \"ideal\", \"host_swap\", \"remote_direct\", \"ema\"],"));
 	free(json);
 }
 

@@ -180,7 +180,7 @@ static void test_policy_order(void)
 {
 	static const char *const fwd[] = {SHORT_T0, SHORT_T1};
 	static const char *const rev[] = {
-		SHORT_T0, SHORT_T1, "policies=ema,remote_direct,host_swap,ideal,static",
+		SHORT_T0, SHORT_T1, "policies=ema,remote_direct,host_swap,ideal,ideal_kv,pooled,static",
 	};
 	struct ema_experiment *a = run_default(fwd, 2), *b;
 	char *sa, *sb;
@@ -188,9 +188,9 @@ static void test_policy_order(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
 	b = run_default(rev, 3);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
-	CU_ASSERT_EQUAL_FATAL(a->cfg.n_policies, 5);
-	CU_ASSERT_EQUAL_FATAL(b->cfg.n_policies, 5);
-	CU_ASSERT_STRING_EQUAL(b->cfg.policies[0], a->cfg.policies[4]);
+	CU_ASSERT_EQUAL_FATAL(a->cfg.n_policies, 7);
+	CU_ASSERT_EQUAL_FATAL(b->cfg.n_policies, 7);
+	CU_ASSERT_STRING_EQUAL(b->cfg.policies[0], a->cfg.policies[6]);
 	sa = summary_text(a);
 	sb = summary_text(b);
 	for (int i = 0; i < a->cfg.n_policies; i++) {

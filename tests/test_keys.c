@@ -150,7 +150,7 @@ static void test_one_row_per_key(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "| `n_gpus` | integer | 1..16 | required | `2` | GPUs |"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "| `pull_share_under_load` | number | (0, 1] | `1` | `0.938316` | share |"));
 	/* the embedded default scenario's departures from the built-in values */
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, "- `gpu_mem_cap_gib`: `24` (built-in: `0`)\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "- `gpu_mem_cap_gib`: `19` (built-in: `0`)\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "- `tenants`: 2 elements (built-in: 0)\n"));
 	free(copy);
 	free(text);

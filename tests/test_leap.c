@@ -190,10 +190,17 @@ static void no_leaps_without_hook(void)
 
 static void test_default(void)
 {
-	/* its tenant 0 overloads its GPU: preemptions, borrowing, swaps */
+	static const char *const at24[] = { "gpu_mem_cap_gib=24" };
+
+	/* the default scenario (19 GiB): tenant 0 overloads its GPU all the
+	 * time; every policy, the bounds too, the same stepping and leaping */
 	CU_ASSERT(same_both_ways(NULL, NULL, 0) > 0);
-	/* each policy with leap_ok leaps here, remote_direct too (where a
-	 * GPU lends nothing and its free pages are within its reserve) */
+	CU_ASSERT(leaps_of("pooled") > 0);
+	CU_ASSERT(leaps_of("ideal_kv") > 0);
+	/* at 24 GiB its borrowing comes and goes: each policy with leap_ok
+	 * leaps, remote_direct too (where a GPU lends nothing and its free
+	 * pages are within its reserve) */
+	CU_ASSERT(same_both_ways(NULL, at24, 1) > 0);
 	CU_ASSERT(leaps_of("static") > 0);
 	CU_ASSERT(leaps_of("ideal") > 0);
 	CU_ASSERT(leaps_of("host_swap") > 0);

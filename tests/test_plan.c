@@ -105,13 +105,13 @@ static void test_policy_plans_with_the_belief(void)
 {
 	static const char *const sets[] = {
 		"policies=ema", "policy.ema.tpot_slack=0", "policy.ema.lender_slowdown=0",
-		"plan.error.link=+30%",
+		"plan.error.link=+30%", "gpu_mem_cap_gib=24",
 	};
 	struct ema_experiment *x = calloc(1, sizeof *x);
 	struct ema_error err;
 	double pages;
 
-	CU_ASSERT_EQUAL_FATAL(load(&x->cfg, sets, 4, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(load(&x->cfg, sets, 5, &err), EMA_OK);
 	x->quiet = x->silent = true;
 	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
 	pages = x->runs[0].results[0].borrowed_peak_gib * 1024.0 / 2.0;

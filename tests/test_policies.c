@@ -1661,19 +1661,20 @@ static void test_queue_hold_bursts(void)
 	CU_ASSERT(reclaims[1] * 2 < reclaims[0]);
 }
 
-/* policy.borrow_rule=throughput, staged: on the default setup W = 16.1
+/* policy.borrow_rule=throughput, staged: on h200x2 at 24 GiB W = 16.1
  * GB of weights, L = 9.7 GB of local KV and k = 2.79 x 0.7 = 1.95, so
  * k L = 19 GB > W: staging would cost throughput, and ema stays static
  * (same results exactly). With the llama-2-13b model on 34 GiB GPUs,
  * L = 36.5 - 26.0 = 10.5 GB and W = 26 GB > k L = 20.5 GB: it borrows.
- * In place (auto) on the default setup the step stays (W + L) / 0.981
- * within the 1280-page link budget and the batch grows to L + R:
- * 0.981 x (9.71 + 2.68) GB > 9.71 GB, so it borrows there too. */
+ * In place (auto) on the same setup the step stays (W + L) / 0.981
+ * within the 896-page link budget and the batch grows to L + R:
+ * 0.981 x (9.71 + 1.88) GB > 9.71 GB, so it borrows there too. */
 static void test_borrow_rule_throughput(void)
 {
 	static const char *sets[] = {
-		"tenants.0.workload.duration_s=30", "tenants.1.workload.duration_s=30",
-		"policy.borrow_rule=throughput", "policies=static,ema", "policy.remote_path=staged",
+		"gpu_mem_cap_gib=24", "tenants.0.workload.duration_s=30",
+		"tenants.1.workload.duration_s=30", "policy.borrow_rule=throughput",
+		"policies=static,ema", "policy.remote_path=staged",
 	};
 	static const char *sets13b[] = {
 		"tenants.0.workload.duration_s=30", "tenants.1.workload.duration_s=30",
@@ -1684,7 +1685,7 @@ static void test_borrow_rule_throughput(void)
 	struct ema_error err = {0};
 	const struct ema_tenant_result *st, *em;
 
-	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 5, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 6, &err), EMA_OK);
 	x->quiet = true;
 	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
 	st = row(x, "static", "t0");
@@ -1696,7 +1697,7 @@ static void test_borrow_rule_throughput(void)
 	ema_experiment_free(x);
 	memset(x, 0, sizeof *x);
 	/* the same in place: it pays */
-	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 4, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 5, &err), EMA_OK);
 	x->quiet = true;
 	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
 	em = row(x, "ema", "t0");
@@ -1759,13 +1760,14 @@ static void run_edge(int prompt, int32_t *limits)
 		"tenants.0.workload.max_requests=1", "tenants.1.workload.max_requests=1", h_set,
 		"policies=static,ideal,host_swap,remote_direct,ema,pooled,ideal_kv",
 		"serving.oversize=wait", /* (the lending policies' own limits) */
+		"gpu_mem_cap_gib=24",
 	};
 	struct ema_experiment *x = calloc(1, sizeof *x);
 	struct ema_error err = {0};
 
 	snprintf(p_set, sizeof p_set,
 		 "tenants.0.workload.prompt={\"kind\":\"fixed\",\"mean\":%d,\"max\":1000000}", prompt);
-	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 7, &err), EMA_OK);
+	CU_ASSERT_EQUAL_FATAL(ema_config_load(&x->cfg, NULL, sets, 8, &err), EMA_OK);
 	x->quiet = true;
 	CU_ASSERT_EQUAL_FATAL(ema_experiment_run(x, &err), EMA_OK);
 	for (int i = 0; i < x->n_runs; i++) {
@@ -1880,7 +1882,7 @@ static void test_oversize(void)
 	}
 }
 
-/* Local capacity 4629 pages, watermark 47: prompts needing 4581 .. 4630
+/* h200x2 at 24 GiB: local capacity 4629 pages, watermark 47: prompts needing 4581 .. 4630
  * pages under every policy (the band that hung static, host_swap and ema
  * alone), and the same band below ema's own limit, 4629 + 896 = 5525
  * pages (its link budget, the watermark on borrowed memory). pooled can
