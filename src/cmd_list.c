@@ -1,6 +1,7 @@
 /* cmd_list.c: `ema list`, what a scenario or a command can name:
  * policies, models, hardware profiles, backends, and the figures of a run
  * folder. */
+#include <stdbool.h>
 #include <string.h>
 
 #include "backends.h"
@@ -62,9 +63,15 @@ static int list_exec(const struct ema_cli_args *a, struct ema_error *err)
 
 			if (ema_hw_profile_load(&h, names[i], err) != EMA_OK)
 				return err->code;
-			printf("%-12s %d x %-12s %6.1f GiB  HBM %5.0f GB/s  %-6s link %4.0f GB/s  (%s%s%s)\n",
+			/* a datasheet profile's measured-kind figures (curves,
+			 * overlap, interference, efficiencies) are the H200
+			 * pair's, scaled: say so wherever it is listed */
+			bool scaled = strcmp(h.source, "datasheet") == 0;
+
+			printf("%-12s %d x %-12s %6.1f GiB  HBM %5.0f GB/s  %-6s link %4.0f GB/s  (%s%s%s%s)\n",
 			       names[i], h.n_gpus, h.gpu_name, h.gpu_mem_gib, h.hbm_read_gbps,
-			       ema_topology_names[h.topology], h.link_gbps, h.source, h.date[0] ? " " : "", h.date);
+			       ema_topology_names[h.topology], h.link_gbps, h.source, h.date[0] ? " " : "", h.date,
+			       scaled ? "; copy curve, overlap and interference scaled from h200x2" : "");
 		}
 		return EMA_OK;
 	}

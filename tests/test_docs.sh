@@ -136,17 +136,19 @@ else
 fi
 
 # The README's results in brief are results/published/README.md's figures
-# as they are: per scenario and overloaded tenant, ema / static and ema /
-# ideal on the steady state (from the table's percentages) and the worst
-# lender's name and figure.
+# as they are: per scenario and overloaded tenant, the means of ema /
+# static, pooled / static and ema / pooled on the steady state, and the
+# worst lender's name and figure.
 awk -F'|' '/^\| [a-z0-9_]+ \| hot/ {
-	id = $2; t = $3; st = $7; ideal = $8; w = $14
-	gsub(/ /, "", id); gsub(/ /, "", t); gsub(/[ +%]/, "", st); gsub(/[ %]/, "", ideal)
-	sub(/^[^:]*: /, "", w); split(w, f, " "); sub(/;$/, "", f[3])
-	printf "%s %s %.3f %.3f %s %s\n", id, t, 1 + st / 100, ideal / 100, f[1], f[3]
+	id = $2; t = $3; st = $4; pool = $5; po = $6; w = $11
+	gsub(/ /, "", id); gsub(/ /, "", t)
+	split(st, a, " "); split(pool, b, " "); gsub(/\*/, "", po); split(po, c, " ")
+	sub(/^[^:]*: /, "", w); split(w, f, " ")
+	fig = f[2] == "steady" ? f[3] : f[4]; sub(/;$/, "", fig)
+	printf "%s %s %s %s %s %s %s\n", id, t, a[1], b[1], c[1], f[1], fig
 }' results/published/README.md > "$T/published"
 [ -s "$T/published" ] || bad "results/published/README.md: no row of an overloaded tenant found"
-while read -r id t st ideal lender fig; do
+while read -r id t st pool po lender fig; do
 	rows=$(sed -n '/^## Results in brief/,$p' README.md | grep "^| \`$id\`" |
 		grep -e ", $t |" || true)
 	row=$(echo "$rows" | head -1)
@@ -154,9 +156,9 @@ while read -r id t st ideal lender fig; do
 		bad "README.md: Results in brief has no row for $id $t"
 		continue
 	fi
-	echo "$row" | awk -F'|' -v a="$st" -v b="$ideal" '{ gsub(/ /, "", $3); gsub(/ /, "", $4)
-		exit !($3 == a && $4 == b) }' ||
-		bad "README.md: $id $t reads $(echo "$row" | cut -d'|' -f3,4), results/published has $st | $ideal"
+	echo "$row" | awk -F'|' -v a="$st" -v b="$pool" -v c="$po" '{ gsub(/[ *]/, "", $3); gsub(/[ *]/, "", $4); gsub(/[ *]/, "", $5)
+		exit !($3 == a && $4 == b && $5 == c) }' ||
+		bad "README.md: $id $t reads $(echo "$row" | cut -d'|' -f3,4,5), results/published has $st | $pool | $po"
 	case $row in
 	*"$lender "*"$fig"*) ;;
 	*) bad "README.md: $id $t: the worst lender is $lender at $fig in results/published" ;;
