@@ -5,7 +5,10 @@
  * gather kernel), the host loop's overhead between iterations, and one
  * decode-like read against the share of its bytes read in place from a
  * lender (the peer GPU, or pinned host memory on a machine with one GPU):
- * split grid, one pass, and all local. */
+ * split grid, one pass, and all local; and whole decode steps through the
+ * platform against remote share for the three remote paths: in place,
+ * staged, and computed on the lender (remote attention, by event and by
+ * flag). */
 #include "hw.h"
 #include "hw_cuda.h"
 #include "hw_kernels.h"
@@ -173,6 +176,7 @@ static int bench_transfers(bool quick, FILE *csv, struct ema_error *err)
 
 /* A chain of iterations on GPU 0, each started from the previous one's
  * callback, as the serving model does. */
+#define BENCH_MAX_STEPS 128
 struct bench_chain {
 	struct ema_platform *p;
 	struct ema_iteration it;
@@ -181,6 +185,8 @@ struct bench_chain {
 	int64_t stall_ns;
 	uint64_t remote;
 	int rc;
+	int n_steps;                        /* bench_paths: steps so far, */
+	double steps_us[BENCH_MAX_STEPS];   /* and each one's time */
 };
 
 static void bench_iter_done(void *arg, const struct ema_iteration_result *r)
@@ -536,6 +542,190 @@ out:
 	return rc;
 }
 
+/* Whole decode steps through the platform (what `ema run --backend hw`
+ * runs), each started from the previous one's callback: 2 GiB of weights
+ * and 512 KV pages of 2 MiB (16 tokens of the default shape: 32 layers,
+ * 8 KV heads of 4 query heads, dimension 128), 64 sequences, with 0, 5,
+ * 10, 20 and 40% of the pages on the lender (GPU 1; with one GPU, pages
+ * of GPU 0 itself, its lender work on a second stream) read in place,
+ * staged (8 layer groups, one ahead, gather copies) or computed there
+ * (remote attention: by event, then by flag). Median step time of N
+ * steps after 5 of warm-up; the lent pages carry tags, so that the
+ * compute path's sampled checks run as in a real run (after the timed
+ * step). */
+#define BENCH_PATH_PAGES 512
+static const int bench_share_pct[] = { 0, 5, 10, 20, 40 };
+
+static void bench_step_done(void *arg, const struct ema_iteration_result *r)
+{
+	struct bench_chain *c = arg;
+
+	if (c->n_steps < BENCH_MAX_STEPS)
+		c->steps_us[c->n_steps++] = (double)(r->end_ns - r->start_ns) / 1e3;
+	c->remote += r->remote_bytes;
+	if (--c->left > 0 && c->rc == 0)
+		c->rc = c->p->ops->iteration(c->p, &c->it, bench_step_done, c, NULL);
+}
+
+static int bench_paths(bool quick, FILE *csv, int n_gpus, struct ema_error *err)
+{
+	const uint64_t pb = 2 * BENCH_MIB;
+	const int lender = n_gpus >= 2 ? 1 : 0, warm = 5, steps = quick ? 20 : 60;
+	const int n_sh = (int)(sizeof bench_share_pct / sizeof bench_share_pct[0]);
+	struct ema_config *cfg = calloc(1, sizeof *cfg);
+	uint64_t pool[EMA_MAX_GPUS] = { 2112, 2048 };
+	int32_t *local = malloc(BENCH_PATH_PAGES * sizeof *local);
+	int32_t *remote = malloc(BENCH_PATH_PAGES * sizeof *remote);
+	uint64_t *tags = malloc(BENCH_PATH_PAGES * sizeof *tags);
+	int32_t staging[64];
+	struct ema_platform *p = NULL;
+	double all_local = 0;
+	bool have_flag = true;
+	int rc = 0;
+
+	if (cfg == NULL || local == NULL || remote == NULL || tags == NULL) {
+		rc = ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	snprintf(cfg->name, sizeof cfg->name, "bench-hw-paths");
+	cfg->hw.n_gpus = n_gpus >= 2 ? 2 : 1;
+	cfg->n_tenants = n_gpus >= 2 ? 2 : 1;
+	if (n_gpus >= 2)
+		cfg->tenants[1].gpu = 1;
+	/* GPU 0: weights read from pages 0..1023, local KV 1024..1535,
+	 * staging 2048..2111; the lent pages on GPU 1 (or GPU 0's 1536..) */
+	for (int i = 0; i < BENCH_PATH_PAGES; i++) {
+		local[i] = 1024 + i;
+		/* every other page of GPU 1; with one GPU, GPU 0's 1536.. */
+		remote[i] = lender == 1 ? 2 * i : 1536 + i;
+		tags[i] = 0xbe4c0000u + (uint64_t)i;
+	}
+	for (int i = 0; i < 64; i++)
+		staging[i] = 2048 + i;
+	{
+		struct ema_platform_params pp;
+
+		ema_hw_params_for_pools(&pp, cfg, pb, pool);
+		rc = ema_hw_platform_create(&p, &pp, NULL, err);
+	}
+	if (rc != 0)
+		goto out;
+	rc = p->ops->tag_pages(p, lender, BENCH_PATH_PAGES, remote, tags, err);
+	if (rc != 0)
+		goto out;
+	printf("\nstep time against remote share, by path (GPU 0; lender: %s; 2 GiB weights + "
+	       "%d KV pages of 2 MiB, 64 sequences; median of %d steps, ms)\n",
+	       lender == 1 ? "GPU 1 over NVLink" : "GPU 0's own pages, its work on a second stream",
+	       BENCH_PATH_PAGES, steps);
+	printf("%8s %6s %10s %10s %14s %14s %10s\n", "remote %", "pages", "in place", "staged",
+	       "compute/event", "compute/flag", "all local");
+	for (int sh = 0; sh < n_sh && rc == 0; sh++) {
+		int n_r = BENCH_PATH_PAGES * bench_share_pct[sh] / 100;
+		double med[4] = { 0, 0, 0, 0 };
+
+		for (int path = 0; path < 4 && rc == 0; path++) {
+			struct bench_chain c;
+			static const char *const pname[4] = { "inplace", "staged", "compute", "compute" };
+			static const char *const sync[4] = { "-", "-", "event", "flag" };
+
+			if (n_r == 0 && path > 0)
+				break;  /* all local: one variant */
+			if (path >= 2) {
+				rc = ema_hw_set_attention_sync(p, path == 3, err);
+				if (rc == EMA_ERR_UNSUPPORTED && path == 3) {
+					have_flag = false;
+					rc = 0;
+					continue;
+				}
+				if (rc != 0)
+					break;
+			}
+			memset(&c, 0, sizeof c);
+			c.p = p;
+			c.left = warm + steps;
+			c.it.gpu = 0;
+			c.it.n_seqs = 64;
+			c.it.decode_tokens = 64;
+			c.it.weight_bytes = 2048 * BENCH_MIB;
+			c.it.n_local_pages = BENCH_PATH_PAGES - n_r;
+			c.it.local_pages = local;
+			c.it.kv_local_bytes = (uint64_t)(BENCH_PATH_PAGES - n_r) * pb;
+			c.it.layer_groups = 8;
+			c.it.model_layers = 32;
+			c.it.method = EMA_COPY_GATHER;
+			if (n_r > 0) {
+				c.it.n_remote = 1;
+				c.it.remote[0].gpu = lender;
+				c.it.remote[0].n_pages = n_r;
+				c.it.remote[0].pages = remote;
+				c.it.remote[0].bytes = (uint64_t)n_r * pb;
+				c.it.remote[0].compute = path >= 2;
+				/* queries out, partials back: 64 tokens x 32 layers x 32 heads */
+				c.it.remote[0].exchange_bytes = 64ull * 32 * 32 * (128 * 6 + 4);
+			}
+			if (path == 1) {
+				c.it.prefetch_depth = 1;
+				c.it.staging_pages = staging;
+				c.it.n_staging_pages = 64;
+			}
+			c.it.window_depth = ema_iteration_window_depth(&c.it, pb);
+			rc = p->ops->iteration(p, &c.it, bench_step_done, &c, NULL);
+			if (rc == 0)
+				rc = p->ops->run(p, 0, err);
+			if (rc == 0 && c.rc != 0)
+				rc = c.rc;
+			if (rc != 0) {
+				rc = ema_error_set(err, rc, "%s steps at %d%%: %s", pname[path],
+						   bench_share_pct[sh], ema_hw_last_error(p));
+				break;
+			}
+			{
+				int n = c.n_steps - warm;
+				double *v = c.steps_us + warm;
+
+				qsort(v, (size_t)n, sizeof *v, bench_cmp);
+				med[path] = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+				if (csv != NULL)
+					for (int i = 0; i < n; i++)
+						fprintf(csv, "paths,%s_%d%%,%s,%llu,%d,%.3f,%.3f\n",
+							n_r == 0 ? "all_local" : pname[path],
+							bench_share_pct[sh], sync[path],
+							(unsigned long long)pb, n_r, v[i],
+							(double)c.remote / (double)(n + warm));
+			}
+			if (n_r == 0)
+				all_local = med[0];
+		}
+		if (rc != 0)
+			break;
+		if (n_r == 0) {
+			printf("%8d %6d %10s %10s %14s %14s %10.3f\n", 0, 0, "-", "-", "-", "-",
+			       all_local / 1e3);
+		} else {
+			char fl[32];
+
+			snprintf(fl, sizeof fl, have_flag ? "%.3f" : "-", med[3] / 1e3);
+			printf("%8d %6d %10.3f %10.3f %14.3f %14s %10.3f\n", bench_share_pct[sh], n_r,
+			       med[0] / 1e3, med[1] / 1e3, med[2] / 1e3, fl, all_local / 1e3);
+		}
+	}
+	if (rc == 0) {
+		uint64_t checked = 0, bad = 0;
+
+		ema_hw_attention_integrity(p, &checked, &bad);
+		printf("compute path: %llu attention outputs checked after the steps, %llu wrong\n",
+		       (unsigned long long)checked, (unsigned long long)bad);
+	}
+out:
+	if (p != NULL)
+		p->ops->destroy(p);
+	free(cfg);
+	free(local);
+	free(remote);
+	free(tags);
+	return rc;
+}
+
 int ema_hw_bench(const struct ema_hw_bench_opts *o, FILE *csv, struct ema_error *err)
 {
 	char why[EMA_ERROR_MSG_MAX];
@@ -550,23 +740,30 @@ int ema_hw_bench(const struct ema_hw_bench_opts *o, FILE *csv, struct ema_error 
 	if (n < 1)
 		return ema_error_set(err, EMA_ERR_UNSUPPORTED, "bench --hw: not supported here: no GPU");
 	if (csv != NULL)
-		/* time_us: per move (transfer), whole chain (loop) or one read
-		 * (inplace); value: GB/s, GPU us, or the model's us (inplace,
-		 * whose method column names the lender and count the remote
-		 * bytes) */
+		/* time_us: per move (transfer), whole chain (loop), one read
+		 * (inplace) or one step (paths); value: GB/s, GPU us, the
+		 * model's us (inplace, whose method column names the lender and
+		 * count the remote bytes), or the bytes a step moved over links
+		 * (paths: variant PATH_SHARE%, method the way of waiting, count
+		 * the remote pages) */
 		fprintf(csv, "bench,variant,method,page_bytes,count,time_us,value\n");
 	if (n < 2) {
 		/* one GPU: moves and the loop need a peer; in place can read
 		 * host memory instead */
-		fprintf(stderr, "ema bench --hw: one GPU: only the in-place read against "
-			"remote share, with pinned host memory as the lender\n");
+		fprintf(stderr, "ema bench --hw: one GPU: the in-place read against remote "
+			"share with pinned host memory as the lender, and the three paths "
+			"with GPU 0's own pages as the lender's\n");
 		rc = bench_inplace(o->quick, csv, n, err);
+		if (rc == 0)
+			rc = bench_paths(o->quick, csv, n, err);
 	} else {
 		rc = bench_transfers(o->quick, csv, err);
 		if (rc == 0)
 			rc = bench_loop(o->quick, csv, err);
 		if (rc == 0)
 			rc = bench_inplace(o->quick, csv, n, err);
+		if (rc == 0)
+			rc = bench_paths(o->quick, csv, n, err);
 	}
 	if (rc != 0) {
 		snprintf(why, sizeof why, "%s", err->msg);

@@ -7,6 +7,7 @@
 #include "hw.h"
 #include "hw_cuda.h"
 #include "hw_kernels.h"
+#include "hw_attn_kernels.h"
 #include "step_cost.h"
 
 #include "config.h"
@@ -364,6 +365,16 @@ struct cal_result {
 	double vmm_us[5];
 	double decode_gbps, decode_fixed_us;
 	double gemm8k_tflops, prefill_tflops, prefill_fixed_us;
+	/* remote attention (cal_attention): the lender's kernel alone and
+	 * beside its own decode, that decode alone and beside it, the
+	 * round trip of one layer by each way of waiting */
+	bool attn_done;
+	int attn_lender;
+	double attn_alone_gbps, attn_busy_gbps, attn_share;
+	double attn_decode_alone_us, attn_decode_with_us, attn_with_us, attn_gb_during;
+	double attn_ms_per_gb;
+	bool attn_outlasted;        /* the attention ended after the decode */
+	double sync_event_us, sync_flag_us, sync_one_stream_us;
 };
 
 static const uint64_t cal_pages[5] = {
@@ -1098,6 +1109,387 @@ static int cal_steps(struct cal *c, struct cal_result *res, struct ema_error *er
 	return 0;
 }
 
+/* Remote attention (doc/hardware.md, "Remote attention"), on the
+ * lender: GPU 1 with two GPUs, else GPU 0 (a second stream); the
+ * borrower is GPU 0. The kernel is hw_attn.cu's, the shape the default
+ * one (32 layers, 8 KV heads of 4 query heads, dimension 128, 16 tokens
+ * in a 2 MiB page); 32 sequences of 64 scattered pages, 4 GiB of KV,
+ * every layer once per pass, partials written into the borrower's
+ * memory.
+ *   alone: passes by themselves: attention_gbps;
+ *   beside its own decode: the lender's decode (the backend's read
+ *     kernel, 128 per-layer launches over 16 GiB) and one pass started
+ *     together behind a gate: the pass's rate against alone is
+ *     attention_busy_share, and the decode's extra time per GB the pass
+ *     read meanwhile is attention_lender_ms_per_gb;
+ *   one layer's round trip: queries on the borrower, a wait, the
+ *     lender's kernel, a wait, the merge, 64 layers in a
+ *     row, by event, by flag, and all on one stream (no handoff); the
+ *     lender's part is one sequence of 64 one-token pages:
+ *     attention_sync_us. */
+#define CAL_ATTN_PAGES 2048
+#define CAL_ATTN_SEQS 32
+#define CAL_DECODE_LAUNCHES 128
+#define CAL_SYNC_LAYERS 64
+
+struct cal_attn_bufs {
+	struct ema_hwa_geom g;
+	char *pool, *dec;
+	int32_t *tab;
+	uint16_t *q;
+	float *o, *scr, *out;
+	uint32_t *cnt, *q_cnt, *q_flag, *p_flag;
+	struct ema_hwk_seg *dseg;
+	uint64_t dec_chunks;
+	cudaStream_t sa, sd, sg, sb;
+	cudaEvent_t e0, e1, ed, eb0, eb1, evq, evp;
+	int splits;
+};
+
+static int cal_attn_pass(const struct cal_attn_bufs *a, int n_seqs, int valid, int first_layer,
+			 int layers, int splits, cudaStream_t s, uint32_t *flag, uint32_t value)
+{
+	for (int u = 0; u < layers; u++) {
+		struct ema_hwa_attend_args aa;
+		int e;
+
+		memset(&aa, 0, sizeof aa);
+		aa.g = a->g;
+		aa.layer = (first_layer + u) % a->g.layers;
+		aa.n_seqs = n_seqs;
+		aa.valid = valid;
+		aa.splits = splits;
+		aa.pool = a->pool;
+		aa.seq_first = a->tab;
+		aa.pages = a->tab + CAL_ATTN_SEQS + 1;
+		aa.q = a->q;
+		aa.o = a->o;
+		aa.lse = a->o + (size_t)CAL_ATTN_SEQS * 32 * 128;
+		aa.scratch = a->scr;
+		aa.counters = a->cnt;
+		aa.flag = flag;
+		aa.flag_value = value;
+		e = ema_hwa_attend(&aa, s);
+		if (e != 0)
+			return e;
+	}
+	return 0;
+}
+
+static int cal_decode(const struct cal_attn_bufs *a, int sms, cudaStream_t s)
+{
+	for (int i = 0; i < CAL_DECODE_LAUNCHES; i++) {
+		int e = ema_hwk_read(a->dseg + i % 16, 1, a->dec_chunks,
+				     EMA_HWK_READ_BLOCKS_PER_SM * sms, NULL, s);
+
+		if (e != 0)
+			return e;
+	}
+	return 0;
+}
+
+static double cal_ms(cudaEvent_t a, cudaEvent_t b)
+{
+	float ms = 0;
+
+	cudaEventElapsedTime(&ms, a, b);
+	return ms;
+}
+
+/* The round trip of CAL_SYNC_LAYERS layers of one token: mode 0 events,
+ * 1 flags, 2 one stream. Returns us per layer in *us. */
+static int cal_sync_round(struct cal_attn_bufs *a, PFN_cuStreamWaitValue32_v11070 wait, int lend,
+			  int mode, uint32_t *qv, uint32_t *pv, double *us, struct ema_error *err)
+{
+	EMA_HW_TRY(err, cudaSetDevice(0));
+	EMA_HW_TRY(err, cudaEventRecord(a->eb0, a->sb));
+	for (int u = 0; u < CAL_SYNC_LAYERS; u++) {
+		struct ema_hwa_query_args qa;
+		struct ema_hwa_combine_args ca;
+		cudaStream_t ls = mode == 2 ? a->sb : a->sa;
+
+		memset(&qa, 0, sizeof qa);
+		qa.seed = 1;
+		qa.layer = u % a->g.layers;
+		qa.n_seqs = 1;
+		qa.heads = a->g.kv_heads * a->g.group;
+		qa.head_dim = a->g.head_dim;
+		qa.n_dst = 1;
+		qa.dst[0] = a->q;
+		qa.counter = a->q_cnt;
+		if (mode == 1) {
+			qa.n_flag = 1;
+			qa.flag[0] = a->q_flag;
+			qa.flag_value[0] = ++*qv;
+		}
+		EMA_HW_TRY(err, cudaSetDevice(0));
+		EMA_HW_TRY(err, (cudaError_t)ema_hwa_queries(&qa, a->sb));
+		if (mode == 0)
+			EMA_HW_TRY(err, cudaEventRecord(a->evq, a->sb));
+		EMA_HW_TRY(err, cudaSetDevice(mode == 2 ? 0 : lend));
+		if (mode == 0)
+			EMA_HW_TRY(err, cudaStreamWaitEvent(ls, a->evq, 0));
+		else if (mode == 1 &&
+			 wait(ls, (CUdeviceptr)(uintptr_t)a->q_flag, *qv, CU_STREAM_WAIT_VALUE_GEQ) !=
+			 CUDA_SUCCESS)
+			return ema_error_set(err, EMA_ERR_DEVICE, "cuStreamWaitValue32 failed");
+		EMA_HW_TRY(err, (cudaError_t)cal_attn_pass(a, 1, 1, u, 1, 1, ls,
+							   mode == 1 ? a->p_flag : NULL,
+							   mode == 1 ? ++*pv : 0));
+		if (mode == 0)
+			EMA_HW_TRY(err, cudaEventRecord(a->evp, ls));
+		EMA_HW_TRY(err, cudaSetDevice(0));
+		if (mode == 0)
+			EMA_HW_TRY(err, cudaStreamWaitEvent(a->sb, a->evp, 0));
+		else if (mode == 1 &&
+			 wait(a->sb, (CUdeviceptr)(uintptr_t)a->p_flag, *pv, CU_STREAM_WAIT_VALUE_GEQ) !=
+			 CUDA_SUCCESS)
+			return ema_error_set(err, EMA_ERR_DEVICE, "cuStreamWaitValue32 failed");
+		memset(&ca, 0, sizeof ca);
+		ca.n_parts = 1;
+		ca.layer = u % a->g.layers;
+		ca.n_seqs = 1;
+		ca.heads = qa.heads;
+		ca.head_dim = a->g.head_dim;
+		ca.o[0] = a->o;
+		ca.lse[0] = a->o + (size_t)CAL_ATTN_SEQS * 32 * 128;
+		ca.out = a->out;
+		EMA_HW_TRY(err, (cudaError_t)ema_hwa_combine(&ca, a->sb));
+	}
+	EMA_HW_TRY(err, cudaEventRecord(a->eb1, a->sb));
+	EMA_HW_TRY(err, cudaEventSynchronize(a->eb1));
+	*us = cal_ms(a->eb0, a->eb1) * 1e3 / CAL_SYNC_LAYERS;
+	return 0;
+}
+
+static int cal_attention(struct cal *c, struct cal_result *res, struct ema_error *err)
+{
+	const int lend = c->n_gpus >= 2 ? 1 : 0, reps = c->quick ? 3 : 7;
+	const uint64_t pb = 2 * CAL_MIB, dec_bytes = 2048 * CAL_MIB;
+	const uint64_t kv = (uint64_t)CAL_ATTN_PAGES * pb;
+	PFN_cuStreamWaitValue32_v11070 wait = ema_hw_wait_value_load();
+	struct cal_attn_bufs a;
+	int32_t h_tab[CAL_ATTN_SEQS + 1 + CAL_ATTN_PAGES];
+	struct ema_hwk_seg h_seg[16];
+	double t_alone[CAL_MAX_REPS], t_dec[CAL_MAX_REPS], t_dw[CAL_MAX_REPS], t_aw[CAL_MAX_REPS];
+	double s_ev[CAL_MAX_REPS], s_fl[CAL_MAX_REPS], s_one[CAL_MAX_REPS];
+	uint32_t qv = 0, pv = 0;
+	int sms = c->prop.multiProcessorCount, rc = 0;
+
+	memset(&a, 0, sizeof a);
+	rc = ema_hwa_geom_init(&a.g, NULL, pb, err);
+	if (rc != 0)
+		return rc;
+	a.splits = ema_hwa_splits(CAL_ATTN_SEQS, a.g.kv_heads, CAL_ATTN_PAGES / CAL_ATTN_SEQS, sms);
+	/* 32 sequences of 64 pages, scattered over the pool */
+	for (int s = 0; s <= CAL_ATTN_SEQS; s++)
+		h_tab[s] = s * (CAL_ATTN_PAGES / CAL_ATTN_SEQS);
+	for (int i = 0; i < CAL_ATTN_PAGES; i++)
+		h_tab[CAL_ATTN_SEQS + 1 + i] = (int32_t)(((int64_t)i * 1031) % CAL_ATTN_PAGES);
+	res->attn_lender = lend;
+	EMA_HW_TRY_GOTO(err, rc, out, cudaSetDevice(lend));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMalloc((void **)&a.pool, kv));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMemset(a.pool, 0x35, kv));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMalloc((void **)&a.dec, dec_bytes));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMemset(a.dec, 0x11, dec_bytes));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMalloc((void **)&a.tab, sizeof h_tab));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMemcpy(a.tab, h_tab, sizeof h_tab, cudaMemcpyHostToDevice));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMalloc((void **)&a.q, (size_t)CAL_ATTN_SEQS * 32 * 128 * 2));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMemset(a.q, 0, (size_t)CAL_ATTN_SEQS * 32 * 128 * 2));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMalloc((void **)&a.scr,
+						 ema_hwa_scratch_bytes(&a.g, CAL_ATTN_SEQS, a.splits) + 16));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMalloc((void **)&a.cnt,
+						 ema_hwa_counter_bytes(&a.g, CAL_ATTN_SEQS)));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMemset(a.cnt, 0, ema_hwa_counter_bytes(&a.g, CAL_ATTN_SEQS)));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMalloc((void **)&a.q_flag, 4));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMemset(a.q_flag, 0, 4));
+	for (int i = 0; i < 16; i++) {
+		h_seg[i].src = (uint64_t)(uintptr_t)(a.dec + (uint64_t)i * (dec_bytes / 16));
+		h_seg[i].dst = 0;
+		h_seg[i].bytes = dec_bytes / 16;
+		h_seg[i].first_chunk = 0;
+	}
+	a.dec_chunks = (dec_bytes / 16 + EMA_HWK_CHUNK - 1) / EMA_HWK_CHUNK;
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMalloc((void **)&a.dseg, sizeof h_seg));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMemcpy(a.dseg, h_seg, sizeof h_seg, cudaMemcpyHostToDevice));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaStreamCreateWithFlags(&a.sa, cudaStreamNonBlocking));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaStreamCreateWithFlags(&a.sd, cudaStreamNonBlocking));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaStreamCreateWithFlags(&a.sg, cudaStreamNonBlocking));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaEventCreate(&a.e0));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaEventCreate(&a.e1));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaEventCreate(&a.ed));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaEventCreateWithFlags(&a.evp, cudaEventDisableTiming));
+	/* the borrower's side: partials, outputs, its stream and flags */
+	EMA_HW_TRY_GOTO(err, rc, out, cudaSetDevice(0));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMalloc((void **)&a.o, (size_t)CAL_ATTN_SEQS * 32 * 129 * 4));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMalloc((void **)&a.out, (size_t)CAL_ATTN_SEQS * 32 * 128 * 4));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMalloc((void **)&a.q_cnt, 4));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMemset(a.q_cnt, 0, 4));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMalloc((void **)&a.p_flag, 4));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaMemset(a.p_flag, 0, 4));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaStreamCreateWithFlags(&a.sb, cudaStreamNonBlocking));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaEventCreate(&a.eb0));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaEventCreate(&a.eb1));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaEventCreateWithFlags(&a.evq, cudaEventDisableTiming));
+	EMA_HW_TRY_GOTO(err, rc, out, cudaDeviceSynchronize());
+
+	EMA_HW_TRY_GOTO(err, rc, out, cudaSetDevice(lend));
+	for (int r = -1; r < reps; r++) {
+		/* the attention alone: one pass of 32 layers over 4 GiB */
+		EMA_HW_TRY_GOTO(err, rc, out, cudaEventRecord(a.e0, a.sa));
+		EMA_HW_TRY_GOTO(err, rc, out, (cudaError_t)cal_attn_pass(&a, CAL_ATTN_SEQS, 16, 0, 32,
+									 a.splits, a.sa, NULL, 0));
+		EMA_HW_TRY_GOTO(err, rc, out, cudaEventRecord(a.e1, a.sa));
+		EMA_HW_TRY_GOTO(err, rc, out, cudaEventSynchronize(a.e1));
+		if (r >= 0)
+			t_alone[r] = cal_ms(a.e0, a.e1) * 1e3;
+		/* the decode alone */
+		EMA_HW_TRY_GOTO(err, rc, out, cudaEventRecord(a.e0, a.sd));
+		EMA_HW_TRY_GOTO(err, rc, out, (cudaError_t)cal_decode(&a, sms, a.sd));
+		EMA_HW_TRY_GOTO(err, rc, out, cudaEventRecord(a.ed, a.sd));
+		EMA_HW_TRY_GOTO(err, rc, out, cudaEventSynchronize(a.ed));
+		if (r >= 0) {
+			t_dec[r] = cal_ms(a.e0, a.ed) * 1e3;
+			cal_csv(c, "attention", "alone", lend, 0, kv, pb, r, t_alone[r]);
+			cal_csv(c, "attention", "decode_alone", lend, lend,
+				CAL_DECODE_LAUNCHES * (dec_bytes / 16), 0, r, t_dec[r]);
+		}
+		/* together, behind a gate (a 4 GiB read on a third stream), so
+		 * that the host's launches are all queued before either starts */
+		for (int i = 0; i < 32; i++)
+			EMA_HW_TRY_GOTO(err, rc, out, (cudaError_t)ema_hwk_read(
+						a.dseg + i % 16, 1, a.dec_chunks,
+						EMA_HWK_READ_BLOCKS_PER_SM * sms, NULL, a.sg));
+		EMA_HW_TRY_GOTO(err, rc, out, cudaEventRecord(a.e0, a.sg));
+		EMA_HW_TRY_GOTO(err, rc, out, cudaStreamWaitEvent(a.sd, a.e0, 0));
+		EMA_HW_TRY_GOTO(err, rc, out, cudaStreamWaitEvent(a.sa, a.e0, 0));
+		EMA_HW_TRY_GOTO(err, rc, out, (cudaError_t)cal_decode(&a, sms, a.sd));
+		EMA_HW_TRY_GOTO(err, rc, out, cudaEventRecord(a.ed, a.sd));
+		EMA_HW_TRY_GOTO(err, rc, out, (cudaError_t)cal_attn_pass(&a, CAL_ATTN_SEQS, 16, 0, 32,
+									 a.splits, a.sa, NULL, 0));
+		EMA_HW_TRY_GOTO(err, rc, out, cudaEventRecord(a.e1, a.sa));
+		EMA_HW_TRY_GOTO(err, rc, out, cudaEventSynchronize(a.e1));
+		EMA_HW_TRY_GOTO(err, rc, out, cudaEventSynchronize(a.ed));
+		if (r >= 0) {
+			t_dw[r] = cal_ms(a.e0, a.ed) * 1e3;
+			t_aw[r] = cal_ms(a.e0, a.e1) * 1e3;
+			cal_csv(c, "attention", "beside_decode", lend, 0, kv, pb, r, t_aw[r]);
+			cal_csv(c, "attention", "decode_beside_attention", lend, lend,
+				CAL_DECODE_LAUNCHES * (dec_bytes / 16), 0, r, t_dw[r]);
+		}
+	}
+	{
+		double ta = cal_median(t_alone, reps), td = cal_median(t_dec, reps);
+		double tdw = cal_median(t_dw, reps), taw = cal_median(t_aw, reps);
+		/* the share of the pass's bytes read while the decode ran,
+		 * its rate taken as even */
+		double frac = taw > tdw ? tdw / taw : 1.0;
+
+		res->attn_alone_gbps = (double)kv / (ta * 1e3);
+		res->attn_busy_gbps = (double)kv / (taw * 1e3);
+		res->attn_share = fmin(1.0, res->attn_busy_gbps / res->attn_alone_gbps);
+		res->attn_decode_alone_us = td;
+		res->attn_decode_with_us = tdw;
+		res->attn_with_us = taw;
+		res->attn_outlasted = taw > tdw;
+		res->attn_gb_during = (double)kv * frac / 1e9;
+		res->attn_ms_per_gb = fmax(0.0, (tdw - td) / 1e3 / res->attn_gb_during);
+	}
+	/* one layer's round trip: warm-up, then reps of 64 layers */
+	for (int mode = 0; mode < 3; mode++) {
+		double *t = mode == 0 ? s_ev : mode == 1 ? s_fl : s_one;
+
+		if (mode == 1 && wait == NULL)
+			continue;
+		for (int r = -1; r < reps; r++) {
+			double us;
+
+			rc = cal_sync_round(&a, wait, lend, mode, &qv, &pv, &us, err);
+			if (rc != 0)
+				goto out;
+			if (r >= 0) {
+				t[r] = us;
+				cal_csv(c, "attention_sync", mode == 0 ? "event" : mode == 1 ? "flag" :
+					"one_stream", 0, lend, 0, 0, r, us);
+			}
+		}
+		*(mode == 0 ? &res->sync_event_us : mode == 1 ? &res->sync_flag_us :
+		  &res->sync_one_stream_us) = cal_median(t, reps);
+	}
+	res->attn_done = true;
+out:
+	cudaSetDevice(lend);
+	cudaDeviceSynchronize();
+	cudaFree(a.pool);
+	cudaFree(a.dec);
+	cudaFree(a.tab);
+	cudaFree(a.q);
+	cudaFree(a.scr);
+	cudaFree(a.cnt);
+	cudaFree(a.q_flag);
+	cudaFree(a.dseg);
+	if (a.sa != NULL)
+		cudaStreamDestroy(a.sa);
+	if (a.sd != NULL)
+		cudaStreamDestroy(a.sd);
+	if (a.sg != NULL)
+		cudaStreamDestroy(a.sg);
+	if (a.e0 != NULL)
+		cudaEventDestroy(a.e0);
+	if (a.e1 != NULL)
+		cudaEventDestroy(a.e1);
+	if (a.ed != NULL)
+		cudaEventDestroy(a.ed);
+	if (a.evp != NULL)
+		cudaEventDestroy(a.evp);
+	cudaSetDevice(0);
+	cudaDeviceSynchronize();
+	cudaFree(a.o);
+	cudaFree(a.out);
+	cudaFree(a.q_cnt);
+	cudaFree(a.p_flag);
+	if (a.sb != NULL)
+		cudaStreamDestroy(a.sb);
+	if (a.eb0 != NULL)
+		cudaEventDestroy(a.eb0);
+	if (a.eb1 != NULL)
+		cudaEventDestroy(a.eb1);
+	if (a.evq != NULL)
+		cudaEventDestroy(a.evq);
+	return rc;
+}
+
+static void cal_print_attention(const struct cal_result *r, bool flag_mode)
+{
+	if (!r->attn_done)
+		return;
+	printf("\nremote attention (lender GPU %d%s; 4 GiB of KV, 32 layers, GQA 8 x 4, "
+	       "dimension 128, 16-token pages)\n", r->attn_lender,
+	       r->attn_lender == 0 ? ", a second stream of the borrower" : "");
+	printf("%-46s %10.1f GB/s\n", "attention alone", r->attn_alone_gbps);
+	printf("%-46s %10.1f GB/s (share %.3f)\n", "attention beside the lender's own decode",
+	       r->attn_busy_gbps, r->attn_share);
+	printf("%-46s %10.3f ms alone, %.3f ms beside (%.2f GB read meanwhile%s)\n",
+	       "the lender's decode (16 GiB, 128 launches)", r->attn_decode_alone_us / 1e3,
+	       r->attn_decode_with_us / 1e3, r->attn_gb_during,
+	       r->attn_outlasted ? "; the attention outlasted it" : "");
+	printf("%-46s %10.3f ms per GB\n", "the lender's slowdown per GB read for a borrower",
+	       r->attn_ms_per_gb);
+	printf("%-46s %10.2f us\n", "one layer's round trip, by event", r->sync_event_us);
+	if (r->sync_flag_us > 0)
+		printf("%-46s %10.2f us\n", "one layer's round trip, by flag", r->sync_flag_us);
+	else
+		printf("%-46s %10s (the driver has no cuStreamWaitValue32)\n",
+		       "one layer's round trip, by flag", "-");
+	printf("%-46s %10.2f us\n", "the same kernels on one stream (no handoff)",
+	       r->sync_one_stream_us);
+	printf("profile: attention_gbps %.1f, attention_busy_share %.3f, "
+	       "attention_lender_ms_per_gb %.3f, attention_sync_us %.2f (%s)\n",
+	       r->attn_alone_gbps, r->attn_share, r->attn_ms_per_gb,
+	       flag_mode && r->sync_flag_us > 0 ? r->sync_flag_us : r->sync_event_us,
+	       flag_mode && r->sync_flag_us > 0 ? "flag, EMA_HW_ATTN_SYNC" : "event, the default");
+}
+
 /* With one GPU nothing crosses a peer link, so calibrate measures none
  * of a link's figures; left at zero, the profile would not load
  * (link_gbps, gather_gbps, remote_read_gbps and the copy curve must be
@@ -1338,6 +1730,10 @@ int ema_hw_calibrate(const struct ema_hw_cal_opts *o, FILE *csv,
 		fprintf(stderr, "ema calibrate: decode steps with remote KV, in place and staged\n");
 		rc = cal_remote_steps(&c, &res, err);
 	}
+	if (rc == 0) {
+		fprintf(stderr, "ema calibrate: remote attention on the lender, and its handoffs\n");
+		rc = cal_attention(&c, &res, err);
+	}
 	if (rc != 0) {
 		snprintf(why, sizeof why, "%s", err->msg);
 		return ema_error_set(err, rc, "calibrate: %.900s", why);
@@ -1346,6 +1742,26 @@ int ema_hw_calibrate(const struct ema_hw_cal_opts *o, FILE *csv,
 	rc = cal_profile(&c, &res, o->name, profile, err);
 	if (rc != 0)
 		return rc;
+	if (res.attn_done) {
+		/* measured on the lender (with one GPU, a second stream of GPU 0:
+		 * the kernel's rates hold, the handoff crosses no link) */
+		const char *mode = getenv("EMA_HW_ATTN_SYNC");
+		bool flag = mode != NULL && strcmp(mode, "flag") == 0 && res.sync_flag_us > 0;
+
+		profile->attention_gbps = res.attn_alone_gbps;
+		profile->attention_busy_share = res.attn_share;
+		/* 0 would mean "not measured" to the model: a measured nothing
+		 * is kept as the smallest positive figure it prints */
+		profile->attention_lender_ms_per_gb = fmax(res.attn_ms_per_gb, 0.001);
+		profile->attention_sync_us = flag ? res.sync_flag_us : res.sync_event_us;
+		cal_print_attention(&res, flag);
+		if (n < 2) {
+			size_t len = strlen(profile->description);
+
+			snprintf(profile->description + len, sizeof profile->description - len,
+				 "; attention_* on one GPU (sync: no link)");
+		}
+	}
 	{
 		double ei[8] = {0}, es[8] = {0};
 

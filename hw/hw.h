@@ -39,6 +39,23 @@ int ema_hw_check_pages(struct ema_platform *p, int gpu, int n, const int32_t *pa
  * at create it checks every word of every page. */
 void ema_hw_integrity(struct ema_platform *p, uint64_t *checked, uint64_t *corrupted);
 
+/* Remote attention (ema_remote_read.compute; doc/hardware.md): the
+ * combined outputs checked against the reference rebuilt from the pages'
+ * tags since create, and those found wrong (each a (layer, sequence,
+ * query head) output). */
+void ema_hw_attention_integrity(struct ema_platform *p, uint64_t *checked, uint64_t *corrupted);
+/* How a GPU waits for another's queries and partials: a CUDA event
+ * (flag false, the default) or a flag in its memory set by the producing
+ * kernel and waited for by the stream (cuStreamWaitValue32). Create reads
+ * EMA_HW_ATTN_SYNC (event or flag); this changes it between steps.
+ * EMA_ERR_UNSUPPORTED where the driver has no wait on a flag. */
+int ema_hw_set_attention_sync(struct ema_platform *p, bool flag, struct ema_error *err);
+/* Tests: in the next step with remote attention, its first lender
+ * writes one element of one partial 0.5 too high (head 0 of the first
+ * (layer, sequence) pair the step checks), as a wrong partial would be;
+ * the step's check must stop the run. */
+void ema_hw_attention_fault(struct ema_platform *p);
+
 /* The last error of iteration() or transfer(), whose signatures carry no
  * error record; "" when none. */
 const char *ema_hw_last_error(struct ema_platform *p);
@@ -77,5 +94,7 @@ int ema_hw_bench(const struct ema_hw_bench_opts *o, FILE *csv, struct ema_error 
  * CUDA or a GPU is missing (always, in a build without CUDA). */
 int ema_hw_platform_create(struct ema_platform **out, const struct ema_platform_params *params,
 			   const struct ema_platform_opts *opts, struct ema_error *err);
+/* Its entry in the backend table (hw_backend.c, in every build). */
+extern const struct ema_platform_backend ema_hw_backend;
 
 #endif

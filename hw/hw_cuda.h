@@ -95,6 +95,11 @@ struct ema_hw_vmm {
 
 int ema_hw_vmm_load(struct ema_hw_vmm *v, struct ema_error *err);
 
+/* The driver's wait of a stream on a 32-bit word (cuStreamWaitValue32,
+ * its CUDA 11.7 form), for remote attention's flags; NULL where the
+ * driver has none. */
+PFN_cuStreamWaitValue32_v11070 ema_hw_wait_value_load(void);
+
 struct ema_config;
 struct ema_platform_params;
 /* Parameters for a platform of the bench and calibrate runs, which build

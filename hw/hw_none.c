@@ -49,6 +49,21 @@ void ema_hw_integrity(struct ema_platform *p, uint64_t *checked, uint64_t *corru
 	*corrupted = 0;
 }
 
+void ema_hw_attention_integrity(struct ema_platform *p, uint64_t *checked, uint64_t *corrupted)
+{
+	*checked = 0;
+	*corrupted = 0;
+}
+
+int ema_hw_set_attention_sync(struct ema_platform *p, bool flag, struct ema_error *err)
+{
+	return ema_error_set(err, EMA_ERR_UNSUPPORTED, HW_NONE_WHY);
+}
+
+void ema_hw_attention_fault(struct ema_platform *p)
+{
+}
+
 const char *ema_hw_last_error(struct ema_platform *p)
 {
 	return HW_NONE_WHY;

@@ -21,6 +21,7 @@
 #include "hw.h"
 #include "hw_cuda.h"
 #include "hw_kernels.h"
+#include "hw_priv.h"
 
 #include "eventq.h"
 #include "platform.h"
@@ -31,153 +32,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HW_MAX_GROUPS 256
-/* Sampled checks look at about this many pages of a transfer. */
-#define HW_SAMPLE_PAGES 16
-#define HW_GIB (1024.0 * 1024.0 * 1024.0)
-
-struct hw_slot {
-	struct ema_hwk_seg *h;   /* pinned host copy, written then uploaded */
-	struct ema_hwk_seg *d;
-	size_t cap;
-	uint32_t *h_bad;
-	uint32_t *d_bad;
-	size_t bad_cap;
-	int gpu;
-	struct hw_slot *next_free;
-	struct hw_slot *next_all;
-};
-
-enum hw_op_kind { HW_OP_ITER, HW_OP_XFER };
-
-struct hw_op {
-	enum hw_op_kind kind;
-	int gpu;                 /* device of the events */
-	uint64_t seq;
-	cudaEvent_t start, end;
-	struct hw_slot *slot;
-	void *arg;
-	ema_iteration_fn ifn;
-	ema_transfer_fn tfn;
-	/* iteration */
-	int n_groups;
-	bool staged;
-	uint64_t remote_bytes;
-	uint64_t spec_bytes;     /* of remote_bytes, copied for the next one */
-	uint64_t lender_bytes[EMA_MAX_GPUS];
-	uint64_t tags_at_start, xfers_at_start;
-	int adopted;             /* groups whose copies the last one made */
-	/* transfer */
-	int src, dst;
-	uint64_t bytes;
-	enum ema_transfer_purpose purpose;
-	int n_check;
-	int32_t *chk_pages;      /* copies: the caller's arrays die with the call */
-	uint64_t *chk_tags;
-	int32_t *chk_gpus;       /* iteration: the lender of each checked page */
-	cudaEvent_t chk_done;    /* iteration: its in-place check has landed */
-	bool host_check;
-	bool full_check;
-	int64_t est_end;
-	struct hw_op *next_free;
-	struct hw_op *next_all;
-};
-
-struct hw_gpu {
-	int sms;
-	char *pool;
-	uint64_t pool_pages;
-	/* The content tag each pool page was last given (hw_tag_pages, or a
-	 * transfer that carried tags), 0 where unknown: in-place reads of
-	 * borrowed pages are checked against it as moves are. */
-	uint64_t *page_tag;
-	cudaStream_t s_comp;     /* iterations */
-	cudaStream_t s_pref;     /* their prefetch copies */
-	cudaStream_t s_peer;     /* transfers pulled into this GPU */
-	cudaStream_t s_hin;      /* host -> this GPU */
-	cudaStream_t s_hout;     /* this GPU -> host */
-	cudaStream_t s_util;     /* fills and checks the caller waits for */
-	cudaStream_t s_tag;      /* content written for the engine, not waited for */
-	cudaEvent_t ev_tag;      /* after the last of those: moves wait on it */
-	bool tagged;
-	cudaEvent_t ev_up;
-	cudaEvent_t ev_copied[HW_MAX_GROUPS];
-	cudaEvent_t ev_done[HW_MAX_GROUPS];
-	cudaEvent_t ev_cstart[HW_MAX_GROUPS]; /* for EMA_HW_TRACE: a copy began */
-	uint64_t *sink;
-	void *ga, *gb, *gc;      /* GEMM operands */
-	cublasHandle_t blas;
-	bool busy;
-	/* Two descriptor slots, used in turn: the speculative copies of one
-	 * iteration still read theirs while the next iteration uploads. */
-	struct hw_slot *iter_slot[2];
-	int iter_parity;
-	/* Cross-iteration prefetch (as the simulator does): while its last
-	 * groups compute, an iteration copies the first spec_groups groups
-	 * of the same remote pages for the next one into the ring slots that
-	 * follow its own, ring_next on. spec_mark[l] marks those pages of
-	 * lender l (listed in spec_list) so the next iteration copies only
-	 * pages it has new; writes to this GPU's pages wait for ev_spec_end,
-	 * because a staging page may be freed and reused before the copy into
-	 * it has landed. */
-	int spec_groups, spec_layer_groups, ring_next;
-	uint8_t *spec_mark[EMA_MAX_GPUS];
-	int32_t *spec_list;      /* (lender, page) pairs */
-	size_t n_spec, cap_spec;
-	cudaEvent_t ev_spec_end;
-	bool spec_recorded;
-	uint64_t n_tag_calls, n_xfers; /* for EMA_HW_TRACE */
-	struct hw_slot *free_slots;
-	struct hw_op *free_ops;
-};
-
-struct hw_platform {
-	struct ema_platform base;
-	int n_gpus;
-	uint64_t page_bytes;
-	bool verify;
-	long trace_left;         /* EMA_HW_TRACE=N: print N staged iterations' group times */
-	struct hw_gpu g[EMA_MAX_GPUS];
-	char *host_pool;
-	uint64_t host_pages;
-	struct ema_hw_blas blas;
-	bool have_blas;
-	double hbm_bps;          /* for the memory- or compute-bound choice */
-	double remote_bps;       /* one link, read in place: for the grid split */
-	double flop_rate;
-	struct ema_eventq timers;
-	struct hw_op **active;
-	size_t n_active, cap_active;
-	struct hw_op **done;     /* scratch of one polling pass */
-	size_t cap_done;
-	struct hw_op *all_ops;
-	struct hw_slot *all_slots;
-	uint64_t next_seq;
-	int64_t t0;
-	int64_t last_ns;         /* time given to the last callback */
-	bool stop;
-	uint64_t events;
-	struct ema_link_stats stats;
-	uint64_t checked, corrupted;
-	char last_err[EMA_ERROR_MSG_MAX];
-	char blas_why[256];
-	struct ema_platform_params params;
-};
-
 static const struct ema_platform_ops hw_ops;
 static int hw_tag_pages(struct ema_platform *pp, int gpu, int n, const int32_t *pages,
 			const uint64_t *tags);
 
-static struct hw_platform *hw_of(struct ema_platform *p)
-{
-	return (struct hw_platform *)p;
-}
-
-static int hw_fail(struct hw_platform *p, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
 /* iteration() and transfer() have no error record: keep the message. */
-static int hw_fail(struct hw_platform *p, int code, const char *fmt, ...)
+int hw_fail(struct hw_platform *p, int code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -187,28 +47,19 @@ static int hw_fail(struct hw_platform *p, int code, const char *fmt, ...)
 	return code;
 }
 
-#define HW_TRY_OP(p, expr)                                                  \
-	do {                                                                \
-		cudaError_t e_ = (expr);                                    \
-		if (e_ != cudaSuccess)                                      \
-			return hw_fail((p), EMA_ERR_DEVICE, "%s:%d: %s: %s", \
-				       __FILE__, __LINE__, #expr,           \
-				       cudaGetErrorString(e_));             \
-	} while (0)
-
 static int64_t hw_now(struct ema_platform *pp)
 {
 	return ema_hw_clock_ns() - hw_of(pp)->t0;
 }
 
-static char *hw_page_addr(struct hw_platform *p, int gpu, int32_t page)
+char *hw_page_addr(struct hw_platform *p, int gpu, int32_t page)
 {
 	if (gpu == EMA_HOST)
 		return p->host_pool + (uint64_t)page * p->page_bytes;
 	return p->g[gpu].pool + (uint64_t)page * p->page_bytes;
 }
 
-static bool hw_page_ok(struct hw_platform *p, int gpu, int32_t page)
+bool hw_page_ok(struct hw_platform *p, int gpu, int32_t page)
 {
 	if (gpu == EMA_HOST)
 		return page >= 0 && (uint64_t)page < p->host_pages;
@@ -262,7 +113,7 @@ static void hw_slot_free_mem(struct hw_slot *s)
 
 /* Grows a slot; the slot is idle (its last user completed), so freeing
  * the old buffers cannot race with the device. */
-static int hw_slot_reserve(struct hw_platform *p, struct hw_slot *s, size_t nseg,
+int hw_slot_reserve(struct hw_platform *p, struct hw_slot *s, size_t nseg,
 			   size_t nbad)
 {
 	HW_TRY_OP(p, cudaSetDevice(s->gpu));
@@ -303,7 +154,7 @@ static int hw_slot_reserve(struct hw_platform *p, struct hw_slot *s, size_t nseg
 
 /* ---- operations in flight ----------------------------------------- */
 
-static struct hw_op *hw_op_get(struct hw_platform *p, int gpu)
+struct hw_op *hw_op_get(struct hw_platform *p, int gpu)
 {
 	struct hw_op *op = p->g[gpu].free_ops;
 
@@ -337,14 +188,18 @@ static struct hw_op *hw_op_get(struct hw_platform *p, int gpu)
 	return op;
 }
 
-static void hw_op_put(struct hw_platform *p, struct hw_op *op)
+void hw_op_put(struct hw_platform *p, struct hw_op *op)
 {
 	free(op->chk_pages);
 	free(op->chk_tags);
 	free(op->chk_gpus);
+	free(op->attn_layer);
+	free(op->attn_seq);
 	op->chk_pages = NULL;
 	op->chk_tags = NULL;
 	op->chk_gpus = NULL;
+	op->attn_layer = NULL;
+	op->attn_seq = NULL;
 	if (op->slot != NULL && op->kind == HW_OP_XFER)
 		hw_slot_put(p, op->slot);
 	op->slot = NULL;
@@ -352,7 +207,7 @@ static void hw_op_put(struct hw_platform *p, struct hw_op *op)
 	p->g[op->gpu].free_ops = op;
 }
 
-static int hw_activate(struct hw_platform *p, struct hw_op *op)
+int hw_activate(struct hw_platform *p, struct hw_op *op)
 {
 	if (p->n_active == p->cap_active) {
 		size_t cap = p->cap_active ? 2 * p->cap_active : 64;
@@ -395,7 +250,7 @@ static void hw_slice(uint64_t n, int g, int l, uint64_t *off, uint64_t *len)
 
 /* Appends read segments for bytes [a, a+n) of the pool, wrapping around
  * its end (weights larger than the pool are read again from the start). */
-static int hw_add_wrapped(struct ema_hwk_seg *s, int k, const char *base,
+int hw_add_wrapped(struct ema_hwk_seg *s, int k, const char *base,
 			  uint64_t pool, uint64_t a, uint64_t n)
 {
 	if (pool == 0)
@@ -414,7 +269,7 @@ static int hw_add_wrapped(struct ema_hwk_seg *s, int k, const char *base,
 	return k;
 }
 
-static int hw_gemm_cols(double flops)
+int hw_gemm_cols(double flops)
 {
 	double per_col = 2.0 * EMA_HW_GEMM_DIM * (double)EMA_HW_GEMM_DIM;
 	double cols = flops / per_col;
@@ -425,7 +280,7 @@ static int hw_gemm_cols(double flops)
 	return (int)(((int64_t)(cols + 63.999)) / 64 * 64);
 }
 
-static int hw_issue_gemm(struct hw_platform *p, struct hw_gpu *g, int cols)
+int hw_issue_gemm(struct hw_platform *p, struct hw_gpu *g, int cols)
 {
 	while (cols > 0) {
 		int c = cols > EMA_HW_GEMM_COLS ? EMA_HW_GEMM_COLS : cols;
@@ -438,11 +293,6 @@ static int hw_issue_gemm(struct hw_platform *p, struct hw_gpu *g, int cols)
 	}
 	return 0;
 }
-
-/* Grids of an iteration's kernels (see hw_kernels.h for why). */
-#define HW_PREFETCH_GRID(g) (EMA_HWK_PREFETCH_BLOCKS_PER_SM * (g)->sms)
-#define HW_READ_GRID(g, staged) \
-	(((staged) ? EMA_HWK_STAGED_READ_BLOCKS_PER_SM : EMA_HWK_READ_BLOCKS_PER_SM) * (g)->sms)
 
 /* Copies segs [first, first+n) with the iteration's method on stream s.
  * d_segs are on the device (gather); the host copy drives the APIs. */
@@ -650,7 +500,7 @@ static int hw_add_group_copies(struct hw_platform *p, struct hw_gpu *g, struct h
 /* The borrowed pages an in-place iteration checks: those whose content
  * tag is known, every one with --verify, else about HW_SAMPLE_PAGES
  * spread evenly over the iteration's remote pages. */
-static int hw_inplace_checks(struct hw_platform *p, const struct ema_iteration *it,
+int hw_inplace_checks(struct hw_platform *p, const struct ema_iteration *it,
 			     struct hw_op *op)
 {
 	int known = 0, stride = 1, j = 0, seen = 0;
@@ -691,7 +541,7 @@ static int hw_inplace_checks(struct hw_platform *p, const struct ema_iteration *
  * with pages, each given blocks by the time its bytes take on its link
  * against the local bytes on HBM (hw_split.h). Returns false when no
  * lender has pages (one plain read then). */
-static bool hw_inplace_split(const struct hw_platform *p, const struct hw_gpu *g,
+bool hw_inplace_split(const struct hw_platform *p, const struct hw_gpu *g,
 			     const struct ema_hwk_seg *segs, int n_segs, uint64_t chunks,
 			     const int *lender_first, const int *lender_n, int n_lenders,
 			     struct ema_hwk_parts *parts)
@@ -772,6 +622,10 @@ static int hw_iteration(struct ema_platform *pp, const struct ema_iteration *it,
 					       rr->pages[i], rr->gpu);
 		n_remote_pages += (uint64_t)rr->n_pages;
 	}
+	/* the lenders compute the attention over their pages: its own
+	 * pipeline, layer by layer (hw_attn_iter.c) */
+	if (hw_attn_wanted(it))
+		return hw_attn_iteration(p, it, fn, arg);
 	staged = it->prefetch_depth > 0 && n_remote_pages > 0 && it->staging_pages != NULL &&
 		 it->n_staging_pages > 0;
 	for (int i = 0; staged && i < it->n_staging_pages; i++)
@@ -1352,7 +1206,7 @@ fail:
 
 /* ---- completion --------------------------------------------------- */
 
-static float hw_elapsed_ms(cudaEvent_t a, cudaEvent_t b)
+float hw_elapsed_ms(cudaEvent_t a, cudaEvent_t b)
 {
 	float ms = 0.0f;
 
@@ -1462,6 +1316,12 @@ static int hw_finish_iter(struct hw_platform *p, struct hw_op *op, int64_t t,
 					   op->chk_gpus[first], (unsigned long long)op->chk_tags[first]);
 	}
 
+	if (op->attn) {
+		int r2 = hw_attn_finish(p, op, rc == 0 ? err : NULL);
+
+		if (rc == 0)
+			rc = r2;
+	}
 	memset(&r, 0, sizeof r);
 	r.end_ns = t;
 	r.start_ns = t - (int64_t)(hw_elapsed_ms(op->start, op->end) * 1e6);
@@ -1503,6 +1363,12 @@ static int hw_finish_iter(struct hw_platform *p, struct hw_op *op, int64_t t,
 		if (op->lender_bytes[l] > 0) {
 			p->stats.bytes[l + 1][op->gpu + 1] += op->lender_bytes[l];
 			p->stats.bytes_by_purpose[EMA_XFER_PREFETCH] += op->lender_bytes[l];
+		}
+	/* remote attention's queries, the other way */
+	for (int l = 0; l < p->n_gpus; l++)
+		if (op->to_lender[l] > 0) {
+			p->stats.bytes[op->gpu + 1][l + 1] += op->to_lender[l];
+			p->stats.bytes_by_purpose[EMA_XFER_PREFETCH] += op->to_lender[l];
 		}
 	g->busy = false;
 	op->slot = NULL;
@@ -1665,6 +1531,7 @@ static void hw_destroy(struct ema_platform *pp)
 
 	if (p == NULL)
 		return;
+	hw_attn_free(p);
 	for (int i = 0; i < p->n_gpus; i++) {
 		struct hw_gpu *g = &p->g[i];
 
@@ -1775,12 +1642,13 @@ static int hw_tag_pages_op(struct ema_platform *pp, int gpu, int n, const int32_
 
 static const struct ema_platform_ops hw_ops = {
 	.name = "hw",
-	/* the decode kernel does not split its grid between local and
-	 * remote pages yet: in-place reads oversubscribe it (1.73 ms against
-	 * 0.97 for the same step split, doc/reference-figures.md) */
 	/* the decode read splits its grid between local pages and each
 	 * lender's (hw_inplace_split) */
 	.inplace_beside_local = true,
+	/* hw/hw_attn_iter.c: lenders compute beside in-place reads, but
+	 * a step that also stages from another lender is refused */
+	.remote_attention = true,
+	.attention_beside_staged = false,
 	.now = hw_now,
 	.timer = hw_timer_op,
 	.iteration = hw_iteration_op,
@@ -1922,6 +1790,12 @@ int ema_hw_platform_create(struct ema_platform **out, const struct ema_platform_
 	if (ema_eventq_init(&p->timers, 64) != 0) {
 		free(p);
 		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+	}
+	rc = hw_attn_setup(p, err);
+	if (rc != 0) {
+		ema_eventq_destroy(&p->timers);
+		free(p);
+		return rc;
 	}
 	p->have_blas = ema_hw_blas_load(&p->blas, p->blas_why, sizeof p->blas_why);
 	if (!p->have_blas)

@@ -119,6 +119,21 @@ int ema_hw_vmm_load(struct ema_hw_vmm *v, struct ema_error *err)
 	return 0;
 }
 
+PFN_cuStreamWaitValue32_v11070 ema_hw_wait_value_load(void)
+{
+	enum cudaDriverEntryPointQueryResult q;
+	PFN_cuStreamWaitValue32_v11070 f = NULL;
+	void *fn = NULL;
+	cudaError_t e = cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000,
+							   cudaEnableDefault, &q);
+
+	if (e == cudaSuccess && q == cudaDriverEntryPointSuccess && fn != NULL)
+		memcpy(&f, &fn, sizeof fn);  /* an untyped pointer to a function */
+	else
+		cudaGetLastError();
+	return f;
+}
+
 void ema_hw_params_for_pools(struct ema_platform_params *p, const struct ema_config *cfg,
 			     uint64_t page_bytes, const uint64_t *pool)
 {

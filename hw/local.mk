@@ -4,17 +4,18 @@
 # runtime is linked statically (CUDA_LIBS) and the driver and cuBLAS are
 # reached at run time, so ema starts on machines without either. Without
 # CUDA, hw_none.c provides the same entry points, each saying why.
-EXTRA_DIST += hw/hw_kernels.cu
+EXTRA_DIST += hw/hw_kernels.cu hw/hw_attn.cu tools/h200-attention.sh
 .PHONY: ema-cuda-arch-check
 libema_hw_a_CPPFLAGS = $(HW_CPPFLAGS) $(CUDA_CFLAGS)
-libema_hw_a_SOURCES = hw/hw.h hw/hw_pattern.h hw/hw_split.h hw/hw_split.c
+libema_hw_a_SOURCES = hw/hw.h hw/hw_pattern.h hw/hw_split.h hw/hw_split.c \
+	hw/hw_attn.h hw/hw_attn.c hw/hw_backend.c
 
 if HAVE_CUDA
 AM_CPPFLAGS += $(CUDA_CFLAGS)
 libema_hw_a_SOURCES += hw/hw_platform.c hw/hw_util.c hw/calibrate.c hw/bench.c \
-	hw/hw_cuda.h hw/hw_kernels.h
-libema_hw_a_LIBADD += hw/hw_kernels.$(OBJEXT)
-CLEANFILES += hw/hw_kernels.$(OBJEXT) hw/hw_kernels.arch
+	hw/hw_cuda.h hw/hw_kernels.h hw/hw_priv.h hw/hw_attn_kernels.h hw/hw_attn_iter.c
+libema_hw_a_LIBADD += hw/hw_kernels.$(OBJEXT) hw/hw_attn_dev.$(OBJEXT)
+CLEANFILES += hw/hw_kernels.$(OBJEXT) hw/hw_attn_dev.$(OBJEXT) hw/hw_kernels.arch
 # CUDA_ARCH (configure's, default sm_90; `make CUDA_ARCH=sm_80` overrides
 # it for one build): its machine code plus its PTX, so newer GPUs can JIT
 # it. hw/hw_kernels.arch holds the architecture of the last build and
@@ -37,6 +38,13 @@ hw/hw_kernels.$(OBJEXT): $(srcdir)/hw/hw_kernels.cu $(srcdir)/hw/hw_kernels.h \
 		-gencode arch=compute_$${arch#sm_},code=$$arch \
 		-gencode arch=compute_$${arch#sm_},code=compute_$${arch#sm_} \
 		$(NVCCFLAGS) -I$(srcdir)/hw -c $(srcdir)/hw/hw_kernels.cu -o $@
+hw/hw_attn_dev.$(OBJEXT): $(srcdir)/hw/hw_attn.cu $(srcdir)/hw/hw_attn_kernels.h \
+		$(srcdir)/hw/hw_attn.h $(srcdir)/hw/hw_pattern.h hw/hw_kernels.arch
+	$(AM_V_GEN)$(MKDIR_P) hw && arch='$(CUDA_ARCH)' && \
+	$(NVCC) -ccbin $(CC) $(EMA_NVCCFLAGS) \
+		-gencode arch=compute_$${arch#sm_},code=$$arch \
+		-gencode arch=compute_$${arch#sm_},code=compute_$${arch#sm_} \
+		$(NVCCFLAGS) -I$(srcdir)/hw -c $(srcdir)/hw/hw_attn.cu -o $@
 else
 libema_hw_a_SOURCES += hw/hw_none.c
 endif
@@ -53,4 +61,19 @@ tests_test_hw_split_SOURCES = tests/test_hw_split.c
 tests_test_hw_split_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/hw
 tests_test_hw_split_CFLAGS = $(TEST_CFLAGS)
 tests_test_hw_split_LDADD = libema_hw.a -lm $(CUNIT_LIBS)
+# remote attention's plain C (no GPU): geometry, merge, plan, reference
+check_PROGRAMS += tests/test_hw_attn_ref
+TESTS += tests/test_hw_attn_ref
+tests_test_hw_attn_ref_SOURCES = tests/test_hw_attn_ref.c
+tests_test_hw_attn_ref_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/hw
+tests_test_hw_attn_ref_CFLAGS = $(TEST_CFLAGS)
+tests_test_hw_attn_ref_LDADD = $(TEST_LIBS)
+# remote attention on a GPU: kernels against the reference, the platform's
+# compute path, its integrity checks and errors (skips without a GPU)
+check_PROGRAMS += tests/test_hw_attn
+TESTS += tests/test_hw_attn
+tests_test_hw_attn_SOURCES = tests/test_hw_attn.c
+tests_test_hw_attn_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/hw
+tests_test_hw_attn_CFLAGS = $(TEST_CFLAGS)
+tests_test_hw_attn_LDADD = $(TEST_LIBS)
 endif

@@ -87,7 +87,10 @@ const struct ema_cli_cmd ema_cmd_calibrate = {
 		"uses. Progress goes to stderr. Without a GPU (or a CUDA build) it says so and "
 		"exits with status 1. With one GPU nothing crosses a peer link: the link, copy "
 		"and interference figures are the reference pair's (h200x2_hw), and the "
-		"profile's description says so. The files are checked before anything is "
+		"profile's description says so. Remote attention's figures (attention_gbps, "
+		"attention_busy_share, attention_lender_ms_per_gb, attention_sync_us) are "
+		"measured on the lender, GPU 1 or, with one GPU, a second stream of GPU 0. "
+		"The files are checked before anything is "
 		"measured and written under a temporary name, then renamed.",
 	.examples = calibrate_examples,
 	.fn = calibrate_exec,

@@ -657,7 +657,7 @@ static void test_engine_reclaim_under_load(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
 	rc = ema_config_load(&x->cfg, NULL, sets, (int)(sizeof sets / sizeof sets[0]), &err);
 	CU_ASSERT_EQUAL_FATAL(rc, EMA_OK);
-	x->backend = EMA_BACKEND_HW;
+	x->backend = &ema_hw_backend;
 	x->verify = true;
 	x->quiet = true;
 	rc = ema_experiment_run(x, &err);

@@ -16,31 +16,29 @@
 #   01  ema calibrate: a fresh hardware profile and its raw samples
 #   02  in place against remote share and rate: the validation scenario
 #       (README: 18 GiB GPUs, t0 overloaded, 15 s of arrivals) with ema's
-#       remote share capped at 5, 10, 20 and 30% of its KV
-#       (policy.max_remote_share) and t0 at 11 and 14 req/s, in place and
-#       staged, each through `ema validate` (GPUs, then the simulator with
-#       h200x2_hw): TPOT p50 of the borrower against static is its step
-#       time against remote share; sim against hw is the model's error
-#   03  the validation scenario with ema's default per-link budget, in place
-#       and staged, on seeds 1 and 2 (issue 11's GPU target: the borrower at
+#       TPOT budget at 5, 10, 20 and 30% (policy.ema.tpot_budget: the
+#       remote share follows) and t0 at 11 and 14 req/s, in place, staged
+#       and by remote attention, each through `ema validate` (GPUs, then
+#       the simulator with h200x2_hw): TPOT p50 of the borrower against
+#       static is its step time against remote share; sim against hw is
+#       the model's error
+#   03  the validation scenario with ema's default budgets, in place,
+#       staged and by remote attention, on seeds 1 and 2 (the GPU target: the borrower at
 #       or above static's throughput, TTFT p50 at or below, TPOT p50 within
 #       1.05 x; the lender within 5%; validate within 5% / 15%)
 #   04  a summary table of 02 and 03 from the validate CSVs
-#   05  ema's queue guard on the GPUs: the validation scenario with both
-#       tenants at 14 req/s (every queue waits), ema with the guard and
-#       its hold (policy.ema.queue_hold_s=1, the default), the guard
-#       alone (hold 0) and no guard, each through `ema validate`
-#       (doc/model.md, "ema's queue guard" and "The queue guard's hold":
-#       in the simulator, static's throughput with both, the borrower at
-#       0.99 x and TPOT +3.4% with the guard alone, more reclaims and
-#       slower steps without)
+#   05  every queue waiting on the GPUs: the validation scenario with both
+#       tenants at 14 req/s, ema at its defaults and with no headroom
+#       (policy.ema.headroom=0), each through `ema validate` (in the
+#       simulator ema lends next to nothing there, a lender's own queue
+#       coming first: tests/test_policies.c)
 #   06  staged copies by the copy engines, which pay per piece: the
 #       validation scenario staged with `per_page` and `batch` copies at
 #       0.5 and 2 MiB pages (pieces of a page / 8 layer groups: 64 and
 #       256 KiB), each through `ema validate`. Since 2026-12-03 the
 #       simulator charges each group's slice of every remote page as a
 #       piece, as the hw backend copies it (it charged whole pages, 8 x
-#       fewer calls), and ema's link budgets take the pieces' rate
+#       fewer calls), and ema's staged TPOT cap takes the pieces' rate
 #       (doc/model.md, "Remote reads"); the sim error on the borrower's
 #       TPOT here is that change's test on the GPUs
 #
@@ -123,41 +121,39 @@ fi
 
 want 02 && for rate in 11 14; do
 	for share in 0.05 0.1 0.2 0.3; do
-		for path in inplace staged; do
-			tag="02-r$rate-s$share-$path"
+		for path in inplace staged compute; do
+			tag="02-r$rate-b$share-$path"
 			# $base is a list of options: split on purpose
 			# shellcheck disable=SC2086
 			run "$tag.txt" "$ema" validate $base --set tenants.0.workload.rate_rps=$rate \
-				--set policy.max_remote_share=$share --set policy.remote_path=$path \
+				--set policy.ema.tpot_budget=$share --set policy.ema.remote_path=$path \
 				--csv "$out/$tag.csv"
 		done
 	done
 done
 
 want 03 && for seed in 1 2; do
-	for path in inplace staged; do
+	for path in inplace staged compute; do
 		tag="03-seed$seed-$path"
 		# shellcheck disable=SC2086
-		run "$tag.txt" "$ema" validate $base --set seed=$seed --set policy.remote_path=$path \
+		run "$tag.txt" "$ema" validate $base --set seed=$seed --set policy.ema.remote_path=$path \
 			--csv "$out/$tag.csv"
 	done
 done
 
-want 05 && for guard in true:1 true:0 false:0; do
-	hold=${guard#*:}
-	guard=${guard%:*}
-	tag="05-overload-guard-$guard-hold-$hold"
+want 05 && for headroom in 0.05 0; do
+	tag="05-overload-headroom-$headroom"
 	# shellcheck disable=SC2086
 	run "$tag.txt" "$ema" validate $base --set tenants.0.workload.rate_rps=14 \
-		--set tenants.1.workload.rate_rps=14 --set policy.ema.queue_guard=$guard \
-		--set policy.ema.queue_hold_s=$hold --csv "$out/$tag.csv"
+		--set tenants.1.workload.rate_rps=14 --set policy.ema.headroom=$headroom \
+		--csv "$out/$tag.csv"
 done
 
 want 06 && for method in per_page batch; do
 	for page in 0.5 2; do
 		tag="06-staged-$method-page$page"
 		# shellcheck disable=SC2086
-		run "$tag.txt" "$ema" validate $base --set policy.remote_path=staged \
+		run "$tag.txt" "$ema" validate $base --set policy.ema.remote_path=staged \
 			--set policy.copy_method=$method --set page_mib=$page --csv "$out/$tag.csv"
 	done
 done
