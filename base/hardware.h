@@ -69,7 +69,7 @@ struct ema_hw_profile {
 	 * memory-bound work (prefetch always overlaps an iteration); 1 when
 	 * not measured. */
 	double pull_share_under_load;
-	/* The remote-attention path (policy.remote_path=compute): a lender
+	/* The remote-attention path (policy.ema.remote_path=compute): a lender
 	 * runs split-K decode attention over the pages it lent and returns
 	 * partial outputs. attention_gbps: that kernel's rate over the
 	 * borrower's KV alone (0: hbm_read_gbps x hbm_efficiency, what the

@@ -30,18 +30,12 @@ enum ema_reclaim_mode {
 };
 extern const char *const ema_reclaim_mode_names[];
 
-/* When ema borrows (policies/ema.c). */
-enum ema_borrow_rule {
-	EMA_BORROW_ALWAYS = 0, /* "always" */
-	EMA_BORROW_THROUGHPUT  /* "throughput": only where the cost model says it pays */
-};
-extern const char *const ema_borrow_rule_names[];
-
-/* How ema's iterations read remote KV (policies/ema.c). */
+/* How ema reads a lender's pages (policies/ema.c, policy.ema.remote_path). */
 enum ema_remote_path {
 	EMA_PATH_INPLACE = 0,  /* "inplace": a share of the SMs reads it over the link, beside the local reads */
 	EMA_PATH_STAGED,       /* "staged": copied into local staging pages by layer group, then read */
-	EMA_PATH_AUTO          /* "auto": per iteration, the path the cost model predicts faster */
+	EMA_PATH_AUTO,         /* "auto": per lender, the path whose budget allows the most */
+	EMA_PATH_COMPUTE       /* "compute": the lender computes the attention over them (remote attention) */
 };
 extern const char *const ema_remote_path_names[];
 
@@ -75,15 +69,9 @@ struct ema_policy_cfg {
 	double ideal_factor;          /* ideal: capacity multiplier */
 	double lender_floor;          /* share of a lender's KV pages it never lends */
 	double lender_reserve;        /* share of a lender's KV pages kept free for its bursts */
-	double max_remote_share;      /* cap of a borrower's KV held remotely */
-	int prefetch_depth;           /* layer groups fetched ahead */
-	double headroom;              /* share of a lender's KV pages kept free by reclaiming ahead */
 	enum ema_reclaim_mode reclaim_mode;
 	double host_gib;              /* host memory for swap/demotion per GPU */
 	enum ema_copy_method copy_method;
-	enum ema_borrow_rule borrow_rule;
-	double lender_max_slowdown;   /* ema: cap on a lender's HBM slowdown from pulls (0 = none) */
-	enum ema_remote_path remote_path; /* ema: in place, staged, or chosen per iteration */
 	/* The own knobs of policies that declare a table of them
 	 * (policies/policy.h), one block each, keys policy.NAME.KEY. */
 	/* aligned for any field (a block of 256 bytes keeps each one so) */

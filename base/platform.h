@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ema_limits.h"
@@ -62,7 +63,7 @@ struct ema_remote_read {
 	const int32_t *pages;       /* pages on the lender */
 	uint64_t bytes;             /* read */
 	uint64_t write_bytes;       /* written */
-	/* Remote attention (policy.remote_path=compute): the lender runs
+	/* Remote attention (policy.ema.remote_path=compute): the lender runs
 	 * the attention over these pages, layer by layer, and sends back
 	 * partial outputs and log-sum-exps that the borrower combines with
 	 * its own; bytes are then read by the lender from its own HBM, and
@@ -193,12 +194,21 @@ struct ema_link_stats {
 };
 
 struct ema_platform_ops {
-	const char *name;                /* "sim" or "hw" */
+	const char *name;                /* the backend's name ("sim", "hw") */
 	/* In-place remote reads run on their own share of the SMs beside the
 	 * local reads, so that the link adds bandwidth (what the cost model
 	 * of base/step_cost.h assumes); false: they serialise with the local
 	 * reads, and policies choosing by the model should stage instead. */
 	bool inplace_beside_local;
+	/* It runs remote attention (ema_remote_read.compute): a lender
+	 * computes the attention over the pages it lent. false: policies
+	 * must not ask for it. */
+	bool remote_attention;
+	/* A step may mix remote attention on one lender with staged
+	 * copies from another. false: policies choosing by themselves
+	 * (remote_path auto) leave the staged path out where they may
+	 * compute. */
+	bool attention_beside_staged;
 	/* Current time in ns since the run began (simulated or real). */
 	int64_t (*now)(struct ema_platform *p);
 	/* Every op that can fail returns a status and fills err (which may
@@ -291,14 +301,59 @@ struct ema_platform_opts {
 	bool verify;                         /* hw: check every word of moved pages */
 };
 
+/* What one policy's run on a backend leaves for the backend to report
+ * (struct ema_platform_backend's run_json and print), gathered by the core
+ * before the platform is destroyed. */
+struct ema_platform_report {
+	const char *policy;
+	bool verify;                          /* the run's opts.verify (--verify) */
+	/* decode leaps the core made and the steps they ran (0 where the
+	 * platform offers no leap op) */
+	uint64_t leaps, leapt_steps;
+	const struct ema_link_stats *links;   /* its link_stats (zero without) */
+	uint64_t pages_checked, pages_corrupted; /* its integrity op's (0 without) */
+};
+
 /* A backend: what `--backend NAME` looks up in the program's table
- * (src/backends.c). create returns EMA_ERR_UNSUPPORTED, with the reason,
- * where the backend cannot run here (no CUDA build, no GPU). */
+ * (src/backends.c), and everything the core needs to know of it: the
+ * core asks these fields and ops, never the backend's name. A backend is
+ * a folder implementing the ops above plus this entry, and one line in
+ * the table (doc/design.md, "Adding a backend"). */
 struct ema_platform_backend {
-	const char *name;
-	const char *summary;
+	const char *name;                     /* --backend NAME */
+	const char *summary;                  /* its line of `ema list backends` */
+	/* Builds a platform for params. Returns EMA_ERR_UNSUPPORTED, with the
+	 * reason, where the backend cannot run here (no CUDA build, no GPU). */
 	int (*create)(struct ema_platform **out, const struct ema_platform_params *params,
 		      const struct ema_platform_opts *opts, struct ema_error *err);
+	/* The engine gives every iteration the numbers of the pages it reads
+	 * and writes (local_pages, remote[].pages, the staging pages): a
+	 * backend that moves real data needs them; one that only charges
+	 * time does without, and the engine then keeps a request's own pages
+	 * by count (faster; the same outputs). */
+	bool page_lists;
+	/* It acts on opts->verify (`--verify`: every word of every moved page
+	 * checked); `ema run --verify` on a backend without it is refused. */
+	bool verify;
+	/* Optional (NULL: nothing said): what this machine offers of it, for
+	 * `ema list backends` ("2 GPUs", "unavailable (why)"), into buf. */
+	void (*here)(char *buf, size_t size);
+	/* Optional (NULL: 0 and 0): after a run, before the platform is
+	 * destroyed, the pages its integrity checks covered and those found
+	 * corrupted (struct ema_platform_report). */
+	void (*integrity)(struct ema_platform *p, uint64_t *checked, uint64_t *corrupted);
+	/* Optional (NULL: none): its own fields of a policy's entry of
+	 * run.json, written to f as `, "key": value` pairs (valid JSON: a
+	 * string through ema_json_put_string). */
+	void (*run_json)(FILE *f, const struct ema_platform_report *r);
+	/* Optional (NULL: none): its lines under the summary table that
+	 * `ema run` prints, called once per policy, in run order. */
+	void (*print)(FILE *f, const struct ema_platform_report *r);
+	/* Optional: its own figures for `ema bench --backend NAME`, printed
+	 * on stdout and, unless csv is NULL, written there as CSV (header
+	 * included). NULL: it has none (`ema bench` on the default backend
+	 * measures the core itself). */
+	int (*bench)(bool quick, FILE *csv, struct ema_error *err);
 };
 
 #endif

@@ -318,3 +318,48 @@ double ema_step_cost_inplace_ns(const struct ema_hw_profile *hw, const struct em
 	ema_step_cost(hw, it, false, &sc);
 	return sc.total_ns;
 }
+
+double ema_cost_path_step_ns(const struct ema_hw_profile *hw, const struct ema_path_step *s,
+			     enum ema_remote_path path, bool busy, double r)
+{
+	double hbm = hw->hbm_read_gbps * hw->hbm_efficiency, avail = 0;
+
+	if (r <= 0 || hbm <= 0)
+		return s->t0_ns;
+	switch (path) {
+	case EMA_PATH_INPLACE: {
+		double eta = hw->inplace_overlap_efficiency > 0 && hw->inplace_overlap_efficiency < 1 ?
+			     hw->inplace_overlap_efficiency : 1.0;
+		double link = ema_cost_link_gbps(hw, false, EMA_COPY_GATHER, 0);
+
+		avail = fmax(s->local_bytes / (hbm * eta), link > 0 ? r / (link * eta) : INFINITY);
+		break;
+	}
+	case EMA_PATH_COMPUTE: {
+		double att = ema_cost_attention_gbps(hw, busy);
+
+		avail = s->layers * ema_cost_attention_sync_ns(hw) + (att > 0 ? r / att : INFINITY);
+		break;
+	}
+	case EMA_PATH_STAGED: {
+		double a = (s->local_bytes + r) / hbm;
+		double copy = ema_cost_link_gbps(hw, true, s->method, s->slice_bytes);
+
+		/* the root of t = a (1 + ib r / (t hbm_read)): the local
+		 * reads slowed by the copies written over the same t */
+		avail = 0.5 * (a + sqrt(a * a + 4 * a * hw->interference_borrower * r / hw->hbm_read_gbps));
+		avail = fmax(avail, copy > 0 ? r / copy : INFINITY);
+		break;
+	}
+	case EMA_PATH_AUTO:
+		return NAN;
+	}
+	return fmax(s->t0_ns, avail + hw->iter_overhead_us * 1e3);
+}
+
+double ema_cost_path_lender_s_per_gb(const struct ema_hw_profile *hw, enum ema_remote_path path)
+{
+	if (path == EMA_PATH_COMPUTE)
+		return ema_cost_attention_lender_s_per_gb(hw);
+	return hw->hbm_read_gbps > 0 ? hw->interference_lender / hw->hbm_read_gbps : 0;
+}

@@ -74,7 +74,7 @@ double ema_cost_inplace_ns(const struct ema_hw_profile *hw, double local_ns, dou
 double ema_cost_stage_in_gbps(const struct ema_hw_profile *hw, enum ema_copy_method method,
 			      double slice_bytes, const double *bytes, int n, double span_ns);
 
-/* Remote attention (policy.remote_path=compute; doc/model.md, "Remote
+/* Remote attention (policy.ema.remote_path=compute; doc/model.md, "Remote
  * attention"). GB/s the lender's attention kernel reads the borrower's
  * KV at: attention_gbps (or the local decode rate, hbm_read_gbps x
  * hbm_efficiency, where the profile has none), times attention_busy_share
@@ -210,5 +210,33 @@ static inline double ema_local_cost_ns(const struct ema_local_cost *k, uint64_t 
  * figures (the same double): for a policy that costs a leap's steps. */
 double ema_step_cost_local_ns(const struct ema_hw_profile *hw, uint64_t weight_bytes,
 			      uint64_t kv_local_bytes, uint64_t act_bytes, double flops);
+
+/* ---- the planner's per-path prediction --------------------------------
+ * ema's planner (policies/ema.c) and `ema paths` (src/cmd_paths.c) read
+ * the cost model in closed form per path: a borrower whose step reads
+ * `local_bytes` (weights and its own KV) from its HBM, memory-bound, and
+ * r bytes held on one lender. doc/model.md, "ema's planner", derives it. */
+struct ema_path_step {
+	double local_bytes;         /* weights + the borrower's own KV */
+	double t0_ns;               /* its local-only step: the least any path takes */
+	int layers;                 /* the model's layers (remote attention syncs per layer) */
+	enum ema_copy_method method; /* the staged path's copies */
+	double slice_bytes;         /* a staged copy's piece: page_bytes / layer_groups */
+};
+
+/* The step reading r bytes of one lender by `path` (EMA_PATH_INPLACE,
+ * _STAGED or _COMPUTE), at least t0_ns: in place, the local and remote
+ * reads overlapped at inplace_overlap_efficiency; compute, the lender's
+ * attention at its rate (`busy`: the lender runs steps of its own) after a
+ * sync per layer; staged, the local reads slowed by the copies' writes
+ * (interference_borrower), or the copies' time where longer. Plus the
+ * step overhead. */
+double ema_cost_path_step_ns(const struct ema_hw_profile *hw, const struct ema_path_step *s,
+			     enum ema_remote_path path, bool busy, double r);
+
+/* A lender's slowdown per GB/s it serves a borrower by `path`: the
+ * interference of the bytes leaving its HBM over its rate (in place,
+ * staged), or the time its attention takes per GB (compute). */
+double ema_cost_path_lender_s_per_gb(const struct ema_hw_profile *hw, enum ema_remote_path path);
 
 #endif

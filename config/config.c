@@ -168,7 +168,7 @@ static const struct ema_config_key serving_keys[] = {
 
 /* The shipped policies' knobs, then (from ema_config_set_policies) one
  * object per policy with a knob table of its own. */
-#define POLICY_SHARED_KEYS 12
+#define POLICY_SHARED_KEYS 6
 static struct ema_config_key policy_keys[POLICY_SHARED_KEYS + EMA_MAX_KNOB_TABLES + 1] = {
 	{ "ideal_factor", EMA_CFG_DBL, PO(ideal_factor), 0, 0, 1, 64, 0, NULL, NULL, NULL,
 	  "factor", "ideal: every GPU's memory (weights included) is multiplied by this." },
@@ -176,17 +176,6 @@ static struct ema_config_key policy_keys[POLICY_SHARED_KEYS + EMA_MAX_KNOB_TABLE
 	  "share of the lender's KV pages", "remote_direct, ema: share a lender never lends." },
 	{ "lender_reserve", EMA_CFG_DBL, PO(lender_reserve), 0, 0, 0, 1, 0, NULL, NULL, NULL,
 	  "share of the lender's KV pages", "remote_direct, ema: share a lender keeps free for its own bursts." },
-	{ "max_remote_share", EMA_CFG_DBL, PO(max_remote_share), 0, 0, 0, 1, 0, NULL, NULL, NULL,
-	  "share of the tenant's KV",
-	  "ema: 0 = cap borrowing at what the link can hide (doc/model.md, \"ema's "
-	  "borrowing cap\"); in (0, 1) = cap remote pages at this share of the "
-	  "tenant's KV; 1 = no cap." },
-	{ "prefetch_depth", EMA_CFG_INT, PO(prefetch_depth), 0, 0, 0, 1024, 0, NULL, NULL, NULL,
-	  "layer groups",
-	  "ema: groups staged ahead of the one computing; 0 = read remote KV in "
-	  "place." },
-	{ "headroom", EMA_CFG_DBL, PO(headroom), 0, 0, 0, 1, 0, NULL, NULL, NULL,
-	  "share of the lender's KV pages", "ema: kept free on every lender by reclaiming ahead of need." },
 	{ "reclaim_mode", EMA_CFG_ENUM, PO(reclaim_mode), 0, 0, 0, 0, 0, ema_reclaim_mode_names, NULL, NULL,
 	  "",
 	  "remote_direct, ema: how a borrower's pages are given back. `auto` moves "
@@ -200,29 +189,10 @@ static struct ema_config_key policy_keys[POLICY_SHARED_KEYS + EMA_MAX_KNOB_TABLE
 	{ "copy_method", EMA_CFG_ENUM, PO(copy_method), 0, 0, 0, 0, 0, ema_copy_method_names, NULL, NULL,
 	  "",
 	  "Copy API of engine transfers (swap in/out, reclaim moves) and of ema's "
-	  "prefetch: `gather` an SM gather kernel, `batch` cudaMemcpyBatchAsync "
+	  "staged reads: `gather` an SM gather kernel, `batch` cudaMemcpyBatchAsync "
 	  "(copy engines), `per_page` one cudaMemcpyPeerAsync per page. The prefetch copies each "
 	  "layer group's slice of every remote page, one piece per page and group, and the copy "
 	  "engines pay per piece." },
-	{ "lender_max_slowdown", EMA_CFG_DBL, PO(lender_max_slowdown), 0, 0, 0, 1, 0, NULL, NULL, NULL,
-	  "share, 0 = no cap",
-	  "ema: caps the pages a lender has out so that borrowers pulling them "
-	  "every step slow its memory-bound work by at most this share: lent <= s x "
-	  "(W + L) / (hbm_efficiency x interference_lender)." },
-	{ "borrow_rule", EMA_CFG_ENUM, PO(borrow_rule), 0, 0, 0, 0, 0, ema_borrow_rule_names, NULL, NULL,
-	  "",
-	  "ema: `always` borrows whenever the own GPU is full (up to the cap); "
-	  "`throughput` borrows only where it raises tokens per second by the cost "
-	  "model, i.e. weights >= interference_borrower x hbm_efficiency x local "
-	  "KV (staged), or where in-place reads within the link budget grow the "
-	  "batch more than they slow the step (`inplace`, `auto`)." },
-	{ "remote_path", EMA_CFG_ENUM, PO(remote_path), 0, 0, 0, 0, 0, ema_remote_path_names, NULL, NULL,
-	  "",
-	  "ema: how an iteration reads remote KV. `inplace`: a share of the SMs "
-	  "reads it over each link beside the local reads, within a per-link "
-	  "budget; `staged`: copied into a local staging area `prefetch_depth` "
-	  "layer groups ahead; `auto`: per iteration, the path the cost model "
-	  "predicts faster (doc/model.md, \"Remote reads\")." },
 	END
 };
 
@@ -370,10 +340,7 @@ static int config_defaults(struct ema_config *c, struct ema_error *err)
 	};
 	c->policy = (struct ema_policy_cfg){
 		.ideal_factor = 2, .lender_floor = 0.25, .lender_reserve = 0.05,
-		.max_remote_share = 0, .prefetch_depth = 1, .headroom = 0.05,
 		.reclaim_mode = EMA_RECLAIM_AUTO, .host_gib = 64, .copy_method = EMA_COPY_GATHER,
-		.borrow_rule = EMA_BORROW_ALWAYS, .lender_max_slowdown = 0,
-		.remote_path = EMA_PATH_AUTO,
 	};
 	c->metrics = (struct ema_metrics_cfg){ .warmup_s = -1, .window_end_s = 0 };
 	c->slo = (struct ema_slo_cfg){ .ttft_ms = 0, .tpot_ms = 0 };

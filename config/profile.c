@@ -70,7 +70,7 @@ const struct ema_config_key ema_config_hw_keys[] = {
 	{ "remote_read_gbps", EMA_CFG_DBL, HW(remote_read_gbps), 0, 0, 0, 1e6, POS, NULL, NULL, NULL,
 	  "GB/s",
 	  "A kernel reading peer memory in place, per link (cost model of in-place "
-	  "reads: `remote_direct`, ema's `inplace` path and its per-link budget)." },
+	  "reads: `remote_direct`, ema's `inplace` path and its TPOT cap)." },
 	{ "remote_read_efficiency", EMA_CFG_DBL, HW(remote_read_efficiency), 0, 0, 0, 1, 0, NULL, NULL, NULL,
 	  "share",
 	  "Share of `remote_read_gbps` that decode-like paged reads over the link "
@@ -90,7 +90,7 @@ const struct ema_config_key ema_config_hw_keys[] = {
 	{ "interference_borrower", EMA_CFG_DBL, HW(interference_borrower), 0, 0, 0, 100, REQ, NULL, NULL, NULL,
 	  "factor",
 	  "Slowdown of memory-bound work per (GB/s entering the GPU / "
-	  "`hbm_read_gbps`) while it pulls (sim; ema's `borrow_rule`)." },
+	  "`hbm_read_gbps`) while it pulls (sim; ema's staged path)." },
 	{ "interference_compute", EMA_CFG_DBL, HW(interference_compute), 0, 0, 0, 1, REQ, NULL, NULL, NULL,
 	  "factor", "Slowdown of compute-bound work at a full-link-rate transfer (sim)." },
 	{ "pull_share_under_load", EMA_CFG_DBL, HW(pull_share_under_load), 0, 0, 0, 1, EMA_CFG_MIN_OPEN, NULL, NULL, NULL,
@@ -100,7 +100,7 @@ const struct ema_config_key ema_config_hw_keys[] = {
 	  "ema's cap). Optional." },
 	{ "attention_gbps", EMA_CFG_DBL, HW(attention_gbps), 0, 0, 0, 1e6, 0, NULL, NULL, NULL,
 	  "GB/s",
-	  "Remote attention (`policy.remote_path=compute`): a lender's split-K "
+	  "Remote attention (`policy.ema.remote_path=compute`): a lender's split-K "
 	  "decode-attention kernel over a borrower's paged KV, alone (cost model). "
 	  "Optional: 0 = `hbm_read_gbps` x `hbm_efficiency`, what the borrower's "
 	  "own decode kernels reach." },

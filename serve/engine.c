@@ -277,7 +277,7 @@ static int req_add_page(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 	r->pages[r->n_pages].gpu = (int16_t)gpu;
 	r->pages[r->n_pages].page = page;
 	r->n_pages++;
-	r->pages_on[gpu]++;
+	r->view.pages_on[gpu]++;
 	r->on_mask |= 1u << gpu;
 	if (gpu != t->gpu)
 		r->n_remote++;
@@ -331,12 +331,12 @@ static void req_free_pages(struct ema_engine *e, struct ema_tenant *t, struct em
 		t->kv_pages -= r->n_pages;
 		r->n_pages = 0;
 		r->counted = 0;
-		r->pages_on[t->gpu] = 0;
+		r->view.pages_on[t->gpu] = 0;
 		r->on_mask = 0;
 		return;
 	}
 	bulk = page_scratch(e, r->n_pages) == EMA_OK;
-	if (r->pages_on[t->gpu] == r->n_pages && e->ledger.gpu[t->gpu].home_tenant == t->index) {
+	if (r->view.pages_on[t->gpu] == r->n_pages && e->ledger.gpu[t->gpu].home_tenant == t->index) {
 		/* all KV on its own GPU (the usual case), read in place */
 		int32_t n = r->n_pages;
 
@@ -345,7 +345,7 @@ static void req_free_pages(struct ema_engine *e, struct ema_tenant *t, struct em
 		t->kv_pages -= n;
 		r->n_pages = 0;
 		r->n_remote = 0;
-		memset(r->pages_on, 0, sizeof r->pages_on);
+		memset(r->view.pages_on, 0, sizeof r->view.pages_on);
 		r->on_mask = 0;
 		return;
 	}
@@ -366,7 +366,7 @@ static void req_free_pages(struct ema_engine *e, struct ema_tenant *t, struct em
 	ema_ledger_free_n(&e->ledger, t->gpu, e->page_scratch, n_local);
 	r->n_pages = 0;
 	r->n_remote = 0;
-	memset(r->pages_on, 0, sizeof r->pages_on);
+	memset(r->view.pages_on, 0, sizeof r->view.pages_on);
 	r->on_mask = 0;
 }
 
@@ -380,12 +380,14 @@ static void req_done_pages(struct ema_engine *e, struct ema_tenant *t, struct em
 	r->cap_pages = 0;
 }
 
-int32_t ema_request_pages_on(const struct ema_request *r, int gpu)
+/* Pages of r on `gpu`, the host too (policies read only GPUs, through
+ * policy.h's ema_request_pages_on, from r->view) */
+static int32_t req_pages_on(const struct ema_request *r, int gpu)
 {
 	int32_t n = 0;
 
 	if (gpu >= 0 && gpu < EMA_MAX_GPUS)
-		return r->pages_on[gpu];
+		return r->view.pages_on[gpu];
 	if (r->counted)
 		return 0;
 	for (int32_t i = 0; i < r->n_pages; i++)
@@ -506,7 +508,7 @@ static bool can_obtain(struct ema_engine *e, struct ema_tenant *t, int64_t need,
 static bool own_never_fits(const struct ema_engine *e, const struct ema_request *r)
 {
 	return ema_engine_pages_for_tokens(e, (int64_t)r->prompt_tokens + r->output_tokens) >
-	       e->tenants[r->tenant].kv_capacity_pages;
+	       e->tenants[r->view.tenant].kv_capacity_pages;
 }
 
 static void reclaim_backoff(struct ema_engine *e, struct ema_request *r)
@@ -515,13 +517,13 @@ static void reclaim_backoff(struct ema_engine *e, struct ema_request *r)
 		r->reclaimed++;
 	if (r->reclaimed >= e->reclaim_backoff && !r->own_only) {
 		r->own_only = 1;
-		e->tenants[r->tenant].stats.reclaim_backoffs++;
+		e->tenants[r->view.tenant].stats.reclaim_backoffs++;
 	}
 }
 
 void ema_engine_preempt_recompute(struct ema_engine *e, struct ema_request *r)
 {
-	struct ema_tenant *t = &e->tenants[r->tenant];
+	struct ema_tenant *t = &e->tenants[r->view.tenant];
 
 	e->preempts_since_token++;
 	e->last_preempted = r;
@@ -591,7 +593,7 @@ static struct xfer_ctx *xfer_new(struct ema_engine *e, struct ema_request *r,
 	if (x == NULL)
 		return NULL;
 	x->e = e;
-	x->tenant = r->tenant;
+	x->tenant = r->view.tenant;
 	x->req = r->id;
 	x->kind = kind;
 	x->src_gpu = src;
@@ -615,7 +617,7 @@ static struct xfer_ctx *xfer_new(struct ema_engine *e, struct ema_request *r,
 static uint64_t page_tag(const struct ema_request *r, int32_t entry)
 {
 	/* content identity of a KV page: (tenant, request, page index) */
-	return ((uint64_t)(r->tenant + 1) << 48) ^ ((uint64_t)(uint32_t)r->id << 16) ^
+	return ((uint64_t)(r->view.tenant + 1) << 48) ^ ((uint64_t)(uint32_t)r->id << 16) ^
 	       (uint64_t)(uint32_t)entry;
 }
 
@@ -669,7 +671,7 @@ bool ema_engine_demote(struct ema_engine *e, struct ema_request *r)
 static bool swap_out(struct ema_engine *e, struct ema_request *r,
 		     enum ema_transfer_purpose purpose)
 {
-	struct ema_tenant *t = &e->tenants[r->tenant];
+	struct ema_tenant *t = &e->tenants[r->view.tenant];
 	int32_t per_src[EMA_MAX_GPUS] = {0};
 
 	if (r->pinned || r->n_pages == 0 || e->host_free[t->gpu] < r->n_pages)
@@ -732,8 +734,8 @@ static bool swap_out(struct ema_engine *e, struct ema_request *r,
 
 int32_t ema_engine_move_home(struct ema_engine *e, struct ema_request *r, int lender)
 {
-	struct ema_tenant *t = &e->tenants[r->tenant];
-	int32_t k = ema_request_pages_on(r, lender);
+	struct ema_tenant *t = &e->tenants[r->view.tenant];
+	int32_t k = req_pages_on(r, lender);
 	struct xfer_ctx *x;
 
 	if (k == 0 || r->pinned || ema_ledger_free_pages(&e->ledger, t->gpu) < k)
@@ -762,8 +764,8 @@ static int borrowers_on(struct ema_engine *e, int gpu, bool steps);
  * other GPUs have too few free pages). */
 static int32_t relocate_request(struct ema_engine *e, struct ema_request *r, int gpu)
 {
-	struct ema_tenant *t = &e->tenants[r->tenant];
-	int32_t k = ema_request_pages_on(r, gpu);
+	struct ema_tenant *t = &e->tenants[r->view.tenant];
+	int32_t k = req_pages_on(r, gpu);
 	int64_t room = 0;
 
 	if (k == 0 || r->pinned || r->counted || gpu == t->gpu)
@@ -795,9 +797,9 @@ static int32_t relocate_request(struct ema_engine *e, struct ema_request *r, int
 			return 0;
 		}
 		ema_ledger_free(&e->ledger, gpu, pg->page);
-		if (--r->pages_on[gpu] == 0)
+		if (--r->view.pages_on[gpu] == 0)
 			r->on_mask &= ~(1u << gpu);
-		r->pages_on[dst]++;
+		r->view.pages_on[dst]++;
 		r->on_mask |= 1u << dst;
 		if (dst == t->gpu)
 			r->n_remote--;
@@ -830,7 +832,7 @@ int32_t ema_engine_pool_reclaim(struct ema_engine *e, int gpu, int32_t need)
 		if (n == 0)
 			break;
 		r = e->victims[0];
-		freed += ema_request_pages_on(r, gpu);
+		freed += req_pages_on(r, gpu);
 		reclaim_backoff(e, r);
 		ema_engine_preempt_recompute(e, r);
 	}
@@ -853,9 +855,9 @@ static void xfer_done(void *arg, int64_t now)
 			struct ema_kv_page *pg = &r->pages[x->entry[i]];
 
 			ema_ledger_free(&e->ledger, pg->gpu, pg->page);
-			if (--r->pages_on[pg->gpu] == 0)
+			if (--r->view.pages_on[pg->gpu] == 0)
 				r->on_mask &= ~(1u << pg->gpu);
-			r->pages_on[t->gpu]++;
+			r->view.pages_on[t->gpu]++;
 			r->on_mask |= 1u << t->gpu;
 			pg->gpu = (int16_t)t->gpu;
 			pg->page = x->dst_pages[i];
@@ -868,7 +870,7 @@ static void xfer_done(void *arg, int64_t now)
 			struct ema_kv_page *pg = &r->pages[x->entry[i]];
 
 			ema_ledger_free(&e->ledger, pg->gpu, pg->page);
-			if (--r->pages_on[pg->gpu] == 0)
+			if (--r->view.pages_on[pg->gpu] == 0)
 				r->on_mask &= ~(1u << pg->gpu);
 			if (pg->gpu != t->gpu)
 				r->n_remote--;
@@ -884,7 +886,7 @@ static void xfer_done(void *arg, int64_t now)
 			e->host_stack[t->gpu][e->host_free[t->gpu]++] = pg->page;
 			pg->gpu = (int16_t)x->dst_gpu;
 			pg->page = x->dst_pages[i];
-			r->pages_on[x->dst_gpu]++;
+			r->view.pages_on[x->dst_gpu]++;
 			r->on_mask |= 1u << x->dst_gpu;
 			t->kv_pages++;
 			if (x->dst_gpu != t->gpu)
@@ -1053,7 +1055,7 @@ static int grow_request_pages(struct ema_engine *e, struct ema_tenant *t, struct
 			    ema_ledger_alloc_counted(&e->ledger, t->gpu, add) == EMA_OK) {
 				r->counted = 1;
 				r->n_pages = need;
-				r->pages_on[t->gpu] += add;
+				r->view.pages_on[t->gpu] += add;
 				r->on_mask |= 1u << t->gpu;
 				t->kv_pages += add;
 				note_peak(e, t);
@@ -1066,7 +1068,7 @@ static int grow_request_pages(struct ema_engine *e, struct ema_tenant *t, struct
 			if (ema_ledger_alloc_home_kv(&e->ledger, t->gpu, add, &r->pages[r->n_pages]) ==
 			    EMA_OK) {
 				r->n_pages = need;
-				r->pages_on[t->gpu] += add;
+				r->view.pages_on[t->gpu] += add;
 				r->on_mask |= 1u << t->gpu;
 				t->kv_pages += add;
 				note_peak(e, t);
@@ -1278,7 +1280,7 @@ static void batch_add(struct ema_engine *e, struct ema_tenant *t, int32_t id, in
 		t->iter_rem_mask |= m;
 		for (; m != 0; m &= m - 1) {
 			int g = __builtin_ctz(m);
-			int32_t n = r->pages_on[g];
+			int32_t n = r->view.pages_on[g];
 
 			t->iter_rem_bytes[g] += share * (uint64_t)n;
 			t->iter_rem_pages[g] += n;
@@ -1375,7 +1377,7 @@ static void oversize_make_way(struct ema_engine *e, struct ema_tenant *t)
 		int32_t whole;
 
 		if (v->pinned || v->pending_xfers > 0 || !own_never_fits(e, v) ||
-		    own + v->pages_on[t->gpu] < need)
+		    own + v->view.pages_on[t->gpu] < need)
 			continue;
 		whole = ema_engine_pages_for_tokens(e, (int64_t)v->prompt_tokens + v->output_tokens);
 		ema_engine_preempt_recompute(e, v);
@@ -1617,7 +1619,7 @@ static void livelock_fail(struct ema_engine *e, int64_t now)
 		 "tokens), %d times (the policy takes pages back from what it admitted before a step "
 		 "of it completes: its reclaims, or a tenant's own growth)",
 		 (double)now * 1e-9, (double)(now - e->last_token_ns) * 1e-9,
-		 (long long)e->preempts_since_token, r ? e->tenants[r->tenant].cfg->name : "?",
+		 (long long)e->preempts_since_token, r ? e->tenants[r->view.tenant].cfg->name : "?",
 		 r ? r->id : -1, r ? r->prompt_tokens : 0, r ? r->output_tokens : 0,
 		 r ? r->preemptions : 0);
 	engine_fail(e, EMA_ERR_INTERNAL, what);
@@ -1918,7 +1920,7 @@ void ema_engine_record_reclaim(struct ema_engine *e, int gpu, int32_t pages,
  * latency 0, while the borrower's step was still reading them). */
 static inline bool in_step(const struct ema_engine *e, const struct ema_request *r)
 {
-	return r->in_iter && e->tenants[r->tenant].busy;
+	return r->in_iter && e->tenants[r->view.tenant].busy;
 }
 
 /* Requests of other tenants holding pages on `gpu`, newest admission
@@ -1938,7 +1940,7 @@ static int borrowers_on(struct ema_engine *e, int gpu, bool steps)
 		for (int32_t i = 0; i < t->running_n; i++) {
 			struct ema_request *r = &t->reqs[t->running[i]];
 
-			if (r->pinned || r->n_remote == 0 || ema_request_pages_on(r, gpu) == 0 ||
+			if (r->pinned || r->n_remote == 0 || req_pages_on(r, gpu) == 0 ||
 			    (!steps && in_step(e, r)))
 				continue;
 			if (n == e->cap_victims) {
@@ -2590,7 +2592,7 @@ static inline void leap_growths(struct ema_engine *e, struct ema_tenant *t, int3
 		     ema_ledger_alloc_home_kv(&e->ledger, t->gpu, add, &r->pages[r->n_pages]) :
 		     EMA_ERR_NOSPACE) == EMA_OK) {
 			r->n_pages = need;
-			r->pages_on[t->gpu] += add;
+			r->view.pages_on[t->gpu] += add;
 			r->on_mask |= 1u << t->gpu;
 			t->kv_pages += add;
 			note_peak(e, t);
@@ -2930,6 +2932,8 @@ uint64_t ema_engine_leaps(const struct ema_engine *e, uint64_t *steps)
 
 /* ---- the policy context and its mechanisms --------------------------- */
 
+static const struct ema_policy_mech engine_mech; /* below */
+
 static void ctx_init(struct ema_engine *e)
 {
 	struct ema_policy_ctx *c = &e->ctx;
@@ -2948,19 +2952,17 @@ static void ctx_init(struct ema_engine *e)
 	c->layer_groups = e->cfg->serving.layer_groups;
 	c->page_bytes = e->page_bytes;
 	c->inplace_beside_local = e->platform->ops->inplace_beside_local;
+	c->remote_attention = e->platform->ops->remote_attention;
+	c->attention_beside_staged = e->platform->ops->attention_beside_staged;
 	for (int i = 0; i < e->n_tenants; i++) {
 		c->tenant_gpu[i] = e->tenants[i].gpu;
 		c->kv_capacity_pages[i] = e->tenants[i].kv_capacity_pages;
 	}
+	c->mech = &engine_mech;
 	c->engine = e;
 }
 
-int ema_request_tenant(const struct ema_request *r)
-{
-	return r->tenant;
-}
-
-int64_t ema_policy_now(const struct ema_policy_ctx *c)
+static int64_t mech_now(const struct ema_policy_ctx *c)
 {
 	return ema_engine_now(c->engine);
 }
@@ -2977,12 +2979,12 @@ static bool policy_takes_in_step(const struct ema_policy_ctx *c, const struct em
 	if (!in_step(c->engine, r))
 		return false;
 	snprintf(msg, sizeof msg, "engine: the policy %s request %d of tenant %s while a step in "
-		 "flight reads its pages", what, r->id, c->engine->tenants[r->tenant].cfg->name);
+		 "flight reads its pages", what, r->id, c->engine->tenants[r->view.tenant].cfg->name);
 	engine_fail(c->engine, EMA_ERR_INTERNAL, msg);
 	return true;
 }
 
-void ema_policy_preempt_recompute(const struct ema_policy_ctx *c, struct ema_request *r)
+static void mech_preempt_recompute(const struct ema_policy_ctx *c, struct ema_request *r)
 {
 	if (policy_takes_in_step(c, r, "preempted"))
 		return;
@@ -2990,7 +2992,7 @@ void ema_policy_preempt_recompute(const struct ema_policy_ctx *c, struct ema_req
 	ema_engine_preempt_recompute(c->engine, r);
 }
 
-bool ema_policy_demote(const struct ema_policy_ctx *c, struct ema_request *r)
+static bool mech_demote(const struct ema_policy_ctx *c, struct ema_request *r)
 {
 	/* one that would come back under backoff to a GPU that can never
 	 * hold it is recomputed instead (the caller's fallback), and dropped */
@@ -3004,14 +3006,14 @@ bool ema_policy_demote(const struct ema_policy_ctx *c, struct ema_request *r)
 	return true;
 }
 
-int32_t ema_policy_move_home(const struct ema_policy_ctx *c, struct ema_request *r, int lender)
+static int32_t mech_move_home(const struct ema_policy_ctx *c, struct ema_request *r, int lender)
 {
 	if (policy_takes_in_step(c, r, "moved"))
 		return 0;
 	return ema_engine_move_home(c->engine, r, lender);
 }
 
-int32_t ema_policy_pool_reclaim(const struct ema_policy_ctx *c, int gpu, int32_t need)
+static int32_t mech_pool_reclaim(const struct ema_policy_ctx *c, int gpu, int32_t need)
 {
 	return ema_engine_pool_reclaim(c->engine, gpu, need);
 }
@@ -3020,17 +3022,17 @@ int32_t ema_policy_pool_reclaim(const struct ema_policy_ctx *c, int gpu, int32_t
  * swapped list first, which comes back before any admission; an idle
  * tenant's queue waits on others: tenant_try_start would have started
  * it) */
-int32_t ema_policy_queue_need(const struct ema_policy_ctx *c, int tenant)
+static int32_t mech_queue_need(const struct ema_policy_ctx *c, int tenant)
 {
 	return queue_need(c->engine, &c->engine->tenants[tenant]);
 }
 
-int64_t ema_policy_queue_waited_ns(const struct ema_policy_ctx *c, int tenant)
+static int64_t mech_queue_waited_ns(const struct ema_policy_ctx *c, int tenant)
 {
 	return c->engine->tenants[tenant].queue_left_ns;
 }
 
-int ema_policy_borrowers_on(const struct ema_policy_ctx *c, int gpu, struct ema_request *const **out)
+static int mech_borrowers_on(const struct ema_policy_ctx *c, int gpu, struct ema_request *const **out)
 {
 	int n = borrowers_on(c->engine, gpu, false);
 
@@ -3038,18 +3040,18 @@ int ema_policy_borrowers_on(const struct ema_policy_ctx *c, int gpu, struct ema_
 	return n;
 }
 
-void ema_policy_record_reclaim(const struct ema_policy_ctx *c, int gpu, int32_t pages,
-			       int64_t start_ns, int64_t latency_ns)
+static void mech_record_reclaim(const struct ema_policy_ctx *c, int gpu, int32_t pages,
+				int64_t start_ns, int64_t latency_ns)
 {
 	ema_engine_record_reclaim(c->engine, gpu, pages, start_ns, latency_ns);
 }
 
-void ema_policy_staging_reserve(const struct ema_policy_ctx *c, int tenant, int32_t reserve)
+static void mech_staging_reserve(const struct ema_policy_ctx *c, int tenant, int32_t reserve)
 {
 	c->engine->tenants[tenant].local_reserve = reserve > 0 ? reserve : 0;
 }
 
-int32_t ema_policy_staging_fill(const struct ema_policy_ctx *c, int tenant, int32_t want)
+static int32_t mech_staging_fill(const struct ema_policy_ctx *c, int tenant, int32_t want)
 {
 	struct ema_engine *e = c->engine;
 	struct ema_tenant *t = &e->tenants[tenant];
@@ -3074,7 +3076,7 @@ int32_t ema_policy_staging_fill(const struct ema_policy_ctx *c, int tenant, int3
 	return t->staging_pages;
 }
 
-void ema_policy_staging_release(const struct ema_policy_ctx *c, int tenant)
+static void mech_staging_release(const struct ema_policy_ctx *c, int tenant)
 {
 	struct ema_engine *e = c->engine;
 	struct ema_tenant *t = &e->tenants[tenant];
@@ -3084,15 +3086,35 @@ void ema_policy_staging_release(const struct ema_policy_ctx *c, int tenant)
 	t->staging_pages = 0;
 }
 
-int32_t ema_policy_staging_held(const struct ema_policy_ctx *c, int tenant)
+static int32_t mech_staging_held(const struct ema_policy_ctx *c, int tenant)
 {
 	return c->engine->tenants[tenant].staging_pages;
 }
 
-const int32_t *ema_policy_staging_pages(const struct ema_policy_ctx *c, int tenant)
+static const int32_t *mech_staging_pages(const struct ema_policy_ctx *c, int tenant)
 {
 	return c->engine->tenants[tenant].staging;
 }
+
+/* The mechanisms, as policies reach them (policy.h's ema_policy_*
+ * wrappers call through ctx->mech): libema_policies.a references none of
+ * serve/'s symbols. */
+static const struct ema_policy_mech engine_mech = {
+	.now = mech_now,
+	.preempt_recompute = mech_preempt_recompute,
+	.demote = mech_demote,
+	.move_home = mech_move_home,
+	.pool_reclaim = mech_pool_reclaim,
+	.borrowers_on = mech_borrowers_on,
+	.queue_need = mech_queue_need,
+	.queue_waited_ns = mech_queue_waited_ns,
+	.record_reclaim = mech_record_reclaim,
+	.staging_reserve = mech_staging_reserve,
+	.staging_fill = mech_staging_fill,
+	.staging_release = mech_staging_release,
+	.staging_held = mech_staging_held,
+	.staging_pages = mech_staging_pages,
+};
 
 /* ---- life cycle -------------------------------------------------------- */
 
@@ -3315,7 +3337,7 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 			struct ema_request *r = &t->reqs[k];
 
 			r->id = (int32_t)k;
-			r->tenant = (int16_t)i;
+			r->view.tenant = (int16_t)i;
 			r->arrival_ns = w->reqs[k].arrival_ns;
 			r->prompt_tokens = w->reqs[k].prompt_tokens;
 			r->output_tokens = w->reqs[k].output_tokens;

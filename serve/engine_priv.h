@@ -21,8 +21,9 @@ enum ema_req_state {
 /* (struct ema_kv_page, where one KV page of a request lives: ledger.h) */
 
 struct ema_request {
+	/* what policies read (policy.h): view.tenant, view.pages_on[] */
+	struct ema_request_view view;
 	int32_t id;
-	int16_t tenant;
 	int8_t state;
 	int8_t pinned;        /* pages moving: not scheduled, not a victim */
 	int64_t arrival_ns;
@@ -37,8 +38,7 @@ struct ema_request {
 	int32_t cap_pages;
 	struct ema_kv_page *pages;
 	int32_t n_remote;     /* pages on a GPU other than the tenant's */
-	int32_t pages_on[EMA_MAX_GPUS]; /* pages by GPU (host pages not counted) */
-	uint32_t on_mask;     /* bit g: pages_on[g] > 0 (batch_add visits only those) */
+	uint32_t on_mask;     /* bit g: view.pages_on[g] > 0 (batch_add visits only those) */
 	int64_t admit_seq;    /* admission order: the newest is preempted first */
 	int64_t recomputed_tokens;
 	int32_t pending_xfers;/* transfers in flight for this request */

@@ -1,7 +1,7 @@
 # sim/local.mk: sources and tests of sim/ (event queue, fluid link model,
 # simulated platform).
 libema_sim_a_CPPFLAGS = $(SIM_CPPFLAGS)
-libema_sim_a_SOURCES = sim/sim.h sim/flownet.c sim/flownet.h sim/sim_platform.c \
+libema_sim_a_SOURCES = sim/sim.h sim/flownet.c sim/flownet.h sim/sim_platform.c sim/sim_backend.c \
 	sim/timing.c sim/timing.h
 
 if HAVE_CUNIT

@@ -17,6 +17,9 @@
 int ema_sim_platform_create(struct ema_platform **out, const struct ema_platform_params *params,
 			    const struct ema_platform_opts *opts, struct ema_error *err);
 
+/* Its entry in the backend table (sim_backend.c). */
+extern const struct ema_platform_backend ema_sim_backend;
+
 /* Message of the last failed op of a platform made by
  * ema_sim_platform_create, or "" when none failed. */
 const char *ema_sim_platform_last_error(struct ema_platform *p);

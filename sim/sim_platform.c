@@ -1829,6 +1829,8 @@ static void sim_destroy(struct ema_platform *pl)
 static const struct ema_platform_ops sim_ops = {
 	.name = "sim",
 	.inplace_beside_local = true,
+	.remote_attention = true,
+	.attention_beside_staged = true,
 	.now = sim_now,
 	.timer = sim_timer,
 	.iteration = sim_iteration,

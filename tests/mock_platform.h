@@ -171,7 +171,7 @@ static void tiny_config(struct ema_config *c, int tenants, double mem_mib)
 	}
 }
 
-/* Sets a double (or, 0 or not, a bool) knob of a policy's own table (policy.NAME.KEY) in c;
+/* Sets a double (or, 0 or not, a bool; an int; an enum's index) knob of a policy's own table (policy.NAME.KEY) in c;
  * false when the policy's table is not registered or has no such key. */
 static inline bool set_own_knob(struct ema_config *c, const char *policy, const char *key, double v)
 {
@@ -188,6 +188,12 @@ static inline bool set_own_knob(struct ema_config *c, const char *policy, const 
 			bool b = v != 0;
 
 			memcpy(own + k->off, &b, sizeof b);
+			return true;
+		} else if (strcmp(k->key, key) == 0 &&
+			   (k->type == EMA_CFG_INT || k->type == EMA_CFG_ENUM)) {
+			int i = (int)v; /* (an enum: the index of its name) */
+
+			memcpy(own + k->off, &i, sizeof i);
 			return true;
 		}
 	return false;

@@ -161,6 +161,65 @@ static const struct ema_policy_ops swap_twice = {
 	.max_request_pages = twice_the_gpu,
 };
 
+static int32_t half_the_gpu(const struct ema_policy_ctx *c, void *state, int tenant)
+{
+	(void)state;
+	return c->kv_capacity_pages[tenant] / 2;
+}
+
+static const struct ema_policy_ops admit_half = {
+	.name = "admit_half",
+	.summary = "test: static, a request may grow to twice its GPU, admitted with half",
+	.max_request_pages = twice_the_gpu,
+	.max_admit_pages = half_the_gpu,
+};
+
+/* A request admitted within the bound and recomputed once it has
+ * generated past it is dropped then, not left at the front of its queue
+ * for ever (engine.c, ema_engine_preempt_recompute). 20 KV pages of 16
+ * tokens, admitted with at most 10, a request of 64 prompt + 400 output
+ * tokens (29 pages, within the 40 it may grow to): its 321st token needs
+ * a 21st page, it is its own victim, recomputed, and its 321 tokens (21
+ * pages) are more than any admission takes: dropped_recomputed, 21
+ * pages, where the run used to stop with "no progress possible"; the
+ * request behind it runs. */
+static void test_recomputed_past_admission(void)
+{
+	struct ema_config cfg;
+	struct ema_engine e;
+	struct ema_error err = {0};
+	struct ema_request_spec r[2] = {spec(0, 64, 400), spec(1000000, 64, 8)};
+	struct ema_workload w = {r, 2, 2};
+	struct ema_request_record rec;
+	struct mock *m;
+	int rc;
+
+	tiny_config(&cfg, 1, (489 + 20) * 4.0 / 1024);
+	cfg.serving.oversize = EMA_OVERSIZE_WAIT;
+	m = mock_new(&cfg);
+	rc = ema_engine_create(&e, &cfg, &admit_half, &m->base, &w, &err);
+	if (rc == EMA_OK)
+		rc = ema_engine_run(&e, &err);
+	if (rc != EMA_OK)
+		fprintf(stderr, "engine: %s\n", err.msg);
+	CU_ASSERT_EQUAL_FATAL(rc, EMA_OK);
+	CU_ASSERT_EQUAL(e.tenants[0].max_request_pages, 40);
+	CU_ASSERT_EQUAL(e.tenants[0].max_admit_pages, 10);
+	CU_ASSERT_EQUAL(e.tenants[0].stats.dropped, 1);
+	CU_ASSERT_EQUAL(e.tenants[0].stats.dropped_recomputed, 1);
+	CU_ASSERT_EQUAL(e.tenants[0].stats.dropped_backoff, 0);
+	CU_ASSERT_EQUAL(e.tenants[0].stats.dropped_recomputed_max_pages, 21);
+	ema_engine_request(&e, 0, 0, &rec);
+	CU_ASSERT(rec.dropped);
+	CU_ASSERT_EQUAL(rec.preemptions, 1);
+	CU_ASSERT(rec.finish_ns < 0);
+	CU_ASSERT(e.tenants[0].reqs[1].finish_ns > 0);
+	CU_ASSERT_EQUAL(ema_ledger_free_pages(&e.ledger, 0), 20);
+	e.platform = NULL;
+	mock_destroy(&m->base);
+	ema_engine_destroy(&e);
+}
+
 /* The last resort of a stalled run (engine.c, drop_stuck_swapped), by
  * hand. 20 KV pages of 16 tokens, serving.oversize=wait; a request of 64
  * prompt + 400 output tokens (29 pages, within the 40 the policy allows)
@@ -255,9 +314,7 @@ static void test_random_all_policies(void)
 		tiny_config(&cfg, 2, (489 + 60) * 4.0 / 1024);
 		cfg.policy.lender_floor = 0.1;
 		cfg.policy.lender_reserve = 0.05;
-		cfg.policy.max_remote_share = 0.5;
-		cfg.policy.prefetch_depth = 1;
-		cfg.policy.headroom = 0.1;
+		set_own_knob(&cfg, "ema", "headroom", 0.1);
 		cfg.serving.layer_groups = 1;
 		/* b keeps every page's number (no page held by count): page
 		 * numbers change nothing a run reports */
@@ -558,6 +615,7 @@ int main(void)
 		{"preemption recomputes the newest", test_preemption},
 		{"host_swap swaps instead", test_swap_preemption},
 		{"a swapped request that can never come back is dropped", test_stuck_swapped_dropped},
+		{"a request recomputed past what admission takes is dropped", test_recomputed_past_admission},
 		{"FCFS order", test_fcfs},
 		{"random loads, every policy", test_random_all_policies},
 		{"pages held by count, numbered when needed", test_counted_pages},

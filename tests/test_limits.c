@@ -533,12 +533,12 @@ static void test_issue_commands(void)
 		/* 2^26 pages of host memory exactly: the limit is inclusive */
 		CU_ASSERT_EQUAL(o.rc, EMA_OK);
 	}
-	/* ema's caps of figures that make them unbounded: no cap, not a
+	/* ema's budgets of figures that make them unbounded: no cap, not a
 	 * wrapped int (undefined behaviour, which the sanitizer build's
 	 * float-cast-overflow reports) */
 	{
-		const char *s[] = { "policy.max_remote_share=0.9999999999",
-				    "policy.lender_max_slowdown=1", "hardware.interference_lender=1e-300",
+		const char *s[] = { "policy.ema.tpot_budget=10",
+				    "policy.ema.lender_budget=1", "hardware.interference_lender=1e-300",
 				    "policies=static,ema" };
 		struct outcome o = run_sets(s, 4);
 
@@ -619,7 +619,7 @@ static const struct {
 	{ "page_mib", 0.0625, 1024, false },
 	{ "policy.ideal_factor", 1, 64, false },
 	{ "policy.host_gib", 0, 4096, false },
-	{ "policy.prefetch_depth", 0, 1024, true },
+	{ "policy.ema.prefetch_depth", 0, 1024, true },
 	{ "serving.block_tokens", 1, 4096, true },
 	{ "serving.max_batch", 1, 65536, true },
 	{ "serving.max_batch_tokens", 1, 1 << 20, true },
@@ -627,18 +627,18 @@ static const struct {
 	{ "serving.watermark", 0, 0.5, false },
 	{ "tenants.0.workload.prompt.max", 1, 1e7, true },
 	{ "tenants.0.workload.prompt.mean", 1, 1e7, false },
-	{ "policy.lender_max_slowdown", 0, 1, false },
-	{ "policy.max_remote_share", 0, 1, false },
-	{ "policy.ema.link_share", 0.05, 4, false },
-	{ "policy.ema.tpot_slack", 0, 10, false },
+	{ "policy.ema.lender_budget", 0, 1, false },
+	{ "policy.ema.tpot_budget", 0, 10, false },
+	{ "policy.ema.feedback_s", 0, 3600, false },
+	{ "policy.ema.headroom", 0, 1, false },
 };
 #define N_RANDOM_KEYS ((int)(sizeof random_keys / sizeof random_keys[0]))
 
 /* Choices that change which code the figures go through. */
 static const char *const random_choices[] = {
-	"policy.copy_method=batch", "policy.copy_method=per_page", "policy.remote_path=inplace",
-	"policy.remote_path=staged", "serving.chunked_prefill=true", "serving.oversize=yield",
-	"serving.oversize=wait", "policy.reclaim_mode=host", "policy.borrow_rule=throughput",
+	"policy.copy_method=batch", "policy.copy_method=per_page", "policy.ema.remote_path=inplace",
+	"policy.ema.remote_path=staged", "serving.chunked_prefill=true", "serving.oversize=yield",
+	"serving.oversize=wait", "policy.reclaim_mode=host", "policy.ema.remote_path=compute",
 	"hardware.topology=switch", "hardware=h200x8", "model=llama-2-70b",
 };
 #define N_RANDOM_CHOICES ((int)(sizeof random_choices / sizeof random_choices[0]))
