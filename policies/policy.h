@@ -7,8 +7,10 @@
  * allocates state_size bytes of zeroed state for the policy and passes it
  * to every hook, with a context (struct ema_policy_ctx): read-only views of
  * the ledger, the tenants, the hardware, the model and the knobs, and the
- * mechanism calls below. A policy sees nothing else of the engine: this
- * header includes only base/.
+ * mechanism calls below (the ema_policy_* wrappers of the engine's table,
+ * ctx->mech). A policy sees nothing else of the engine: this header
+ * includes only base/, and libema_policies.a links with libema_base.a
+ * alone.
  *
  * Worked example, a policy with two knobs of its own that borrows from
  * the GPU with the most free pages, at most `max_pages` pages per tenant,
@@ -93,6 +95,42 @@ enum ema_preempt_mode { EMA_PREEMPT_RECOMPUTE = 0, EMA_PREEMPT_SWAP };
  * it through the two calls below. */
 struct ema_request;
 
+/* What a policy may read of a request: the engine's struct ema_request
+ * begins with it (its first member, so that a pointer to the request is
+ * one to its view), kept current by the engine; read through
+ * ema_request_tenant and ema_request_pages_on. */
+struct ema_request_view {
+	int16_t tenant;
+	int32_t pages_on[EMA_MAX_GPUS]; /* pages by GPU (host pages not counted) */
+};
+
+struct ema_policy_ctx;
+
+/* The mechanisms a policy acts through, carried out by the engine that
+ * calls its hooks (serve/engine.c gives its table in ctx->mech; a test can
+ * give its own). Each gets the context of the hook that calls it, whose
+ * `engine` is the engine's own. Policies call them through the
+ * ema_policy_* wrappers below, which say what each does: a policy
+ * references no symbol of serve/ (libema_policies.a links with
+ * libema_base.a alone; tests/test_policies_alone.c checks it). */
+struct ema_policy_mech {
+	int64_t (*now)(const struct ema_policy_ctx *c);
+	void (*preempt_recompute)(const struct ema_policy_ctx *c, struct ema_request *r);
+	bool (*demote)(const struct ema_policy_ctx *c, struct ema_request *r);
+	int32_t (*move_home)(const struct ema_policy_ctx *c, struct ema_request *r, int lender);
+	int32_t (*pool_reclaim)(const struct ema_policy_ctx *c, int gpu, int32_t need);
+	int (*borrowers_on)(const struct ema_policy_ctx *c, int gpu, struct ema_request *const **out);
+	int32_t (*queue_need)(const struct ema_policy_ctx *c, int tenant);
+	int64_t (*queue_waited_ns)(const struct ema_policy_ctx *c, int tenant);
+	void (*record_reclaim)(const struct ema_policy_ctx *c, int gpu, int32_t pages,
+			       int64_t start_ns, int64_t latency_ns);
+	void (*staging_reserve)(const struct ema_policy_ctx *c, int tenant, int32_t reserve);
+	int32_t (*staging_fill)(const struct ema_policy_ctx *c, int tenant, int32_t want);
+	void (*staging_release)(const struct ema_policy_ctx *c, int tenant);
+	int32_t (*staging_held)(const struct ema_policy_ctx *c, int tenant);
+	const int32_t *(*staging_pages)(const struct ema_policy_ctx *c, int tenant);
+};
+
 /* What every hook is given. The views are the engine's, current at each
  * call; a policy reads them and changes the world only through the
  * mechanism calls. */
@@ -107,41 +145,80 @@ struct ema_policy_ctx {
 	int layer_groups;                     /* serving.layer_groups */
 	uint64_t page_bytes;
 	bool inplace_beside_local;            /* the platform's: in-place reads overlap local ones */
+	bool remote_attention;                /* the platform's: a lender can compute a borrower's attention */
+	bool attention_beside_staged;         /* the platform's: one step may compute on one lender, stage from another */
 	int tenant_gpu[EMA_MAX_TENANTS];
 	int32_t kv_capacity_pages[EMA_MAX_TENANTS]; /* KV pages of each tenant's own GPU */
-	struct ema_engine *engine;            /* the mechanisms' owner: not for policies */
+	/* The mechanisms' table and their owner (opaque here): not for
+	 * policies, which call the ema_policy_* wrappers below. */
+	const struct ema_policy_mech *mech;
+	struct ema_engine *engine;
 };
 
 /* ---- reading requests ------------------------------------------------- */
-int ema_request_tenant(const struct ema_request *r);
-/* Pages of r on GPU g. */
-int32_t ema_request_pages_on(const struct ema_request *r, int gpu);
+static inline int ema_request_tenant(const struct ema_request *r)
+{
+	return ((const struct ema_request_view *)(const void *)r)->tenant;
+}
 
-/* ---- mechanisms (serve/engine.c carries them out) ---------------------- */
-int64_t ema_policy_now(const struct ema_policy_ctx *c);
+/* Pages of r on GPU `gpu` (0 .. n_gpus - 1; host pages are not counted). */
+static inline int32_t ema_request_pages_on(const struct ema_request *r, int gpu)
+{
+	return gpu >= 0 && gpu < EMA_MAX_GPUS ?
+	       ((const struct ema_request_view *)(const void *)r)->pages_on[gpu] : 0;
+}
+
+/* ---- mechanisms (the engine carries them out: ctx->mech) --------------- */
+static inline int64_t ema_policy_now(const struct ema_policy_ctx *c)
+{
+	return c->mech->now(c);
+}
+
 /* Preempts r by recomputation: its pages are freed now and it goes back
  * to the front of its tenant's waiting queue. */
-void ema_policy_preempt_recompute(const struct ema_policy_ctx *c, struct ema_request *r);
+static inline void ema_policy_preempt_recompute(const struct ema_policy_ctx *c, struct ema_request *r)
+{
+	c->mech->preempt_recompute(c, r);
+}
+
 /* Moves r's KV to host memory on behalf of a lender's reclaim (counted
  * as a demotion); false when host memory is full or r is pinned. */
-bool ema_policy_demote(const struct ema_policy_ctx *c, struct ema_request *r);
+static inline bool ema_policy_demote(const struct ema_policy_ctx *c, struct ema_request *r)
+{
+	return c->mech->demote(c, r);
+}
+
 /* Moves the pages r holds on `lender` back to its tenant's GPU (which
  * must have that many free pages); asynchronous: r is pinned until the
  * data has arrived. Returns the pages moved. */
-int32_t ema_policy_move_home(const struct ema_policy_ctx *c, struct ema_request *r, int lender);
+static inline int32_t ema_policy_move_home(const struct ema_policy_ctx *c, struct ema_request *r,
+					   int lender)
+{
+	return c->mech->move_home(c, r, lender);
+}
+
 /* For the pooled bound only (policies/pooled.c), not a mechanism a real
  * server has: frees `need` of gpu's lent pages at once and at no cost,
  * moving borrowers' pages to free pages elsewhere (newest request first,
  * whole requests, its own GPU first, then the freest) and, where the rest
  * of the server has no room, preempting the newest borrower (recompute),
  * even one a step in flight reads. Returns the pages freed. */
-int32_t ema_policy_pool_reclaim(const struct ema_policy_ctx *c, int gpu, int32_t need);
+static inline int32_t ema_policy_pool_reclaim(const struct ema_policy_ctx *c, int gpu, int32_t need)
+{
+	return c->mech->pool_reclaim(c, gpu, need);
+}
+
 /* Requests of other tenants holding pages on `gpu` that can be taken now,
  * newest admission first, in *out (the engine's array, valid until the
  * next call); returns the count. Not listed: requests whose pages move,
  * and requests a step in flight reads (their lender waits for that step:
  * the engine asks the policy to reclaim again when it ends). */
-int ema_policy_borrowers_on(const struct ema_policy_ctx *c, int gpu, struct ema_request *const **out);
+static inline int ema_policy_borrowers_on(const struct ema_policy_ctx *c, int gpu,
+					  struct ema_request *const **out)
+{
+	return c->mech->borrowers_on(c, gpu, out);
+}
+
 /* The pages the next request of `tenant` to start asks its GPU for, as
  * the engine asks them: a swapped-out request first (they come back
  * before admissions), else the front of its waiting queue; its whole
@@ -149,28 +226,59 @@ int ema_policy_borrowers_on(const struct ema_policy_ctx *c, int gpu, struct ema_
  * the tenant runs. 0: nothing of the tenant waits, or nothing of it
  * runs, moves or waits for a reclaim (its queue then waits for memory
  * only other tenants can free: the engine starts what its own can). */
-int32_t ema_policy_queue_need(const struct ema_policy_ctx *c, int tenant);
+static inline int32_t ema_policy_queue_need(const struct ema_policy_ctx *c, int tenant)
+{
+	return c->mech->queue_need(c, tenant);
+}
+
 /* The last run time at which a try to start requests of `tenant` (at a
  * step's end, mostly) left one queued whose queue_need its GPU could
  * hold, or -1 for never: a request that arrives during a step and starts
  * at its end is not counted. */
-int64_t ema_policy_queue_waited_ns(const struct ema_policy_ctx *c, int tenant);
+static inline int64_t ema_policy_queue_waited_ns(const struct ema_policy_ctx *c, int tenant)
+{
+	return c->mech->queue_waited_ns(c, tenant);
+}
+
 /* Records a reclaim (for the latency figures). */
-void ema_policy_record_reclaim(const struct ema_policy_ctx *c, int gpu, int32_t pages,
-			       int64_t start_ns, int64_t latency_ns);
+static inline void ema_policy_record_reclaim(const struct ema_policy_ctx *c, int gpu, int32_t pages,
+					     int64_t start_ns, int64_t latency_ns)
+{
+	c->mech->record_reclaim(c, gpu, pages, start_ns, latency_ns);
+}
 
 /* The staging area, local pages of a tenant that prefetches copy remote
  * KV into. The engine keeps `reserve` own pages free for it when it
  * allocates KV (and dips into them only while the tenant borrows nothing),
  * grows the area on demand and frees it when asked. */
-void ema_policy_staging_reserve(const struct ema_policy_ctx *c, int tenant, int32_t reserve);
+static inline void ema_policy_staging_reserve(const struct ema_policy_ctx *c, int tenant,
+					      int32_t reserve)
+{
+	c->mech->staging_reserve(c, tenant, reserve);
+}
+
 /* Grows the tenant's area towards `want` pages (no further than free
  * pages allow); returns the pages it holds. */
-int32_t ema_policy_staging_fill(const struct ema_policy_ctx *c, int tenant, int32_t want);
-void ema_policy_staging_release(const struct ema_policy_ctx *c, int tenant);
-int32_t ema_policy_staging_held(const struct ema_policy_ctx *c, int tenant);
+static inline int32_t ema_policy_staging_fill(const struct ema_policy_ctx *c, int tenant, int32_t want)
+{
+	return c->mech->staging_fill(c, tenant, want);
+}
+
+static inline void ema_policy_staging_release(const struct ema_policy_ctx *c, int tenant)
+{
+	c->mech->staging_release(c, tenant);
+}
+
+static inline int32_t ema_policy_staging_held(const struct ema_policy_ctx *c, int tenant)
+{
+	return c->mech->staging_held(c, tenant);
+}
+
 /* The pages it holds (any order), for struct ema_iteration. */
-const int32_t *ema_policy_staging_pages(const struct ema_policy_ctx *c, int tenant);
+static inline const int32_t *ema_policy_staging_pages(const struct ema_policy_ctx *c, int tenant)
+{
+	return c->mech->staging_pages(c, tenant);
+}
 
 /* ---- the hooks ---------------------------------------------------------- */
 

@@ -9,6 +9,7 @@ extern const struct ema_policy_ops ema_policy_static;
 extern const struct ema_policy_ops ema_policy_ideal;
 extern const struct ema_policy_ops ema_policy_ideal_kv;
 extern const struct ema_policy_ops ema_policy_pooled;
+extern const struct ema_policy_ops ema_policy_pooled_tpot;
 extern const struct ema_policy_ops ema_policy_host_swap;
 extern const struct ema_policy_ops ema_policy_remote_direct;
 extern const struct ema_policy_ops ema_policy_ema;
@@ -16,6 +17,7 @@ extern const struct ema_policy_ops ema_policy_ema;
 const struct ema_policy_ops *const ema_policy_table[] = {
 	&ema_policy_static,
 	&ema_policy_pooled,
+	&ema_policy_pooled_tpot,
 	&ema_policy_ideal,
 	&ema_policy_ideal_kv,
 	&ema_policy_host_swap,

@@ -36,11 +36,13 @@ struct ema_random_scenario {
 };
 
 /* Fills rs with the scenario of `seed`, its traces under `traces` (NULL:
- * synthetic loads only, in place of the replays). With ema_knobs false the knobs that switch
- * ema's protections off (policy.max_remote_share in place of its link
- * budgets, policy.ema.tpot_slack and lender_slowdown) are drawn as ever,
- * so that the rest is the same scenario, but left at their defaults.
- * false if the tenants did not fit (never with these draws). */
+ * synthetic loads only, in place of the replays). With ema_knobs false the knobs that loosen
+ * or switch off ema's guarantees and corrections (policy.ema.lender_budget,
+ * tpot_budget, feedback_s) are drawn as ever, so that the rest is the same
+ * scenario, but left at their defaults. (The draws are those of the
+ * knobs ema had until 2026-12-04, one for one, so that every seed still
+ * names the same scenario in all else.) false if the tenants did not fit
+ * (never with these draws). */
 static inline bool ema_random_scenario(struct ema_random_scenario *rs, uint32_t seed,
 				       const char *traces, bool ema_knobs)
 {
@@ -64,11 +66,11 @@ static inline bool ema_random_scenario(struct ema_random_scenario *rs, uint32_t 
 	static const char *const path[] = { "auto", "inplace", "staged" };
 	static const char *const reclaim[] = { "auto", "move", "host", "drop" };
 	static const char *const host_gib[] = { "0.5", "1", "64" };
-	static const char *const share[] = { "0", "0", "0.2" };
-	static const char *const rule[] = { "always", "always", "throughput" };
+	static const char *const share[] = { "0.05", "0.05", "0.2" };   /* lender_budget */
+	static const char *const rule[] = { "always", "always", "throughput" }; /* (drawn, unused) */
 	static const char *const method[] = { "gather", "batch", "per_page" };
-	static const char *const slack[] = { "0", "0.08", "0.3" };
-	static const char *const slowdown[] = { "0", "0.035" };
+	static const char *const slack[] = { "10", "0.1", "0.3" };      /* tpot_budget */
+	static const char *const slowdown[] = { "0", "5" };             /* feedback_s */
 	static const char *const rates[] = { "0.5", "2", "6", "12", "20", "40" };
 	static const char *const durations[] = { "20", "40" };
 	static const char *const prompts[] = { "256", "1024", "3000" };
@@ -100,24 +102,24 @@ static inline bool ema_random_scenario(struct ema_random_scenario *rs, uint32_t 
 	snprintf(sets[n++], sizeof sets[0], "serving.max_batch=%s", PICK(&s, max_batch));
 	snprintf(sets[n++], sizeof sets[0], "serving.watermark=%s", PICK(&s, watermark));
 	snprintf(sets[n++], sizeof sets[0], "serving.block_tokens=%s", PICK(&s, block));
-	snprintf(sets[n++], sizeof sets[0], "policy.headroom=%s", PICK(&s, headroom));
+	snprintf(sets[n++], sizeof sets[0], "policy.ema.headroom=%s", PICK(&s, headroom));
 	snprintf(sets[n++], sizeof sets[0], "policy.lender_reserve=%s", PICK(&s, reserve));
 	snprintf(sets[n++], sizeof sets[0], "policy.lender_floor=%s", PICK(&s, floor_));
-	snprintf(sets[n++], sizeof sets[0], "policy.prefetch_depth=%s", PICK(&s, depth));
-	snprintf(sets[n++], sizeof sets[0], "policy.remote_path=%s", PICK(&s, path));
+	snprintf(sets[n++], sizeof sets[0], "policy.ema.prefetch_depth=%s", PICK(&s, depth));
+	snprintf(sets[n++], sizeof sets[0], "policy.ema.remote_path=%s", PICK(&s, path));
 	snprintf(sets[n++], sizeof sets[0], "policy.reclaim_mode=%s", PICK(&s, reclaim));
 	snprintf(sets[n++], sizeof sets[0], "policy.host_gib=%s", PICK(&s, host_gib));
 	drawn = PICK(&s, share);
 	if (ema_knobs)
-		snprintf(sets[n++], sizeof sets[0], "policy.max_remote_share=%s", drawn);
-	snprintf(sets[n++], sizeof sets[0], "policy.borrow_rule=%s", PICK(&s, rule));
+		snprintf(sets[n++], sizeof sets[0], "policy.ema.lender_budget=%s", drawn);
+	(void)PICK(&s, rule);
 	snprintf(sets[n++], sizeof sets[0], "policy.copy_method=%s", PICK(&s, method));
 	drawn = PICK(&s, slack);
 	if (ema_knobs)
-		snprintf(sets[n++], sizeof sets[0], "policy.ema.tpot_slack=%s", drawn);
+		snprintf(sets[n++], sizeof sets[0], "policy.ema.tpot_budget=%s", drawn);
 	drawn = PICK(&s, slowdown);
 	if (ema_knobs)
-		snprintf(sets[n++], sizeof sets[0], "policy.ema.lender_slowdown=%s", drawn);
+		snprintf(sets[n++], sizeof sets[0], "policy.ema.feedback_s=%s", drawn);
 	rs->replays = 0;
 	nt = 1 + (int)(wide_next(&s) % (unsigned)(gpus[h] < 5 ? gpus[h] : 5));
 	len = snprintf(tenants, tenants_size, "tenants=[");

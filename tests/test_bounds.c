@@ -3,7 +3,8 @@
  * gives a GPU, `pooled` equal to static where no tenant needs more than
  * its GPU, equal to one GPU holding the summed KV where one tenant uses
  * an idle peer's memory, and its lender equal to static's whatever the
- * borrower does (a lender's demand comes first and costs it nothing). */
+ * borrower does (a lender's demand comes first and costs it nothing);
+ * pooled_tpot's cap on a borrower by hand. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,34 @@ static void test_pooled_lender_is_static(void)
 	drop(x);
 }
 
+/* pooled_tpot: the pool at a borrower TPOT budget. h200x2 at 24 GiB,
+ * llama-3-8b: T0 = 0.03 ms + (7659 + 4629) x 2 MiB / (4357.44 x 0.70
+ * GB/s) = 8.4782 ms; the budget's 10% of it at 3050.2 GB/s is 2.5859 GB,
+ * 1233 pages of 2 MiB (2.408 GiB); at 20%, 2466 pages (4.816 GiB). The
+ * overloaded t0 borrows up to the cap and no further (pooled takes 5 GiB
+ * and more), and the lender is still served as under static. */
+static void test_pooled_tpot_caps_the_borrower(void)
+{
+	static const char *const sets[] = {
+		"tenants.0.workload.rate_rps=24", "tenants.0.workload.duration_s=120",
+		"tenants.1.workload.rate_rps=3", "tenants.1.workload.duration_s=120",
+		"policies=static,pooled,pooled_tpot", "gpu_mem_cap_gib=24",
+		"policy.pooled_tpot.tpot_budget=0.2",
+	};
+	struct ema_experiment *x = run_sets(NULL, sets, 6);
+	const struct ema_policy_run *s = run_of(x, "static"), *p = run_of(x, "pooled"),
+				    *pt = run_of(x, "pooled_tpot");
+
+	CU_ASSERT_DOUBLE_EQUAL(pt->results[0].borrowed_peak_gib, 1233 * 2 / 1024.0, 1e-9);
+	CU_ASSERT(p->results[0].borrowed_peak_gib > 5.0);
+	CU_ASSERT(same_requests(s, 1, pt, 1) > 60);
+	drop(x);
+	x = run_sets(NULL, sets, 7);
+	pt = run_of(x, "pooled_tpot");
+	CU_ASSERT_DOUBLE_EQUAL(pt->results[0].borrowed_peak_gib, 2466 * 2 / 1024.0, 1e-9);
+	drop(x);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -194,6 +223,7 @@ int main(void)
 		  test_pooled_is_static_without_need },
 		{ "pooled = one GPU with the summed KV", test_pooled_is_one_gpu_with_the_summed_kv },
 		{ "pooled: the lender is served as under static", test_pooled_lender_is_static },
+		{ "pooled_tpot: the borrower stops at its TPOT budget", test_pooled_tpot_caps_the_borrower },
 		{ NULL, NULL }
 	};
 
