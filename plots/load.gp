@@ -1,7 +1,7 @@
 # load.gp: metrics of a sweep against the load, one row of panels per
 # tenant (borrowers first, then lenders: their curves never share a
 # panel) and one column per metric, a line per policy (or per policy and
-# value of a swept policy knob, "ema:tpot_slack=0.04") in its own colour
+# value of a swept policy knob, "ema:tpot_budget=0.05") in its own colour
 # and dashes (style.gp): the geometric mean over the seeds, with its 95%
 # interval (on the log scale: it stays within the metric's range) where
 # three seeds or more make one; below three, each seed is a dot, since

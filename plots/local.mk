@@ -2,7 +2,7 @@
 # into ema (tools/embed.sh), so a run writes them beside its CSV files and
 # renders them without an installed copy.
 PLOTS_GP = plots/throughput.gp plots/latency_cdf.gp plots/memory.gp \
-	plots/style.gp plots/load.gp plots/cdf.gp plots/capacity.gp
+	plots/style.gp plots/load.gp plots/cdf.gp plots/capacity.gp plots/paths.gp
 
 # cJSON: the run's config.json and run.json, for the titles
 libema_plots_a_CPPFLAGS = $(PLOTS_CPPFLAGS) $(CJSON_CFLAGS)
@@ -24,6 +24,7 @@ plots/plots_gp.c: $(PLOTS_GP) $(top_srcdir)/tools/embed.sh
 		$(srcdir)/plots/throughput.gp $(srcdir)/plots/latency_cdf.gp \
 		$(srcdir)/plots/memory.gp $(srcdir)/plots/style.gp \
 		$(srcdir)/plots/load.gp $(srcdir)/plots/cdf.gp $(srcdir)/plots/capacity.gp \
+		$(srcdir)/plots/paths.gp \
 		> $@.tmp && mv $@.tmp $@
 
 if HAVE_CUNIT

@@ -28,7 +28,7 @@
 
 #include "cli.h"
 #include "eventq.h"
-#include "hw.h"
+#include "backends.h"
 #include "outdir.h"
 #include "readfile.h"
 #include "wallclock.h"
@@ -124,11 +124,11 @@ static int find_trace(struct bench *b, const char *given, bool *found, struct em
  * (`fast` > 0) the GPUs are capped at 20 GiB (4 GiB of KV) and the first
  * `fast` tenants get the trace 4x faster: with two, ema borrows for them
  * from the others; with all of them, every queue waits and no GPU has a
- * page to lend. */
-static int write_scenario(const struct bench *b, const char *name, const char *hardware,
-			  const char *model, const char *policy, int tenants, int fast,
-			  const char *trace, const char *format, char *path, size_t size,
-			  struct ema_error *err)
+ * page to lend. `ema_path`: policy.ema.remote_path (NULL: its default). */
+static int write_scenario_path(const struct bench *b, const char *name, const char *hardware,
+			       const char *model, const char *policy, int tenants, int fast,
+			       const char *trace, const char *format, const char *ema_path,
+			       char *path, size_t size, struct ema_error *err)
 {
 	cJSON *root = cJSON_CreateObject(), *pols, *ts;
 	char *text = NULL;
@@ -144,6 +144,12 @@ static int write_scenario(const struct bench *b, const char *name, const char *h
 		cJSON_AddStringToObject(root, "hardware", hardware);
 		cJSON_AddStringToObject(root, "model", model);
 		cJSON_AddNumberToObject(root, "gpu_mem_cap_gib", fast > 0 ? 20 : 0);
+		if (ema_path != NULL) {
+			cJSON *pol = cJSON_AddObjectToObject(root, "policy");
+			cJSON *own = cJSON_AddObjectToObject(pol, "ema");
+
+			cJSON_AddStringToObject(own, "remote_path", ema_path);
+		}
 		pols = cJSON_AddArrayToObject(root, "policies");
 		cJSON_AddItemToArray(pols, cJSON_CreateString(policy));
 		ts = cJSON_AddArrayToObject(root, "tenants");
@@ -178,6 +184,16 @@ static int write_scenario(const struct bench *b, const char *name, const char *h
 		rc = EMA_ERR_IO;
 	free(text);
 	return rc == EMA_OK ? EMA_OK : ema_error_set(err, rc, "bench: cannot write %s", path);
+}
+
+/* write_scenario_path at the policies' defaults. */
+static int write_scenario(const struct bench *b, const char *name, const char *hardware,
+			  const char *model, const char *policy, int tenants, int fast,
+			  const char *trace, const char *format, char *path, size_t size,
+			  struct ema_error *err)
+{
+	return write_scenario_path(b, name, hardware, model, policy, tenants, fast, trace, format,
+				   NULL, path, size, err);
 }
 
 /* The trace `copies` times over, one after the other (a gap of the mean
@@ -478,8 +494,10 @@ static int replays(struct bench *b, bool quick, struct ema_error *err)
 {
 	char path[PATH_MAX], rep[PATH_MAX];
 	const char *cfg[1] = { path };
-	struct bench_fig plain[2], press[2], all[2], one, xs[2];
-	double r_plain[2][2], r_press[2][2], r_all[2][2];
+	struct bench_fig plain[2], press[2], all[2], one, xs[2], paths[2];
+	double r_plain[2][2], r_press[2][2], r_all[2][2], r_paths[2][2];
+	char pa[PATH_MAX], pi[PATH_MAX];
+	const char *cfg_paths[2] = { pa, pi };
 	const int copies[] = { 4, 16 };
 	int n_copies = quick ? 1 : 2;
 	int rc;
@@ -489,6 +507,20 @@ static int replays(struct bench *b, bool quick, struct ema_error *err)
 	rc = pair(b, 0, plain, r_plain, err);
 	if (rc == EMA_OK)
 		rc = pair(b, 2, press, r_press, err);
+	/* ema under pressure choosing among its three paths (remote attention
+	 * too) against in place alone: what planning the compute path costs */
+	if (rc == EMA_OK)
+		rc = write_scenario_path(b, "ema8p_auto", "h200x8", "llama-3-8b", "ema", 8, 2, b->trace,
+					 "auto", "auto", pa, sizeof pa, err);
+	if (rc == EMA_OK)
+		rc = write_scenario_path(b, "ema8p_inplace", "h200x8", "llama-3-8b", "ema", 8, 2,
+					 b->trace, "auto", "inplace", pi, sizeof pi, err);
+	if (rc == EMA_OK)
+		rc = measure(b, cfg_paths, 2, b->runs, paths, r_paths, err);
+	if (rc == EMA_OK) {
+		print_fig("same, 20 GiB GPUs, 2 tenants 4x, ema, all three paths", &paths[0]);
+		print_fig("same, 20 GiB GPUs, 2 tenants 4x, ema, in place only", &paths[1]);
+	}
 	if (rc == EMA_OK)
 		rc = pair(b, 8, all, r_all, err);
 	if (rc == EMA_OK)
@@ -532,6 +564,9 @@ static int replays(struct bench *b, bool quick, struct ema_error *err)
 		       (unsigned long long)press[1].remote_steps,
 		       1e6 * (r_press[1][0] - 1) * press[0].whole_s / (double)press[1].remote_steps,
 		       1e6 * 0.3 * press[0].whole_s / (double)press[1].remote_steps);
+	printf("  ema, three paths / in place only:  %7.2f whole, %.2f sim    (<= 1.5: %s)\n",
+	       1 / r_paths[1][0], r_paths[1][1] > 0 ? 1 / r_paths[1][1] : 0,
+	       verdict(1 / r_paths[1][0] <= 1.5));
 	printf("  (ema / static, every tenant 4x:    %7.2f whole, %.2f sim: no target)\n",
 	       r_all[1][0], r_all[1][1]);
 	printf("  1 tenant, h100x8, whole process:   %7.3f s    (<= 0.1 s: %s)\n", one.whole_s,
@@ -549,21 +584,24 @@ static int replays(struct bench *b, bool quick, struct ema_error *err)
 	return EMA_OK;
 }
 
-/* bench --backend hw: the CSV is checked before the GPUs are busy and
- * appears only when complete. */
-static int bench_hw(const struct ema_cli_args *a, struct ema_error *err)
+/* bench --backend NAME of a backend with figures of its own (hw): the
+ * CSV is checked before the GPUs are busy and appears only when
+ * complete. */
+static int bench_backend(const struct ema_cli_args *a, struct ema_error *err)
 {
-	struct ema_hw_bench_opts o = { a->quick };
+	const char *name = a->backend->name;
 	struct ema_outfile of;
 	FILE *csv = NULL;
 	int rc;
 
 	if (a->trace != NULL)
 		return ema_error_set(err, EMA_ERR_INPUT,
-				     "bench: --trace is for the simulator's figures, not --backend hw");
+				     "bench: --trace is for the simulator's figures, not --backend %s",
+				     name);
 	if (a->runs != 0)
 		return ema_error_set(err, EMA_ERR_INPUT,
-				     "bench: --runs is for the simulator's figures, not --backend hw");
+				     "bench: --runs is for the simulator's figures, not --backend %s",
+				     name);
 	if (a->csv != NULL) {
 		rc = ema_outfile_reserve(&of, "--csv", a->csv, err);
 		if (rc != EMA_OK)
@@ -572,7 +610,7 @@ static int bench_hw(const struct ema_cli_args *a, struct ema_error *err)
 		if (csv == NULL)
 			return err->code;
 	}
-	rc = ema_hw_bench(&o, csv, err);
+	rc = a->backend->bench(a->quick, csv, err);
 	if (csv != NULL) {
 		if (rc == EMA_OK)
 			rc = ema_outfile_commit(&of, err);
@@ -593,8 +631,13 @@ static int bench_exec(const struct ema_cli_args *a, struct ema_error *err)
 	double rate;
 	int rc;
 
-	if (a->backend == EMA_BACKEND_HW)
-		return bench_hw(a, err);
+	if (a->backend->bench != NULL)
+		return bench_backend(a, err);
+	if (a->backend != ema_backend_default())
+		return ema_error_set(err, EMA_ERR_INPUT,
+				     "bench: --backend %s has no figures of its own (without "
+				     "--backend, bench measures the core on the simulator)",
+				     a->backend->name);
 	if (a->csv != NULL)
 		return ema_error_set(err, EMA_ERR_INPUT,
 				     "bench: --csv writes the hardware figures; it goes with --backend hw");
@@ -678,7 +721,8 @@ const struct ema_cli_cmd ema_cmd_bench = {
 		"Measures the event queue (push+pop with 1,000 pending) in this process, then runs "
 		"each replay as a child 'ema run --no-plots --quiet': 8 tenants on h200x8 "
 		"(llama-3-8b) each replaying the whole trace under static and ema, without and with "
-		"memory pressure (GPUs capped at 20 GiB, two tenants at 4x rate), and with every "
+		"memory pressure (GPUs capped at 20 GiB, two tenants at 4x rate; there also ema "
+		"choosing among its three remote paths against in place only), and with every "
 		"tenant at 4x; 1 tenant on h100x8 with llama-2-7b; the 8-tenant static replay of the "
 		"trace repeated 4x and 16x. "
 		"Each line gives the whole process's time, the simulation's (run.json's wall_s), CPU "
@@ -691,7 +735,10 @@ const struct ema_cli_cmd ema_cmd_bench = {
 		"the host loop's overhead between iterations (these need two GPUs), and the "
 		"in-place decode read against remote share: split grid, one pass and all local "
 		"against the cost model, with the link's rate by number of blocks (the lender is "
-		"the peer, or pinned host memory on a machine with one GPU).",
+		"the peer, or pinned host memory on a machine with one GPU); then whole decode "
+		"steps through the platform against remote share for each remote path: in "
+		"place, staged, and computed on the lender (remote attention, waiting by event "
+		"and by flag; with one GPU the lender's pages are GPU 0's own).",
 	.examples = bench_examples,
 	.fn = bench_exec,
 };

@@ -103,7 +103,7 @@ const struct ema_cli_optdef ema_cli_options[] = {
 };
 
 const struct ema_cli_cmd *const ema_cli_table[] = {
-	&ema_cmd_run, &ema_cmd_config, &ema_cmd_list, &ema_cmd_sweep, &ema_cmd_figures, &ema_cmd_bench,
+	&ema_cmd_run, &ema_cmd_config, &ema_cmd_list, &ema_cmd_sweep, &ema_cmd_figures, &ema_cmd_paths, &ema_cmd_bench,
 	&ema_cmd_calibrate, &ema_cmd_validate, &ema_cmd_version, &ema_cmd_help, NULL,
 };
 
@@ -237,7 +237,7 @@ int ema_cli_parse(const struct ema_cli_cmd *cmd, int argc, char **argv,
 	memset(a, 0, sizeof *a);
 	a->cmd = cmd;
 	a->plots = true;
-	a->backend = EMA_BACKEND_SIM;
+	a->backend = ema_backend_default();
 	/* as typed, before getopt_long permutes argv: run.json records it */
 	len = (size_t)snprintf(a->command, sizeof a->command, "ema");
 	for (int i = 0; i < argc && len < sizeof a->command; i++)
@@ -308,19 +308,19 @@ int ema_cli_parse(const struct ema_cli_cmd *cmd, int argc, char **argv,
 			const struct ema_platform_backend *be = ema_backend_find(v);
 
 			if (be == NULL) {
-				char names[128] = "";
+				char names[256];
 
-				for (int i = 0; ema_backend_table[i].name != NULL; i++)
-					snprintf(names + strlen(names), sizeof names - strlen(names),
-						 "%s%s", i == 0 ? "" : ema_backend_table[i + 1].name ? ", " : " or ",
-						 ema_backend_table[i].name);
+				ema_backend_names(ema_backend_table, names, sizeof names);
 				return usage_error(err, cmd, "--backend %.100s: expected %s", v, names);
 			}
-			a->backend = strcmp(be->name, "hw") == 0 ? EMA_BACKEND_HW : EMA_BACKEND_SIM;
+			a->backend = be;
 			break;
 		}
 		case EMA_OPT_HW:
-			a->backend = EMA_BACKEND_HW;
+			/* the option's own meaning: the GPUs' entry, by its name */
+			a->backend = ema_backend_find("hw");
+			if (a->backend == NULL)
+				return ema_error_set(err, EMA_ERR_INTERNAL, "--hw: no hw backend");
 			break;
 		case EMA_OPT_VERIFY:
 			a->verify = true;
@@ -482,6 +482,18 @@ int ema_cli_parse(const struct ema_cli_cmd *cmd, int argc, char **argv,
 			return usage_error(err, cmd, "unexpected argument %.200s%s", argv[i], expected);
 		}
 		a->args[a->n_args++] = argv[i];
+	}
+	/* --verify is the backend's to honour: on one that moves no data
+	 * (the simulator) it would check nothing, and say so nowhere */
+	if (a->verify && !a->backend->verify) {
+		char names[256] = "";
+
+		for (int i = 0; ema_backend_table[i] != NULL; i++)
+			if (ema_backend_table[i]->verify)
+				snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+					 names[0] != '\0' ? ", " : "", ema_backend_table[i]->name);
+		return usage_error(err, cmd, "--verify: the %s backend checks no moved pages "
+				   "(--verify goes with --backend %s)", a->backend->name, names);
 	}
 	return EMA_OK;
 }

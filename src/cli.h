@@ -12,6 +12,7 @@
 
 #include "ema_error.h"
 #include "experiment.h"
+#include "platform.h"
 
 /* Every option of every command. A short letter is its own id. */
 enum ema_cli_opt {
@@ -95,7 +96,9 @@ struct ema_cli_args {
 	const char *vary[EMA_CLI_MAX_VARY];
 	int n_vary;
 	const char *out, *csv, *trace, *name;
-	enum ema_backend backend;
+	/* --backend NAME, --hw: an entry of src/backends.c's table (the
+	 * default: its first) */
+	const struct ema_platform_backend *backend;
 	bool verify, plots, quiet, quick, man;
 	bool point_plots;        /* sweep --point-plots: each point's plots/ too */
 	int jobs;                /* -j N; 0: the number of cores */
@@ -137,6 +140,7 @@ extern const struct ema_cli_optdef ema_cli_options[];
 /* The commands, one per file of src/ (tmux's cmd-*.c). */
 extern const struct ema_cli_cmd ema_cmd_run;
 extern const struct ema_cli_cmd ema_cmd_config;
+extern const struct ema_cli_cmd ema_cmd_paths;
 extern const struct ema_cli_cmd ema_cmd_list;
 extern const struct ema_cli_cmd ema_cmd_sweep;
 extern const struct ema_cli_cmd ema_cmd_figures;

@@ -7,30 +7,8 @@
 #include "backends.h"
 #include "cli.h"
 #include "config.h"
-#include "hw.h"
 #include "plots.h"
 #include "policy.h"
-
-/* One line per backend; hw also says whether this machine can run it, so
- * that a user learns before a run that the build or the driver is missing. */
-static void list_backends(void)
-{
-	for (int i = 0; ema_backend_table[i].name != NULL; i++) {
-		const struct ema_platform_backend *b = &ema_backend_table[i];
-
-		printf("%-6s %s", b->name, b->summary);
-		if (strcmp(b->name, "hw") == 0) {
-			struct ema_error e = { 0 };
-			int n = ema_hw_gpu_count(&e);
-
-			if (n >= 0)
-				printf("; here: %d GPU%s", n, n == 1 ? "" : "s");
-			else
-				printf("; here: unavailable (%s)", e.msg);
-		}
-		putchar('\n');
-	}
-}
 
 static int list_exec(const struct ema_cli_args *a, struct ema_error *err)
 {
@@ -76,7 +54,10 @@ static int list_exec(const struct ema_cli_args *a, struct ema_error *err)
 		return EMA_OK;
 	}
 	if (strcmp(what, "backends") == 0) {
-		list_backends();
+		/* one line per backend; one that can be missing here (hw)
+		 * says whether this machine can run it, so that a user
+		 * learns before a run that the build or the driver is missing */
+		ema_backend_list(stdout, ema_backend_table);
 		return EMA_OK;
 	}
 	if (strcmp(what, "figures") == 0) {

@@ -80,7 +80,7 @@ const struct ema_cli_cmd ema_cmd_run = {
 		"which reproduces the run), run.json (version, commit, command, host, seed, wall time) and plots/."
 		"\nBad input (an option, the scenario, a --set, a trace, --out) exits with status 2 "
 		"before anything runs, and nothing is written: the folder is written as DIR.tmp-HOST-PID "
-		"and renamed when complete, and removed on SIGINT, SIGTERM or SIGHUP.",
+		"and renamed when complete, and removed on SIGINT, SIGTERM, SIGHUP or SIGPIPE.",
 	.examples = run_examples,
 	.fn = run_exec,
 };

@@ -13,8 +13,6 @@
 #include "outdir.h"
 #include "workload.h"
 
-enum ema_backend { EMA_BACKEND_SIM = 0, EMA_BACKEND_HW };
-
 /* Figures that tell an unsaturated policy (throughput = offered load)
  * from a saturated one (throughput = capacity), from one tenant's request
  * records (doc/outputs.md, summary.csv). NAN where they cannot be
@@ -115,12 +113,14 @@ struct ema_policy_run {
 	struct ema_platform_params params; /* what its platform was built for */
 	struct ema_engine *engine;     /* its results, until ema_experiment_free */
 	struct ema_link_stats links;
-	/* hw backend: pages whose content was checked after a move, and
-	 * those found corrupted (a corruption also fails the run) */
+	/* a backend that checks pages (its integrity op): pages whose
+	 * content was checked after a move, and those found corrupted (a
+	 * corruption also fails the run) */
 	uint64_t pages_checked, pages_corrupted;
 	uint64_t events;
-	/* sim: decode leaps made and the iterations they ran (run.json; the
-	 * outputs are those of stepping, these say how much was leapt) */
+	/* decode leaps made and the iterations they ran (the simulator's
+	 * run.json; the outputs are those of stepping, these say how much
+	 * was leapt) */
 	uint64_t leaps, leapt_steps;
 	uint64_t remote_steps;        /* iterations that read remote KV */
 	double wall_s;
@@ -139,7 +139,9 @@ struct progress {
 struct ema_experiment {
 	struct ema_config cfg;
 	struct progress progress;
-	enum ema_backend backend;
+	/* the platform (src/backends.c's table, or a caller's own entry);
+	 * NULL: the default, the simulator */
+	const struct ema_platform_backend *backend;
 	bool verify;
 	bool quiet;
 	/* no notes on stderr either (a trace replay cut short, requests

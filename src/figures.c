@@ -255,7 +255,7 @@ static long base_of(const struct fig *g, const int *idx)
 	return pt;
 }
 
-/* A knob's short name: policy.ema.tpot_slack -> tpot_slack. */
+/* A knob's short name: policy.ema.tpot_budget -> tpot_budget. */
 static const char *knob_name(const char *key)
 {
 	const char *dot = strrchr(key, '.');
@@ -263,7 +263,7 @@ static const char *knob_name(const char *key)
 	return dot != NULL ? dot + 1 : key;
 }
 
-/* "tpot_slack=0.04" (several: joined by '/'), for variant var. */
+/* "tpot_budget=0.05" (several: joined by '/'), for variant var. */
 static void variant_label(const struct fig *g, int var, char *out, size_t n)
 {
 	int idx[EMA_SWEEP_MAX_KEYS] = { 0 }, rem = var;

@@ -3,7 +3,7 @@ libema_src_a_CPPFLAGS = $(SRC_CPPFLAGS)
 libema_src_a_SOURCES = src/experiment.c src/experiment.h src/bench.c \
 	src/validate.c src/sweep.c src/sweep.h src/sweep_claim.c src/sweep_merge.c src/sweep_slurm.c src/capacity.c src/figures.c src/cmd_figures.c src/sha256.c src/sha256.h \
 	src/outdir.c src/outdir.h src/rows.c src/rows.h \
-	src/cli.c src/cli.h src/cmd_run.c src/cmd_config.c src/cmd_list.c src/cmd_calibrate.c \
+	src/cli.c src/cli.h src/cmd_run.c src/cmd_config.c src/cmd_list.c src/cmd_paths.c src/cmd_calibrate.c \
 	src/backends.c src/backends.h src/ema_commit.h
 
 # The commit the program is built from, asked of git at every make and
@@ -79,6 +79,14 @@ tests_test_cli_table_LDADD = $(TEST_LIBS)
 tests_test_sweep_SOURCES = tests/test_sweep.c tests/test_main.h
 tests_test_sweep_CFLAGS = $(TEST_CFLAGS)
 tests_test_sweep_LDADD = $(TEST_LIBS)
+
+# A third backend, registered in a table of the test's own, through the
+# experiment with no change elsewhere (src/backends.c, doc/design.md).
+check_PROGRAMS += tests/test_backends
+TESTS += tests/test_backends
+tests_test_backends_SOURCES = tests/test_backends.c tests/test_main.h
+tests_test_backends_CFLAGS = $(TEST_CFLAGS)
+tests_test_backends_LDADD = $(TEST_LIBS)
 
 # ema against static on random scenarios: a report (`make vs-static`),
 # built with the tests so that it always compiles, not run by them.

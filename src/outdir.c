@@ -96,12 +96,14 @@ void ema_remove_tree(const char *path)
 	remove_at(AT_FDCWD, path, 0);
 }
 
-/* ---- removal on SIGINT, SIGTERM, SIGHUP --------------------------------- */
+/* ---- removal on SIGINT, SIGTERM, SIGHUP, SIGPIPE ------------------------ */
 
 #define CLEANUP_SLOTS 8
-#define CLEANUP_NSIGS 3
+#define CLEANUP_NSIGS 4
 
-static const int cleanup_sigs[CLEANUP_NSIGS] = {SIGINT, SIGTERM, SIGHUP};
+/* SIGPIPE: `ema run | head` ends ema when head exits, as any filter;
+ * without it here the half-written DIR.tmp-HOST-PID stayed behind. */
+static const int cleanup_sigs[CLEANUP_NSIGS] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 
 /* Written by the main flow with the signals blocked, read by the handler. */
 static struct {

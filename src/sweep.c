@@ -1355,7 +1355,7 @@ static const struct ema_cli_optuse sweep_options[] = {
 
 static const char *const sweep_examples[] = {
 	"ema sweep --vary tenants.0.workload.rate_rps=8,10,12,14 "
-	"--vary policy.borrow_rule=always,throughput --set policies=static,ideal,ema",
+	"--vary policy.ema.remote_path=inplace,compute --set policies=static,pooled,ema",
 	"ema sweep --vary seed=1,2,3,4,5 --vary tenants.0.workload.rate_rps=10,14 "
 	"--set policies=static,ema -o runs/load",
 	"ema sweep --vary seed=1,2,3 --vary tenants.0.workload.rate_rps=6,8,10,12 -o /scratch/load "

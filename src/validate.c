@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends.h"
 #include "cli.h"
 #include "experiment.h"
 #include "outdir.h"
@@ -42,7 +43,13 @@ static int validate_exec(const struct ema_cli_args *a, struct ema_error *err)
 		goto done;
 	sim->quiet = a->quiet;
 	hw->cfg = sim->cfg;
-	hw->backend = EMA_BACKEND_HW;
+	/* the command's own pair: the GPUs (by their entry's name) against
+	 * the default, the simulator */
+	hw->backend = ema_backend_find("hw");
+	if (hw->backend == NULL) {
+		rc = ema_error_set(err, EMA_ERR_INTERNAL, "validate: no hw backend");
+		goto done;
+	}
 	hw->quiet = a->quiet;
 	/* hardware first: if there is no GPU, say so before simulating */
 	rc = ema_experiment_run(hw, err);

@@ -91,7 +91,7 @@ list() {
 		check "list $what: $n" awk -v n="$n" '$1 == n { f = 1 } END { exit !f }' "$T/log/out"
 	done
 }
-list policies $POLICIES
+list policies $POLICIES pooled_tpot
 list models llama-2-7b llama-2-13b llama-2-70b llama-3-8b llama-3-70b opt-13b opt-30b
 list hardware h200x2 h200x8 h100x8 a100x4_40gb a100x8_80gb
 list figures throughput latency_cdf memory
@@ -101,7 +101,7 @@ check "list nothing_like_this: exit 2" [ "$rc" -eq 2 ]
 
 # ---- the command line: help, options, man page, completion --------------
 
-COMMANDS="run config list sweep figures bench calibrate validate version help"
+COMMANDS="run config list sweep figures paths bench calibrate validate version help"
 # same_output NAME ARGS...: `ema ARGS` exits 0 with the stdout of the
 # last `ema` call ($T/log/out saved as $T/log/want), nothing on stderr.
 same_output() {
@@ -120,7 +120,7 @@ for c in $COMMANDS; do
 		on && $1 == c { f = 1 } END { exit !f }' "$T/log/out"
 done
 check "help: the common options, with who takes them" \
-	grep -qE '^  -c, --config FILE +run, config, sweep, validate$' "$T/log/out"
+	grep -qE '^  -c, --config FILE +run, config, sweep, paths, validate$' "$T/log/out"
 cp "$T/log/out" "$T/log/want"
 same_output "ema alone"
 same_output "ema --help" --help
@@ -370,6 +370,31 @@ ema run --quiet --no-plots $SHORT --seed 2 --out "$R/r4"
 check "--seed 2: exit 0" [ "$rc" -eq 0 ]
 check "--seed 2: other requests.csv" differ "$R/r1/requests.csv" "$R/r4/requests.csv"
 check "--seed 2: run.json records it" grep -q '"seed": 2' "$R/r4/run.json"
+
+# ema's decision log (EMA_DECISION_LOG, doc/cli.md) and its report
+# (tools/decisions.awk): the CSV's header, a report row per tenant and
+# lender whose shares by path and by binding limit each sum to 1, and
+# outputs the same as without the log.
+EMA_DECISION_LOG=$T/decisions.csv
+export EMA_DECISION_LOG
+ema run --quiet --no-plots $SHORT --set policies=static,ema --out "$R/dlog"
+unset EMA_DECISION_LOG
+check "decision log: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+check "decision log: its header" [ "$(head -1 "$T/decisions.csv")" = \
+	"time_s,tenant,gpu,lender,path,bytes,budget_bytes,binding,predicted_ms,local_only_ms,measured_ms" ]
+check "decision log: t0 borrowed in the short run" [ "$(wc -l < "$T/decisions.csv")" -gt 1 ]
+ema run --quiet --no-plots $SHORT --set policies=static,ema --out "$R/dlog0"
+check "decision log: the same summary.csv without it" same_file "$R/dlog/summary.csv" "$R/dlog0/summary.csv"
+awk -f "$SRC/tools/decisions.awk" "$T/decisions.csv" >"$T/log/report" 2>&1
+check "decisions.awk: exit 0 ($(tail -1 "$T/log/report"))" [ $? -eq 0 ]
+check "decisions.awk: its header" [ "$(head -1 "$T/log/report")" = \
+	"run tenant lender steps inplace staged compute none tpot lender throughput no_path predicted_ms measured_ms measured/predicted bytes_gb budget_gb" ]
+check "decisions.awk: a row of t0 reading GPU 1" awk 'NR > 1 && $1 == 1 && $2 == 0 && $3 == 1 { f = 1 } END { exit !f }' "$T/log/report"
+check "decisions.awk: the shares by path and by binding sum to 1" awk 'NR > 1 {
+	p = $5 + $6 + $7 + $8; b = $9 + $10 + $11 + $12; n++
+	if (p < 0.999 || p > 1.001 || b < 0.999 || b > 1.001) bad = 1
+} END { exit bad || n == 0 }' "$T/log/report"
+rm -rf "$R/dlog" "$R/dlog0" "$T/decisions.csv"
 
 # A trace the readers accept, as the control of the bad traces below.
 TRACE="--set tenants.0.workload.source=trace --set tenants.0.workload.format=azure"
@@ -663,6 +688,11 @@ fi
 interrupt TERM long
 check "SIGTERM: exit 143 (got $rc)" [ "$rc" -eq 143 ]
 check "SIGTERM: nothing left ($(ls -A | tr '\n' ' '))" [ -z "$(ls -A)" ]
+# A reader that goes away (`ema run | head`): ema dies of SIGPIPE at its
+# first line of output and leaves no half-written folder.
+"$EMA" run --no-plots $SHORT --set policies=static --out piped 2>"$T/log/err" | true
+check "SIGPIPE: no unfinished folder left ($(ls -A | tr '\n' ' '))" [ -z "$(ls -d piped.tmp-* 2>/dev/null)" ]
+rm -rf piped
 # kill -9 cannot be caught: the leftover stays, the next run removes it
 interrupt KILL long
 check "SIGKILL: exit 137 (got $rc)" [ "$rc" -eq 137 ]
@@ -679,16 +709,16 @@ rm -rf long
 
 # 2 x 2 points, 2 policies, 2 tenants: 16 rows, the swept values first.
 ema sweep --quiet --no-plots $SHORT --set policies=static,ema \
-	--vary tenants.0.workload.rate_rps=6,10 --vary policy.borrow_rule=always,throughput --out sw
+	--vary tenants.0.workload.rate_rps=6,10 --vary policy.ema.remote_path=inplace,staged --out sw
 check "sweep: exit 0 ($(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
-check "sweep: header" grep -q '^tenants.0.workload.rate_rps,policy.borrow_rule,point,policy,tenant,gpu,' sw/sweep.csv
+check "sweep: header" grep -q '^tenants.0.workload.rate_rps,policy.ema.remote_path,point,policy,tenant,gpu,' sw/sweep.csv
 rows=$(($(wc -l <sw/sweep.csv) - 1))
 check "sweep: 16 rows (got $rows)" [ "$rows" -eq 16 ]
 check "sweep: one run folder per point" [ "$(ls -d sw/point-* | wc -l)" -eq 4 ]
 check "sweep: a point's config.json has its value" \
 	grep -q '"rate_rps": 10' sw/point-003/config.json
 check "sweep: rows of a point match its run folder" \
-	[ "$(grep -c '^10,throughput,3,' sw/sweep.csv)" -eq 4 ]
+	[ "$(grep -c '^10,staged,3,' sw/sweep.csv)" -eq 4 ]
 check "sweep without seeds: no sweep_stats.csv" [ ! -e sw/sweep_stats.csv ]
 rm -rf sw
 # seeds are repetitions: mean, sd and 95% interval per policy and tenant
@@ -798,6 +828,45 @@ ema bench --runs 0
 check "bench --runs 0: exit 2 (got $rc)" [ "$rc" -eq 2 ]
 check "bench --runs 0: says what is expected" grep -qF -- '--runs 0: expected a number from 1 to 99' "$T/log/err"
 out_first "bench --hw --runs" "--runs is for the simulator's figures" bench --hw --runs 2
+
+# ---- ema paths: the map of the remote paths -------------------------------
+
+ema paths
+check "paths: exit 0 (got $rc)" [ "$rc" -eq 0 ]
+check "paths: a line per lender state, from 0 GB" \
+	[ "$(grep -cE '^  lender (idle|busy): [a-z]+ 0\.00-' "$T/log/out")" -eq 2 ]
+check "paths: says how far both budgets hold" grep -qF "within both budgets up to" "$T/log/out"
+EMA_DECISION_LOG="$T/d.csv" "$EMA" run --quiet --no-plots $SHORT --set policies=static,ema \
+	--set tenants.0.workload.rate_rps=24 --out dl >/dev/null 2>&1
+rm -rf dl
+ema paths "$T/d.csv" -o p
+check "paths -o: exit 0 (got $rc: $(tail -1 "$T/log/err"))" [ "$rc" -eq 0 ]
+check "paths -o: the map's header" [ "$(head -1 p/paths.csv)" = \
+	"lender,remote_gb,remote_share,path,step_ms,step_vs_t0,lender_slowdown,within_tpot_budget,within_lender_budget,chosen" ]
+# 2 lender states x 3 paths x 65 points of r, one path chosen at each
+check "paths -o: 390 rows (got $(tail -n +2 p/paths.csv | wc -l))" [ "$(tail -n +2 p/paths.csv | wc -l)" -eq 390 ]
+check "paths -o: one path chosen per lender state and r" \
+	awk -F, 'NR > 1 { n[$1 "," $2] += $10 } END { for (k in n) if (n[k] != 1) exit 1; exit length(n) != 130 }' p/paths.csv
+check "paths -o: reading nothing remote costs nothing" \
+	awk -F, 'NR > 1 && $2 == 0 && $6 != 1 { exit 1 }' p/paths.csv
+check "paths -o: the log's steps as points" [ "$(tail -n +2 p/points.csv | wc -l)" -gt 0 ]
+check "paths -o: config.json beside" [ -s p/config.json ]
+if command -v gnuplot >/dev/null 2>&1; then
+	check "paths -o: the figure" [ -s p/paths.png ] && [ -s p/paths.pdf ]
+fi
+rm -rf p
+printf 'time_s,tenant,path\n' >"$T/bad1.csv"
+printf 'time_s,tenant,gpu,lender,path,bytes,budget_bytes,binding,predicted_ms,local_only_ms,measured_ms\n1,0,0,1,inplace,100,0,tpot,1,1,1\n1,0,0,1,inplace,1e9,0,tpot,1,zero,1\n' >"$T/bad3.csv"
+for b in 1 3; do
+	ema paths "$T/bad$b.csv" -o p
+	check "paths, bad log $b: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+	check "paths, bad log $b: names the line ($(cat "$T/log/err"))" grep -qF "bad$b.csv:$b:" "$T/log/err"
+	check "paths, bad log $b: nothing written ($(ls -A | tr '\n' ' '))" [ -z "$(ls -A)" ]
+done
+mkdir p
+ema paths -o p
+check "paths -o existing: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+rm -rf p
 
 # ---- the hardware backend without a GPU --------------------------------
 

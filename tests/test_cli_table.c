@@ -44,7 +44,7 @@ static void test_run_options(void)
 	CU_ASSERT_STRING_EQUAL(args.sets[1], "seed=5");
 	CU_ASSERT_STRING_EQUAL(args.sets[2], "y=2");
 	CU_ASSERT_STRING_EQUAL(args.out, "out");
-	CU_ASSERT_EQUAL(args.backend, EMA_BACKEND_HW);
+	CU_ASSERT_STRING_EQUAL(args.backend->name, "hw");
 	CU_ASSERT(args.verify && args.quiet && !args.plots && !args.help);
 	CU_ASSERT_STRING_EQUAL(args.command, "ema run -c a.json --set x=1 --seed 5 -s y=2 -o out "
 			       "--backend hw --verify --no-plots -q");
@@ -54,9 +54,9 @@ static void test_run_options(void)
 	CU_ASSERT_EQUAL_FATAL(parse("run", NULL), EMA_OK);
 	CU_ASSERT(args.config == NULL && args.out == NULL && args.n_sets == 0);
 	CU_ASSERT(args.plots && !args.quiet && !args.verify);
-	CU_ASSERT_EQUAL(args.backend, EMA_BACKEND_SIM);
+	CU_ASSERT_STRING_EQUAL(args.backend->name, "sim");
 	CU_ASSERT_EQUAL_FATAL(parse("run", "--hw", "--conf=b.json", "--out=o2", NULL), EMA_OK);
-	CU_ASSERT_EQUAL(args.backend, EMA_BACKEND_HW);
+	CU_ASSERT_STRING_EQUAL(args.backend->name, "hw");
 	CU_ASSERT_STRING_EQUAL(args.config, "b.json");
 	CU_ASSERT_STRING_EQUAL(args.out, "o2");
 	/* a value that starts with a dash is still the option's value */
@@ -116,6 +116,16 @@ static void test_usage_errors(void)
 		     "ema run: --set serving.max_batch: expected KEY=VALUE (see 'ema help run')");
 	EXPECT_ERROR(parse("bench", "--backend", "gpu", NULL),
 		     "ema bench: --backend gpu: expected sim or hw (see 'ema help bench')");
+	/* --verify is the backend's to honour: refused where it would check
+	 * nothing (the simulator), before anything runs */
+	EXPECT_ERROR(parse("run", "--verify", NULL),
+		     "ema run: --verify: the sim backend checks no moved pages (--verify goes with "
+		     "--backend hw) (see 'ema help run')");
+	EXPECT_ERROR(parse("run", "--verify", "--backend", "sim", NULL),
+		     "ema run: --verify: the sim backend checks no moved pages (--verify goes with "
+		     "--backend hw) (see 'ema help run')");
+	CU_ASSERT_EQUAL(parse("run", "--verify", "--hw", NULL), EMA_OK);
+	CU_ASSERT_EQUAL(parse("run", "--backend", "hw", "--verify", "--backend", "hw", NULL), EMA_OK);
 	/* bench --runs N: 1 to 99, the default left 0 for bench to choose */
 	CU_ASSERT_EQUAL_FATAL(parse("bench", "--runs", "99", NULL), EMA_OK);
 	CU_ASSERT_EQUAL(args.runs, 99);

@@ -370,7 +370,7 @@ static int die_of(int sig, bool ignored)
 
 static void test_signals(void)
 {
-	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 
 	enter_tmp();
 	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {

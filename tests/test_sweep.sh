@@ -408,11 +408,11 @@ if command -v gnuplot >/dev/null 2>&1; then
 	# a swept policy knob: its values share one plot, a line each; static,
 	# which the knob does not change, drawn once
 	ema sweep --quiet $TINY --set policies=static,ema --vary tenants.0.workload.rate_rps=8,16 \
-		--vary policy.ema.link_share=0.1,0.85 --out knob
+		--vary policy.ema.tpot_budget=0.02,0.5 --out knob
 	check "policy knob: one set of figures" [ -s knob/figures/throughput.png ] && [ ! -e knob/figures/throughput_0.png ]
 	check "policy knob: a line per value, static once" \
-		grep -qx 'policies = "static ema:link_share=0.1 ema:link_share=0.85"' knob/figures/throughput.spec.gp
-	check "policy knob: the title names it" grep -q '^figtitle = .*; policy.ema.link_share=0.1,0.85 (a line per value' knob/figures/throughput.spec.gp
+		grep -qx 'policies = "static ema:tpot_budget=0.02 ema:tpot_budget=0.5"' knob/figures/throughput.spec.gp
+	check "policy knob: the title names it" grep -q '^figtitle = .*; policy.ema.tpot_budget=0.02,0.5 (a line per value' knob/figures/throughput.spec.gp
 	# seeds alone: nothing to draw against, and it says why
 	ema sweep $TINY --set policies=static --vary seed=1,2 --out seeds
 	check "seeds only: says why there is no load figure" grep -qF "no numeric key besides the seed" "$T/log/err"

@@ -8,7 +8,7 @@
 # the bash-completion package.
 # shellcheck shell=bash
 
-_ema_commands="run config list sweep figures bench calibrate validate version help"
+_ema_commands="run config list sweep figures paths bench calibrate validate version help"
 
 # _ema_options CMD: the options CMD takes.
 _ema_options()
@@ -19,6 +19,7 @@ _ema_options()
 	list) echo "--help -h" ;;
 	sweep) echo "--vary --config -c --set -s --seed --out -o --jobs -j --shard --sbatch --tasks --throttle --partition --account --time --mem --sbatch-arg --dry-run --max-rate --slo --resolution --no-plots --point-plots --quiet -q --help -h" ;;
 	figures) echo "--out -o --quiet -q --help -h" ;;
+	paths) echo "--config -c --set -s --out -o --help -h" ;;
 	bench) echo "--quick --runs --trace --backend --hw --csv --help -h" ;;
 	calibrate) echo "--out -o --csv --name --quick --help -h" ;;
 	validate) echo "--config -c --set -s --seed --csv --quiet -q --help -h" ;;
@@ -141,7 +142,8 @@ _ema()
 		return
 		;;
 	--backend)
-		_ema_reply sim hw
+		# the names of the backend table (src/backends.c)
+		_ema_reply $(_ema_names "$ema" backends)
 		return
 		;;
 	-s | --set | --vary)
@@ -166,6 +168,11 @@ _ema()
 	figures)
 		compopt -o filenames 2>/dev/null
 		_ema_reply_lines < <(compgen -d -- "$cur")
+		;;
+	paths)
+		# the decision log: a file
+		compopt -o filenames 2>/dev/null
+		_ema_reply_lines < <(compgen -f -- "$cur")
 		;;
 	sweep)
 		# ema sweep merge DIR, ema sweep status DIR
