@@ -13,15 +13,6 @@ tests_test_model_CFLAGS = $(TEST_CFLAGS)
 tests_test_model_LDADD = $(TEST_LIBS)
 endif
 
-# ema's memos against fresh computations (includes policies/ema.c).
-if HAVE_CUNIT
-check_PROGRAMS += tests/test_ema_memo
-TESTS += tests/test_ema_memo
-tests_test_ema_memo_SOURCES = tests/test_ema_memo.c tests/test_main.h tests/mock_platform.h
-tests_test_ema_memo_CFLAGS = $(TEST_CFLAGS)
-tests_test_ema_memo_LDADD = $(TEST_LIBS)
-endif
-
 # The cases on the public traces (../shared/traces beside the source
 # folder, or the folder EMA_SHARED_TRACES names; tests/test_main.h finds
 # them): three programs built again from their sources with

@@ -16,11 +16,11 @@
 #               new folder under ${TMPDIR:-/tmp})
 # Environment: LOADS (default "0.25 0.5 0.75 1 1.25": multiples of each
 # scenario's tenants.0 rate), SEEDS (default "1,2,3"), PATHS (default
-# "auto": ema's policy.remote_path values), EMA_FLAGS (more
-# options for every sweep, e.g. "--set policy.lender_max_slowdown=0").
+# "auto": ema's policy.ema.remote_path values), EMA_FLAGS (more
+# options for every sweep, e.g. "--set policy.ema.lender_budget=0.02").
 #
 # The sweeps are `ema sweep --vary seed=SEEDS --vary
-# tenants.0.workload.rate_rps=RATES --vary policy.remote_path=PATHS`;
+# tenants.0.workload.rate_rps=RATES --vary policy.ema.remote_path=PATHS`;
 # policies that ignore remote_path are taken from its first value. Ratios
 # are per seed against static on the same requests, then averaged; the
 # interval is mean +- t(0.975, n - 1) x sd / sqrt(n). Overloaded tenants
@@ -73,7 +73,7 @@ for f in "$@"; do
 	# EMA_FLAGS: extra options, word-split on purpose
 	# shellcheck disable=SC2086
 	"$ema" sweep --config "$f" --vary "seed=$seeds" --vary "tenants.0.workload.rate_rps=$rates" \
-		--vary "policy.remote_path=$paths" --set policies=static,pooled,remote_direct,ema \
+		--vary "policy.ema.remote_path=$paths" --set policies=static,pooled,remote_direct,ema \
 		--out "$out/$name" --no-plots --quiet ${EMA_FLAGS:-} >/dev/null
 done
 echo "Sweep folders: $out" >&2
@@ -106,7 +106,7 @@ table() {
 		}
 		NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
 		{
-			seed = $c["seed"]; rate = $c["tenants.0.workload.rate_rps"]; path = $c["policy.remote_path"]
+			seed = $c["seed"]; rate = $c["tenants.0.workload.rate_rps"]; path = $c["policy.ema.remote_path"]
 			p = $c["policy"]; t = $c["tenant"]
 			if (!(rate in seen_rate)) { seen_rate[rate] = 1; rates[++nr] = rate }
 			pt = rate SUBSEP path SUBSEP seed

@@ -16,7 +16,7 @@
 #               since ema refuses to overwrite a run folder.
 #   PLOTS=1 in the environment keeps the plots (off by default: gnuplot is
 #   slow and optional). EMA_FLAGS adds options to every run, for example
-#   EMA_FLAGS="--set policy.borrow_rule=throughput". EMA_SEEDS lists the
+#   EMA_FLAGS="--set policy.ema.tpot_budget=0.05". EMA_SEEDS lists the
 #   seeds (default "1 2 3"); each ratio is the mean over them, with the
 #   lowest and highest.
 #
