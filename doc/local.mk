@@ -5,5 +5,5 @@ EXTRA_DIST += doc/README.md doc/install.md doc/cli.md doc/configuration.md \
 	doc/outputs.md doc/sweeps.md doc/design.md doc/model.md doc/policies.md \
 	doc/hardware.md doc/tuning.md doc/limitations.md doc/reference-figures.md \
 	results/README.md results/log.md results/h200x2/README.md results/published/README.md \
-	results/published/borrow-rule-throughput.md \
+	results/published/borrow-rule-throughput.md results/planner-kinds.md \
 	results/published/lender-max-slowdown.md results/paper/README.md
