@@ -384,14 +384,13 @@ static const struct ema_cli_optuse paths_options[] = {
 static const char *const paths_examples[] = {
 	"ema paths                                  # the default scenario's GPUs and model",
 	"ema paths --set hardware=a100x8_80gb --set model=opt-30b -o runs/paths-a100",
-	"EMA_DECISION_LOG=d.csv ema run -o r && ema paths d.csv -o runs/paths   # with the "
-	"simulator's steps",
+	"EMA_DECISION_LOG=d.csv ema run -o r && ema paths d.csv -o runs/p  # steps too",
 	NULL,
 };
 
 const struct ema_cli_cmd ema_cmd_paths = {
 	.name = "paths",
-	.summary = "map which remote path (in place, staged, remote attention) wins where",
+	.summary = "map where each remote path (in place, staged, compute) wins",
 	.usage = "[-c FILE] [-s KEY=VALUE]... [DECISION_LOG] [-o DIR]",
 	.options = paths_options,
 	.max_args = 1,
