@@ -144,7 +144,7 @@ awk -F'|' '/^\| [a-z0-9_]+ \| hot/ {
 	gsub(/ /, "", id); gsub(/ /, "", t)
 	split(st, a, " "); split(pool, b, " "); gsub(/\*/, "", po); split(po, c, " ")
 	sub(/^[^:]*: /, "", w); split(w, f, " ")
-	fig = f[2] == "steady" ? f[3] : f[4]; sub(/;$/, "", fig)
+	fig = f[3]; sub(/;$/, "", fig)
 	printf "%s %s %s %s %s %s %s\n", id, t, a[1], b[1], c[1], f[1], fig
 }' results/published/README.md > "$T/published"
 [ -s "$T/published" ] || bad "results/published/README.md: no row of an overloaded tenant found"
