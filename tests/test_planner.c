@@ -82,6 +82,14 @@ static void lender_holds(struct fixture *f, int32_t n)
 		CU_ASSERT_FATAL(ema_ledger_alloc(&f->e.ledger, 1, 1, EMA_PAGE_KV) >= 0);
 }
 
+/* A correction measured at v before the run time the fixture reads at
+ * (0): the value both before and at that time. */
+static void measured(struct ema_avg *a, double v)
+{
+	a->v = a->prev = v;
+	a->at = 0;
+}
+
 /* The local-only step of a full GPU: 0.03 ms + (16.06 GB of weights +
  * 4629 x 2 MiB of KV) / (4357.44 x 0.70 GB/s) = 8.478 ms. */
 static void test_local_only_step(void)
@@ -254,7 +262,7 @@ static void test_feedback(void)
 	st->lend[1].v = 2.0;
 	CU_ASSERT_DOUBLE_EQUAL(lender_cap(&f->e.ctx, st, 0, 1, PATH_INPLACE), before / 2, 1);
 	before = tpot_cap(&f->e.ctx, st, 0, 1, PATH_COMPUTE, true);
-	st->remote[0].v = 1.25;
+	measured(&st->remote[0], 1.25);
 	st->t_epoch[0]++; /* (what note_end does with a sample) */
 	CU_ASSERT(tpot_cap(&f->e.ctx, st, 0, 1, PATH_COMPUTE, true) < before);
 	/* (in place: the cap follows avail = 1.1 T0 / 1.25 - 0.03 ms) */
@@ -345,6 +353,81 @@ static void test_serving_open(void)
 	fixture_free(f);
 }
 
+/* The TPOT budget's correction is remote steps' error over local ones'.
+ * With no remote step measured it is 1, whatever the local steps
+ * measured: local steps 20% faster than predicted (0.8) leave it at 1
+ * (until 2026-12-05 it read 1 / 0.8 = 1.25, and with HBM believed 20%
+ * slow the budget's step fell below T0: ema never borrowed). Measured,
+ * 1.0 over 0.8 is 1.25; 5 s (feedback_s) on, the remote ratio has faded
+ * by 1/e towards 1 and the local error is held: 1 + 0.25 / e (both faded
+ * it read 1 / (1 - 0.2 / e) = 1.079). */
+static void test_relative_error(void)
+{
+	struct fixture *f = fixture(NULL, 0);
+	struct ema_state *st = st_of(f);
+	struct ema_policy_mech mech = *f->e.ctx.mech;
+	const int64_t q = 19531250; /* the fading's grid at 5 s: 5 s / 256 */
+
+	mech.now = test_now;
+	f->e.ctx.mech = &mech;
+	test_now_ns = 0;
+	measured(&st->local[0], 0.8);
+	st->t_epoch[0]++;
+	CU_ASSERT_DOUBLE_EQUAL(remote_error(&f->e.ctx, st, 0), 1.0, 1e-12);
+	avg_init(&st->local[0]);
+	avg_add(&f->e.ctx, &st->local[0], 0.8, 64 * q);
+	avg_add(&f->e.ctx, &st->remote[0], 1.0, 64 * q);
+	st->t_epoch[0]++;
+	test_now_ns = 64 * q + 1; /* (after the samples, on their grid step: no fading) */
+	CU_ASSERT_DOUBLE_EQUAL(remote_error(&f->e.ctx, st, 0), 1.25, 1e-12);
+	test_now_ns = 64 * q + 5000000000;
+	CU_ASSERT_DOUBLE_EQUAL(remote_error(&f->e.ctx, st, 0), 1.0 + 0.25 * exp(-1.0), 1e-9);
+	fixture_free(f);
+}
+
+/* The corrections learn from decode steps only: a local step with a
+ * prefill that ran at half its prediction leaves the local error alone;
+ * a decode step at 0.8 of it sets it. And a lender's baseline is held:
+ * GPU 1's own decode step at 0.9 of its prediction, serving no one, then
+ * 5 s later a step serving a borrower predicted to slow it by 5% that
+ * ran at 0.945 (5% over the baseline 0.9): the lender's correction is 1,
+ * the model right. (A baseline faded towards 1 read 0.963 there, the
+ * slowdown as none, and the correction fell to its floor: a lender
+ * budget four times too large with HBM believed 10% slow.) */
+static void test_decodes_and_baseline(void)
+{
+	struct fixture *f = fixture(NULL, 0);
+	struct ema_state *st = st_of(f);
+	struct ema_policy_mech mech = *f->e.ctx.mech;
+	struct ema_iteration prefill = { 0 }, decode = { 0 };
+	const int64_t q = 19531250;
+
+	mech.now = test_now;
+	f->e.ctx.mech = &mech;
+	prefill.tenant = 0;
+	prefill.prefill_tokens = 512;
+	decode.tenant = 0;
+	test_now_ns = 64 * q;
+	note_start(&f->e.ctx, st, 0, &prefill, 1e7);
+	note_end(&f->e.ctx, st, 0, 64 * q + 5000000);
+	CU_ASSERT_EQUAL(st->local[0].at, -1);
+	note_start(&f->e.ctx, st, 0, &decode, 1e7);
+	note_end(&f->e.ctx, st, 0, 64 * q + 8000000);
+	CU_ASSERT_DOUBLE_EQUAL(st->local[0].v, 0.8, 1e-12);
+
+	decode.tenant = 1;
+	test_now_ns = 64 * q;
+	note_start(&f->e.ctx, st, 1, &decode, 1e7);
+	note_end(&f->e.ctx, st, 1, 64 * q + 9000000);
+	CU_ASSERT_DOUBLE_EQUAL(st->idle[1].v, 0.9, 1e-12);
+	st->serving[1][0] = (struct ema_serving){ 0, INT64_MAX - 1, 0.05, -1 };
+	test_now_ns = 64 * q + 5000000000;
+	note_start(&f->e.ctx, st, 1, &decode, 1e7);
+	note_end(&f->e.ctx, st, 1, test_now_ns + 9450000);
+	CU_ASSERT_DOUBLE_EQUAL(st->lend[1].v, 1.0, 1e-9);
+	fixture_free(f);
+}
+
 /* The prefill share: measured f = 0.4 with 10% of the KV borrowed and the
  * step 5% over T0 gives f0 = 0.4 x 1 / 1.1 x 1.05 = 0.3818, and the step
  * budget shrinks by (1 - 0.4) / (1 - 0.3818) = 0.9706. */
@@ -424,7 +507,7 @@ static void test_read_path(void)
 	CU_ASSERT_DOUBLE_EQUAL(step_with(&f->e.ctx, st, 0, PATH_COMPUTE, false, 1.2e9), st->t0_ns[0], 1);
 	CU_ASSERT_EQUAL(read_path(&f->e.ctx, st, 0, 1, 0.5e9), PATH_COMPUTE);
 	CU_ASSERT_EQUAL(read_path(&f->e.ctx, st, 0, 1, 1.2e9), PATH_INPLACE);
-	st->remote[0].v = 2.0;
+	measured(&st->remote[0], 2.0);
 	st->t_epoch[0]++; /* (what note_end does with a sample) */
 	for (int q = PATH_INPLACE; q <= PATH_COMPUTE; q++)
 		CU_ASSERT_EQUAL(tpot_cap(&f->e.ctx, st, 0, 1, q, false), 0);
@@ -511,6 +594,8 @@ int main(void)
 		{ "feedback corrects the caps", test_feedback },
 		{ "a lender learns its slowdown from decode steps", test_lender_learns_from_decodes },
 		{ "a borrower's step reads its lender until it ends", test_serving_open },
+		{ "remote steps' error over local ones: 1 until measured", test_relative_error },
+		{ "corrections from decode steps; a lender's baseline held", test_decodes_and_baseline },
 		{ "the prefill share's factor", test_prefill_factor },
 		{ "the step predicted and the bytes a step allows agree", test_step_and_bytes_agree },
 		{ "pages held are read by the shortest path within budget", test_read_path },
