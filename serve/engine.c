@@ -1484,7 +1484,9 @@ static inline int32_t queue_need(const struct ema_engine *e, const struct ema_te
 }
 
 /* After a try to start (a step's end, mostly): whether it left a request
- * queued that t's GPU could hold, noted at `now` for ema's queue guard.
+ * queued that t's GPU could hold, noted at `now` for
+ * ema_policy_queue_waited_ns (ema's queue guard read it before the
+ * planner; no shipped policy does now).
  * (A request that arrived during a step is admitted at its end, so only
  * a queue that waits past a try is noted; a leap that waits notes each
  * step's end as it plays them back, leap_play.) */
