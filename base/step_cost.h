@@ -1,7 +1,8 @@
 /* step_cost.h: the cost model of one iteration on one GPU, in one place
  * for the simulator (sim/timing.c turns iterations into time with it) and
- * for the policies (ema plans its per-link budgets and chooses the remote
- * path with it), so that what a policy predicts is what the simulator
+ * for the policies (ema's planner predicts its steps, sizes its budgets
+ * per lender and path and chooses the remote path with it), so that what
+ * a policy predicts is what the simulator
  * charges. Equations, figures and their sources: doc/model.md, "Cost
  * model" and "Remote reads". */
 #ifndef EMA_STEP_COST_H

@@ -7,7 +7,9 @@
  * llama-3-8b: 16.1 GB of weights = 7659 pages, so 4629 KV pages = 9.04
  * GiB per GPU), floor 0.25, reserve 0.05: GPU 1 can lend
  * min(free - 232, 3471 - lent) pages; if its tenant holds 1000 pages, GPU 0
- * may borrow up to 3397 of them (ema's link budget stops it at 1280: ema.c). When
+ * may borrow up to 3397 of them (ema's planner stops it at 924, its lender
+ * cap in place under the default `auto`: doc/model.md, "ema's planner",
+ * pinned by tests/test_planner.c). When
  * GPU 1's free pages fall under the headroom (0.05 x 4629 = 232), ema
  * reclaims the difference ahead of need: newest borrowed requests first,
  * moved back to GPU 0 if it has room, else preempted (recomputed).

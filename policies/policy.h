@@ -376,12 +376,13 @@ struct ema_policy_ops {
 	 * Optional: the most KV pages a request of `tenant` can be admitted
 	 * with (the pages of its prompt), the tenant holding nothing else and
 	 * every peer idle, where that is less than max_request_pages (what a
-	 * request can grow to once running: ema's staged link budgets grow
-	 * with what is borrowed, and admission asks borrowable at what is
-	 * borrowed now). A request whose prompt needs more is dropped at
-	 * arrival, counted as one that needs more than max_request_pages,
-	 * rather than waiting at the front of its queue for ever. Called
-	 * once after init. NULL: max_request_pages. */
+	 * request can grow to once running), for a policy whose budgets grow
+	 * with what is borrowed while admission asks borrowable at what is
+	 * borrowed now (ema's staged link budgets did, before its planner; no
+	 * shipped policy sets this hook now). A request whose prompt needs
+	 * more is dropped at arrival, counted as one that needs more than
+	 * max_request_pages, rather than waiting at the front of its queue
+	 * for ever. Called once after init. NULL: max_request_pages. */
 	int32_t (*max_admit_pages)(const struct ema_policy_ctx *c, void *state, int tenant);
 
 	/* int choose_lender(const struct ema_policy_ctx *c, void *state, int tenant)

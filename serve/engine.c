@@ -537,8 +537,9 @@ void ema_engine_preempt_recompute(struct ema_engine *e, struct ema_request *r)
 	if (ema_engine_pages_for_tokens(e, seq_len(r)) > t->max_admit_pages ||
 	    (r->own_only && own_never_fits(e, r))) {
 		/* Its prompt and the tokens it generated are more than any
-		 * admission can take (staged ema: what its link budgets give
-		 * at nothing borrowed), or, under reclaim backoff, its whole
+		 * admission can take (max_admit_pages: the staged ema of before
+		 * its planner, whose link budgets gave less at nothing
+		 * borrowed), or, under reclaim backoff, its whole
 		 * KV more than its own GPU holds: waiting, it would hold the
 		 * queue behind it for ever. Dropped, as at arrival, and
 		 * counted. (Random scenarios: a100x4, a recomputed request
@@ -1484,7 +1485,9 @@ static inline int32_t queue_need(const struct ema_engine *e, const struct ema_te
 }
 
 /* After a try to start (a step's end, mostly): whether it left a request
- * queued that t's GPU could hold, noted at `now` for ema's queue guard.
+ * queued that t's GPU could hold, noted at `now` for
+ * ema_policy_queue_waited_ns (ema's queue guard read it before the
+ * planner; no shipped policy does now).
  * (A request that arrived during a step is admitted at its end, so only
  * a queue that waits past a try is noted; a leap that waits notes each
  * step's end as it plays them back, leap_play.) */
@@ -3435,11 +3438,13 @@ static void unstall_kick(void *arg, int64_t now)
  * moving whose first swapped-out request cannot come back (it needs
  * more pages than the tenant can get, and nothing pending can change
  * that) blocks every request behind it, since swapped requests come
- * back before admissions. Staged ema can get there: a request admitted
- * while its link budgets were grown by what the tenant borrowed, then
- * demoted to host by a reclaim, needs more than the budgets give once
- * nothing is borrowed (random scenarios: a100x4, opt-13b, the Mooncake
- * trace at 4x; 17 pages short). It is dropped, as a request preempted
+ * back before admissions. The staged ema of before its planner got
+ * there: a request admitted while its link budgets were grown by what
+ * the tenant borrowed, then demoted to host by a reclaim, needed more
+ * than the budgets gave once nothing was borrowed (random scenarios:
+ * a100x4, opt-13b, the Mooncake trace at 4x; 17 pages short); under the
+ * planner a tenant's budgets move with its corrections, which can do
+ * the same. It is dropped, as a request preempted
  * past what can be admitted is, and counted (dropped_recomputed, and
  * dropped_swapped for its message). True when one was. */
 static bool drop_stuck_swapped(struct ema_engine *e)

@@ -81,8 +81,9 @@ struct ema_tenant {
 	bool kick_pending;            /* a schedule timer is armed */
 	int64_t reclaim_wait_since;   /* >= 0 while waiting for reclaimed pages */
 	/* the last run time a step's end (or any try to start) left a request
-	 * queued that its GPU could hold (queue_need), or -1: what ema's
-	 * queue guard holds its lending by (ema_policy_queue_waited_ns) */
+	 * queued that its GPU could hold (queue_need), or -1: what
+	 * ema_policy_queue_waited_ns reports (ema's queue guard held its
+	 * lending by it until the planner; no shipped policy reads it now) */
 	int64_t queue_left_ns;
 	int32_t kv_capacity_pages;    /* KV pages of its own GPU */
 	int32_t max_request_pages;    /* most KV one request can ever hold (policy) */

@@ -58,7 +58,9 @@ struct bench {
 };
 
 /* A signal while a child runs: the child is stopped and the temporary
- * folder removed before bench dies of the same signal. */
+ * folder removed before bench dies of the same signal. SIGPIPE is one of
+ * them: `ema bench | head -1` raises it at the next write after head
+ * went, as src/outdir.c's handler catches it for `ema run`. */
 static volatile sig_atomic_t bench_signal;
 
 static void on_signal(int sig)
@@ -339,6 +341,10 @@ static int child_run(struct bench *b, const char *config, struct bench_fig *fig,
 		return ema_error_set(err, EMA_ERR_IO, "bench: temporary path too long");
 	fflush(stdout);
 	fflush(stderr);
+	/* a signal before the child (SIGPIPE of the flush above): none */
+	if (bench_signal != 0)
+		return ema_error_set(err, EMA_ERR_IO, "bench: stopped by signal %d",
+				     (int)bench_signal);
 	t0 = ema_wall_now();
 	pid = fork();
 	if (pid < 0)
@@ -622,9 +628,9 @@ static int bench_backend(const struct ema_cli_args *a, struct ema_error *err)
 
 static int bench_exec(const struct ema_cli_args *a, struct ema_error *err)
 {
-	struct sigaction sa, old[3];
-	const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
-	bool caught[3];
+	struct sigaction sa, old[4];
+	const int sigs[4] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+	bool caught[4];
 	const char *tmp = getenv("TMPDIR");
 	struct bench b;
 	bool found;
@@ -667,7 +673,7 @@ static int bench_exec(const struct ema_cli_args *a, struct ema_error *err)
 	sa.sa_handler = on_signal; /* no SA_RESTART: wait4 returns */
 	sigemptyset(&sa.sa_mask);
 	bench_signal = 0;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		caught[i] = false;
 		/* an ignored signal stays ignored (nohup, a background job) */
 		if (sigaction(sigs[i], NULL, &old[i]) == 0 &&
@@ -676,7 +682,7 @@ static int bench_exec(const struct ema_cli_args *a, struct ema_error *err)
 	}
 	rc = replays(&b, a->quick, err);
 	rm_tree(b.dir);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		if (caught[i])
 			sigaction(sigs[i], &old[i], NULL);
 	if (bench_signal != 0)

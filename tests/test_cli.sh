@@ -786,6 +786,13 @@ done
 check "bench: the load average" grep -q '^load average after: ' "$T/log/out"
 check "bench: nothing left in the current folder" [ -z "$(ls -A)" ]
 check "bench: temporary folder removed ($(ls "$T/tmp"))" [ -z "$(ls -A "$T/tmp")" ]
+# `ema bench | head -1`: head goes after one line and the next write
+# raises SIGPIPE; bench must remove its temporary folder before dying of
+# it, as `ema run` removes its unfinished run folder.
+"$EMA" bench --quick --trace ../in/bench.csv 2>"$T/log/err" | head -1 >"$T/log/out"
+check "bench | head -1: one line" [ "$(wc -l <"$T/log/out")" -eq 1 ]
+check "bench | head -1: temporary folder removed ($(ls "$T/tmp"))" [ -z "$(ls -A "$T/tmp")" ]
+rm -rf "${T:?}/tmp" && mkdir "$T/tmp" || exit 99
 # --runs N: medians of N
 ema bench --quick --runs 2 --trace ../in/bench.csv
 check "bench --runs 2: exit 0 (got $rc)" [ "$rc" -eq 0 ]

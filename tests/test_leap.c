@@ -205,8 +205,8 @@ static void test_default(void)
 	CU_ASSERT(leaps_of("ideal") > 0);
 	CU_ASSERT(leaps_of("host_swap") > 0);
 	CU_ASSERT(leaps_of("remote_direct") > 0);
-	/* ema too, with its guards on (the defaults): where no GPU with a
-	 * tenant lends, its leapt steps are noted at the leap's end */
+	/* ema too, with its budgets and feedback on (the defaults): where no
+	 * GPU with a tenant lends, its leapt steps are noted at the leap's end */
 	CU_ASSERT(leaps_of("ema") > 0);
 	no_leaps_without_hook();
 	{
@@ -408,7 +408,7 @@ static void test_remote_direct_range(void)
  * headroom 5% (5 pages): a leap of tenant 1 may take its GPU's free pages
  * anywhere (the engine brings a leap up to date before another tenant's
  * event, so that what tenant 0 is told is what stepping would tell it);
- * with its guards on (the defaults) ema asks for each leapt step's plan.
+ * with its feedback on (the defaults) ema asks for each leapt step's plan.
  * It leaps, and a leap holds, while no lender with a tenant is under its
  * headroom (its after_iteration would reclaim there); while tenant 1's
  * GPU lends, its own free pages must stay at or above its headroom too
@@ -540,7 +540,7 @@ static void test_lenders_leap(void)
  * or gamma arrivals at random rates (some tenants overloaded, some
  * nearly idle, so that GPUs lend and borrow, leaps start and are cut at
  * other tenants' events), under every policy, and ema with its staged
- * path and its guards off too, its leapt steps planned through plan_leap
+ * path and its feedback off too, its leapt steps planned through plan_leap
  * or one by one (EMA_PLAN_LEAP=0). Each must write the same files both
  * ways, and the set as a whole must have leapt. */
 static void test_random_scenarios(void)

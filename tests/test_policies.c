@@ -2,7 +2,7 @@
  * random sequences of borrow, prefetch, reclaim and free across several
  * GPUs; a reclaim frees exactly the pages it promised; the lending rules
  * (floor, reserve, no lending while borrowing) by hand; the borrowing cap;
- * ema's per-link budgets and balanced lenders, by hand on 4 GPUs;
+ * ema's planner: its budgets per lender and path, by hand on 4 GPUs;
  * and the adversarial case where a lender's demand spikes while a
  * borrower holds all it may borrow. Built again as
  * tests/test_policies_traces (EMA_TEST_TRACES, tests/test_main.h) for the
@@ -480,9 +480,11 @@ static void all_requests_end(const char *name, const char *cfgtext)
  *   only after_iteration gives back; its next request needed them. ema's
  *   stalled hook gives it back.
  * - ema on a100x4_40gb: t3's next request needed 16 pages more than its
- *   GPU, and the lender guard refused every peer for the reads of the
- *   last 10 s, which decay with time alone; nothing was left to happen.
- *   ema's stalled hook names the nanosecond the guard relents. */
+ *   GPU, and the lender guard of the ema before the planner refused
+ *   every peer for the reads of the last 10 s, which decay with time
+ *   alone; nothing was left to happen. Its stalled hook named the
+ *   nanosecond the guard relented; the planner's forgets the
+ *   corrections that no step can renew (ema_stalled). */
 static void test_stalls_resolved(void)
 {
 	static const char kick_order[] =

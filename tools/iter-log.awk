@@ -3,7 +3,7 @@
 # decode iterations (count, mean batch, mean step, remote share of the KV
 # read, mean GB/s leaving the GPU's HBM for other GPUs' reads) and the
 # prefill iterations' share of the busy time. doc/model.md, "The targets
-# of issue 11, simulated", made its figures with it (up to 6a97962; ema's
+# of issue 11, simulated", made its figures with it (up to 0400328; ema's
 # planner logs its own decisions: tools/decisions.awk):
 #     EMA_LEAP=0 EMA_ITER_LOG=it.csv ema run --config S.json --out o --quiet --no-plots
 #     awk -F, -v gpu=0 -v from=30 -v to=300 -f tools/iter-log.awk it.csv
