@@ -1173,9 +1173,7 @@ static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_ite
  * headroom: after_iteration reclaims there. */
 static bool lender_short(const struct ema_policy_ctx *c, const struct ema_state *st)
 {
-	for (uint32_t m = ema_ledger_lending_home(c->ledger); m != 0; m &= m - 1) {
-		int g = __builtin_ctz(m);
-
+	EMA_GPUSET_FOREACH(g, ema_ledger_lending_home(c->ledger)) {
 		if (ema_ledger_free_pages(c->ledger, g) < st->headroom[g])
 			return true;
 	}
@@ -1237,7 +1235,7 @@ static bool ema_leap_holds(const struct ema_policy_ctx *c, void *state, int tena
 
 	if (lender_short(c, st))
 		return false;
-	if ((ema_ledger_lending_home(c->ledger) >> g) & 1u)
+	if (ema_gpuset_test(ema_ledger_lending_home(c->ledger), g))
 		r->free_min = st->headroom[g];
 	if (r->waiting) {
 		for (int h = 0; h < c->n_gpus; h++)

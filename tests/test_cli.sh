@@ -444,6 +444,17 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 printf '{\n  "name": "x",\n  "seed": 1,,\n  "page_mib": 2\n}\n' >"$I/malformed.json"
+
+# more GPUs than one NVLink domain of EMA_MAX_GPUS (72, a GB200 NVL72)
+# holds: refused at the profile's line, as in a config's inline object
+printf '{\n  "name": "big",\n  "n_gpus": 73\n}\n' >"$I/gpus73.json"
+bad_input gpus_73_profile "$I/gpus73.json:3: n_gpus: expected an integer in 1..72, got 73" \
+	--set "hardware=$I/gpus73.json"
+printf '{"name": "x",\n "hardware": {"name": "big",\n  "n_gpus": 73}}\n' >"$I/gpus73_inline.json"
+bad_input gpus_73_inline "$I/gpus73_inline.json:3: hardware.n_gpus: expected an integer in 1..72, got 73" \
+	--config "$I/gpus73_inline.json"
+bad_input gpus_73_set "--set hardware.n_gpus=73: expected an integer in 1..72, got 73" \
+	--set hardware.n_gpus=73
 bad_input malformed_json "$I/malformed.json:3:" --config "$I/malformed.json"
 
 # Configs with one defect each, from the effective default scenario, so

@@ -465,7 +465,7 @@ static void test_set_errors(void)
 			 "--set hardware=/nonexistent/hw.json: cannot open \"/nonexistent/hw.json\"");
 	expect_set_error("model=gpt-5", "--set model=gpt-5: unknown model \"gpt-5\"");
 	expect_set_error("hardware.n_gpus=0",
-			 "--set hardware.n_gpus=0: expected an integer in 1..16, got 0");
+			 "--set hardware.n_gpus=0: expected an integer in 1..72, got 0");
 	expect_set_error("hardware.copy_curve=[[2, 1], [1, 1]]",
 			 "--set hardware.copy_curve=[[2, 1], [1, 1]]: hardware.copy_curve.1: expected points sorted by increasing bytes");
 	expect_set_error("model.kv_heads=5", "--set model.kv_heads=5: expected a divisor of heads (32), got 5");
@@ -624,8 +624,8 @@ static void test_file_errors(void)
 			  "  {\"workload\": {\"duration_s\": 1}},\n"
 			  "  {\n   \"gpu\": 2, \"workload\": {\"duration_s\": 1}}\n]}",
 			  "c.json:4: tenants.1.gpu: GPU 2 is outside hardware h200x2; expected 0..1");
-	expect_text_error("{\"tenants\": [\n {\"gpu\": 16}]}",
-			  "c.json:2: tenants.0.gpu: expected an integer in 0..15, got 16");
+	expect_text_error("{\"tenants\": [\n {\"gpu\": 72}]}",
+			  "c.json:2: tenants.0.gpu: expected an integer in 0..71, got 72");
 	expect_text_error("{\"tenants\": [\n {\"workload\": {\n\"rate_rps\": -2}}]}",
 			  "c.json:3: tenants.0.workload.rate_rps: expected a number in [0, 10000], got -2");
 	expect_text_error("{\"tenants\": [\n {\"workload\": {\"duration_s\": 1e6,\n\"rate_rps\": 11}}]}",
@@ -1049,8 +1049,8 @@ static void test_profile_errors(void)
 		"{\n \"copy_curve\": []\n}\n"), &err), EMA_ERR_INPUT);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "bad.json:2: copy_curve: expected 1 to 16 [bytes, gbps] pairs, got 0"));
 	CU_ASSERT_EQUAL(ema_hw_profile_load(&hw, scratch("bad.json",
-		"{\n \"n_gpus\": 17\n}\n"), &err), EMA_ERR_INPUT);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "bad.json:2: n_gpus: expected an integer in 1..16, got 17"));
+		"{\n \"n_gpus\": 73\n}\n"), &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "bad.json:2: n_gpus: expected an integer in 1..72, got 73"));
 	CU_ASSERT_EQUAL(ema_hw_profile_load(&hw, scratch("bad.json",
 		"{\n \"name\": \"x\",\n\n \"extra\": 1\n}\n"), &err), EMA_ERR_INPUT);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "bad.json:4: unknown key \"extra\"; expected one of: name, source, date"));

@@ -748,7 +748,7 @@ static void test_errors(void)
 	h200x2_hw(&hw);
 	hw.n_gpus = 0;
 	CU_ASSERT_EQUAL(ema_flownet_create(&net, &hw, &err), EMA_ERR_INPUT);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "h200x2: n_gpus must be 1..16, got 0"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "h200x2: n_gpus must be 1..72, got 0"));
 	h200x2_hw(&hw);
 	hw.link_gbps = 0;
 	CU_ASSERT_EQUAL(ema_flownet_create(&net, &hw, &err), EMA_ERR_INPUT);
