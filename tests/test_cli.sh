@@ -93,7 +93,11 @@ list() {
 }
 list policies $POLICIES pooled_tpot
 list models llama-2-7b llama-2-13b llama-2-70b llama-3-8b llama-3-70b opt-13b opt-30b
-list hardware h200x2 h200x8 h100x8 a100x4_40gb a100x8_80gb
+list hardware h200x2 h200x8 h100x8 a100x4_40gb a100x8_80gb b200x8 gb200nvl72 l40sx8
+# each says where its figures come from: measured (calibrated) or datasheet
+ema list hardware
+check "list hardware: gb200nvl72 marked datasheet" grep -q "^gb200nvl72 .*(datasheet" "$T/log/out"
+check "list hardware: h200x2 marked calibrated" grep -q "^h200x2 .*(calibrated" "$T/log/out"
 list figures throughput latency_cdf memory
 list backends sim hw
 ema list nothing_like_this
