@@ -114,6 +114,8 @@ struct ema_flownet {
 	int *live, n_live, cap_live;
 	int *act, n_act;
 	int *res_start, *res_flows, *sat;
+	int *heap, *heap_pos, n_heap;
+	double *share;
 	struct done_flow { uint64_t id, tag; } *done; /* completed in one step */
 	int n_done, cap_done;
 	int *engines_busy;
@@ -237,6 +239,9 @@ void ema_flownet_destroy(struct ema_flownet *net)
 	free(net->res_start);
 	free(net->res_flows);
 	free(net->sat);
+	free(net->heap);
+	free(net->heap_pos);
+	free(net->share);
 	free(net->done);
 	free(net);
 }
@@ -430,7 +435,11 @@ static int prepare_rounds(struct ema_flownet *net)
 		net->act = malloc((size_t)net->n_res * sizeof *net->act);
 		net->res_start = malloc((size_t)(net->n_res + 1) * sizeof *net->res_start);
 		net->sat = malloc((size_t)net->n_res * sizeof *net->sat);
-		if (net->act == NULL || net->res_start == NULL || net->sat == NULL)
+		net->heap = malloc((size_t)net->n_res * sizeof *net->heap);
+		net->heap_pos = malloc((size_t)net->n_res * sizeof *net->heap_pos);
+		net->share = malloc((size_t)net->n_res * sizeof *net->share);
+		if (net->act == NULL || net->res_start == NULL || net->sat == NULL ||
+		    net->heap == NULL || net->heap_pos == NULL || net->share == NULL)
 			return -1;
 	}
 	if (net->cap_live < net->n_flows) {
@@ -522,6 +531,105 @@ static void recompute_rounds_plain(struct ema_flownet *net, int unfrozen)
 	}
 }
 
+/* recompute_full's resources that still count unfrozen flows, a binary
+ * min-heap on their share res_left / res_count (share[r]; heap_pos[r]
+ * its place, -1 off the heap): the smallest share is the heap's top, the
+ * very value a minimum over them all gives. */
+static inline bool heap_less(const struct ema_flownet *net, int a, int b)
+{
+	double x = net->share[a], y = net->share[b];
+
+	return x < y || (x == y && a < b);
+}
+
+static inline void heap_place(struct ema_flownet *net, int i, int r)
+{
+	net->heap[i] = r;
+	net->heap_pos[r] = i;
+}
+
+static void heap_up(struct ema_flownet *net, int i)
+{
+	int r = net->heap[i];
+
+	while (i > 0) {
+		int up = (i - 1) / 2;
+
+		if (!heap_less(net, r, net->heap[up]))
+			break;
+		heap_place(net, i, net->heap[up]);
+		i = up;
+	}
+	heap_place(net, i, r);
+}
+
+static void heap_down(struct ema_flownet *net, int i)
+{
+	int r = net->heap[i];
+
+	for (;;) {
+		int c = 2 * i + 1;
+
+		if (c >= net->n_heap)
+			break;
+		if (c + 1 < net->n_heap && heap_less(net, net->heap[c + 1], net->heap[c]))
+			c++;
+		if (!heap_less(net, net->heap[c], r))
+			break;
+		heap_place(net, i, net->heap[c]);
+		i = c;
+	}
+	heap_place(net, i, r);
+}
+
+static void heap_remove_at(struct ema_flownet *net, int i)
+{
+	int r = net->heap[i], last = net->heap[--net->n_heap];
+
+	net->heap_pos[r] = -1;
+	if (i < net->n_heap) {
+		heap_place(net, i, last);
+		heap_up(net, i);
+		heap_down(net, net->heap_pos[last]);
+	}
+}
+
+static int heap_pop(struct ema_flownet *net)
+{
+	int r = net->heap[0];
+
+	heap_remove_at(net, 0);
+	return r;
+}
+
+/* Resource r lost a flow: its new share, or off the heap with none. */
+static void heap_update(struct ema_flownet *net, int r)
+{
+	int i = net->heap_pos[r];
+
+	if (net->res_count[r] <= 0) {
+		heap_remove_at(net, i);
+		return;
+	}
+	net->share[r] = net->res_left[r] / net->res_count[r];
+	heap_up(net, i);
+	heap_down(net, net->heap_pos[r]);
+}
+
+static void heap_build(struct ema_flownet *net)
+{
+	net->n_heap = 0;
+	for (int r = 0; r < net->n_res; r++) {
+		net->heap_pos[r] = -1;
+		if (net->res_count[r] > 0) {
+			net->share[r] = net->res_left[r] / net->res_count[r];
+			net->heap[net->n_heap] = r;
+			net->heap_pos[r] = net->n_heap++;
+			heap_up(net, net->n_heap - 1);
+		}
+	}
+}
+
 /* A flow frozen in this round of recompute_full: its resources lose
  * `level` and it stops counting there. 1 the first time, 0 after. */
 static inline int settle(struct ema_flownet *net, struct flow *f, double level)
@@ -536,6 +644,8 @@ static inline int settle(struct ema_flownet *net, struct flow *f, double level)
 		if (net->res_left[r] < 0)
 			net->res_left[r] = 0;
 		net->res_count[r]--;
+		if (net->heap_pos[r] >= 0)
+			heap_update(net, r);
 	}
 	return 1;
 }
@@ -607,16 +717,14 @@ static void recompute_full(struct ema_flownet *net)
 	{
 		int next = 0; /* the first of live not yet frozen by its cap */
 
+		if (unfrozen > 0)
+			heap_build(net);
 		while (unfrozen > 0) {
 			double level = INFINITY, thresh;
-			int na = 0, n_sat = 0, n_fresh = 0;
+			int n_sat = 0, n_fresh = 0;
 
-			for (int j = 0; j < net->n_act; j++) {
-				int r = net->act[j];
-				double x = net->res_left[r] / net->res_count[r];
-
-				level = x < level ? x : level;
-			}
+			if (net->n_heap > 0)
+				level = net->share[net->heap[0]];
 			while (next < net->n_live && net->flows[net->live[next]].frozen)
 				next++;
 			if (next < net->n_live) {
@@ -629,13 +737,9 @@ static void recompute_full(struct ema_flownet *net)
 			thresh = level * (1 + 1e-12);
 			/* Freeze, against the shares before this round, every flow
 			 * at its cap (a prefix of live) or on a resource saturated at
-			 * this level (all its unfrozen flows) */
-			for (int j = 0; j < net->n_act; j++) {
-				int r = net->act[j];
-
-				if (net->res_left[r] / net->res_count[r] <= thresh)
-					net->sat[n_sat++] = r;
-			}
+			 * this level (all its unfrozen flows: taken off the heap) */
+			while (net->n_heap > 0 && net->share[net->heap[0]] <= thresh)
+				net->sat[n_sat++] = heap_pop(net);
 			for (int j = next; j < net->n_live; j++) {
 				struct flow *f = &net->flows[net->live[j]];
 
@@ -661,7 +765,8 @@ static void recompute_full(struct ema_flownet *net)
 				}
 			}
 			/* each resource loses `level` once per flow frozen on it, in
-			 * any order (the same subtraction each time) */
+			 * any order (the same subtraction each time); the heap takes
+			 * the new shares of those it still holds */
 			for (int j = next; j < net->n_live; j++) {
 				struct flow *f = &net->flows[net->live[j]];
 
@@ -676,10 +781,6 @@ static void recompute_full(struct ema_flownet *net)
 					n_fresh += settle(net, &net->flows[net->res_flows[q]], level);
 			}
 			unfrozen -= n_fresh;
-			for (int j = 0; j < net->n_act; j++)
-				if (net->res_count[net->act[j]] > 0)
-					net->act[na++] = net->act[j];
-			net->n_act = na;
 		}
 	}
 	sum_hbm(net);
