@@ -122,6 +122,7 @@ int32_t ema_ledger_alloc(struct ema_ledger *l, int gpu, int holder,
 		l->lend_ops++;
 		l->borrowed[holder][gpu]++;
 		l->borrowed_total[holder]++;
+		ema_gpuset_set(&l->borrowing, holder);
 		if (gp->home_tenant >= 0)
 			ema_gpuset_set(&l->lending_home, gpu);
 	}
@@ -172,6 +173,8 @@ int ema_ledger_alloc_n(struct ema_ledger *l, int gpu, int holder, enum ema_page_
 		l->lend_ops += (uint64_t)n;
 		l->borrowed[holder][gpu] += n;
 		l->borrowed_total[holder] += n;
+		if (n > 0)
+			ema_gpuset_set(&l->borrowing, holder);
 		if (gp->home_tenant >= 0 && n > 0)
 			ema_gpuset_set(&l->lending_home, gpu);
 	}
@@ -277,7 +280,8 @@ void ema_ledger_free_n(struct ema_ledger *l, int gpu, const int32_t *pages, int3
 			gp->lent--;
 			l->lend_ops++;
 			l->borrowed[holder][gpu]--;
-			l->borrowed_total[holder]--;
+			if (--l->borrowed_total[holder] == 0)
+				ema_gpuset_clear(&l->borrowing, holder);
 		}
 		n_kv += st == EMA_PAGE_KV;
 		n_staging += st == EMA_PAGE_STAGING;
@@ -313,7 +317,8 @@ void ema_ledger_free(struct ema_ledger *l, int gpu, int32_t page)
 		gp->lent--;
 		l->lend_ops++;
 		l->borrowed[pg->holder][gpu]--;
-		l->borrowed_total[pg->holder]--;
+		if (--l->borrowed_total[pg->holder] == 0)
+			ema_gpuset_clear(&l->borrowing, pg->holder);
 		if (gp->lent == 0)
 			ema_gpuset_clear(&l->lending_home, gpu);
 	}
@@ -457,6 +462,11 @@ int ema_ledger_check(const struct ema_ledger *l, struct ema_error *err)
 			return ema_error_set(err, EMA_ERR_INTERNAL,
 					     "ledger: tenant %d counts %d borrowed pages in all, recount %d",
 					     t, l->borrowed_total[t], total);
+		if (ema_gpuset_test(&l->borrowing, t) != (total > 0))
+			return ema_error_set(err, EMA_ERR_INTERNAL,
+					     "ledger: tenant %d is%s marked as a borrower, with %d pages "
+					     "borrowed", t, ema_gpuset_test(&l->borrowing, t) ? "" : " not",
+					     total);
 	}
 	for (int t = 0; t < l->n_tenants; t++)
 		for (int g = 0; g < l->n_gpus; g++)

@@ -62,6 +62,10 @@ struct ema_ledger {
 	/* g in it: GPU g has a tenant and pages lent (what a policy that
 	 * reclaims on every lender asks at every event) */
 	struct ema_gpuset lending_home;
+	/* t in it: tenant t holds borrowed pages (borrowed_total[t] > 0), a
+	 * set of tenants (gpuset.h: EMA_MAX_TENANTS == EMA_MAX_GPUS), for
+	 * the loops over borrowers a policy runs per lender */
+	struct ema_gpuset borrowing;
 };
 
 /* capacity[g] pages per GPU; tenant_gpu[t] = home GPU of tenant t. */
@@ -132,6 +136,11 @@ static inline int32_t ema_ledger_free_pages(const struct ema_ledger *l, int gpu)
 static inline int32_t ema_ledger_lent_pages(const struct ema_ledger *l, int gpu)
 {
 	return l->gpu[gpu].lent;
+}
+/* The tenants that hold borrowed pages. */
+static inline const struct ema_gpuset *ema_ledger_borrowing(const struct ema_ledger *l)
+{
+	return &l->borrowing;
 }
 /* The GPUs with a tenant that have pages lent. */
 static inline const struct ema_gpuset *ema_ledger_lending_home(const struct ema_ledger *l)
