@@ -559,12 +559,22 @@ static void test_72_gpus(void)
 	CU_ASSERT(ema_gpuset_test(ema_ledger_lending_home(&l), 0));
 	CU_ASSERT_EQUAL(ema_gpuset_count(ema_ledger_lending_home(&l)), 2);
 	CU_ASSERT_EQUAL(ema_ledger_borrowed_pages(&l, 71), 2);
+	/* the borrowing tenants: 71 alone */
+	CU_ASSERT_EQUAL(ema_gpuset_count(ema_ledger_borrowing(&l)), 1);
+	CU_ASSERT_EQUAL(ema_gpuset_first(ema_ledger_borrowing(&l)), 71);
 	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_OK);
 	ema_ledger_free(&l, 70, p70);
 	CU_ASSERT_FALSE(ema_gpuset_test(ema_ledger_lending_home(&l), 70));
 	CU_ASSERT_EQUAL(ema_gpuset_first(ema_ledger_lending_home(&l)), 0);
+	CU_ASSERT(ema_gpuset_test(ema_ledger_borrowing(&l), 71));
 	ema_ledger_free(&l, 0, p0);
 	CU_ASSERT(ema_gpuset_empty(ema_ledger_lending_home(&l)));
+	CU_ASSERT(ema_gpuset_empty(ema_ledger_borrowing(&l)));
+	/* a mark out of step with the counts is an internal error */
+	ema_gpuset_set(&l.borrowing, 3);
+	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "tenant 3 is marked as a borrower, with 0 pages"));
+	ema_gpuset_clear(&l.borrowing, 3);
 	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_OK);
 	ema_ledger_destroy(&l);
 }
@@ -580,7 +590,7 @@ int main(void)
 		{"pages held by count among random operations", test_counted_random},
 		{"errors", test_errors},
 		{"the GPU set against an array of flags", test_gpuset},
-		{"72 GPUs: lenders past bit 63", test_72_gpus},
+		{"72 GPUs: lenders and borrowers past bit 63", test_72_gpus},
 		{NULL, NULL},
 	};
 	return ema_test_run("ledger", cases);
