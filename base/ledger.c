@@ -122,8 +122,9 @@ int32_t ema_ledger_alloc(struct ema_ledger *l, int gpu, int holder,
 		l->lend_ops++;
 		l->borrowed[holder][gpu]++;
 		l->borrowed_total[holder]++;
+		ema_gpuset_set(&l->borrowing, holder);
 		if (gp->home_tenant >= 0)
-			l->lending_home |= 1u << gpu;
+			ema_gpuset_set(&l->lending_home, gpu);
 	}
 	l->ops++;
 	if (ledger_debug && ema_ledger_check(l, NULL) != EMA_OK)
@@ -172,8 +173,10 @@ int ema_ledger_alloc_n(struct ema_ledger *l, int gpu, int holder, enum ema_page_
 		l->lend_ops += (uint64_t)n;
 		l->borrowed[holder][gpu] += n;
 		l->borrowed_total[holder] += n;
+		if (n > 0)
+			ema_gpuset_set(&l->borrowing, holder);
 		if (gp->home_tenant >= 0 && n > 0)
-			l->lending_home |= 1u << gpu;
+			ema_gpuset_set(&l->lending_home, gpu);
 	}
 	l->ops += (uint64_t)n;
 	if (ledger_debug && ema_ledger_check(l, NULL) != EMA_OK)
@@ -277,7 +280,8 @@ void ema_ledger_free_n(struct ema_ledger *l, int gpu, const int32_t *pages, int3
 			gp->lent--;
 			l->lend_ops++;
 			l->borrowed[holder][gpu]--;
-			l->borrowed_total[holder]--;
+			if (--l->borrowed_total[holder] == 0)
+				ema_gpuset_clear(&l->borrowing, holder);
 		}
 		n_kv += st == EMA_PAGE_KV;
 		n_staging += st == EMA_PAGE_STAGING;
@@ -290,7 +294,7 @@ void ema_ledger_free_n(struct ema_ledger *l, int gpu, const int32_t *pages, int3
 	}
 	gp->n_free = nf;
 	if (gp->lent == 0)
-		l->lending_home &= ~(1u << gpu);
+		ema_gpuset_clear(&l->lending_home, gpu);
 	gp->count[EMA_PAGE_KV] -= n_kv;
 	gp->count[EMA_PAGE_STAGING] -= n_staging;
 	gp->count[EMA_PAGE_FREE] += n_freed;
@@ -313,9 +317,10 @@ void ema_ledger_free(struct ema_ledger *l, int gpu, int32_t page)
 		gp->lent--;
 		l->lend_ops++;
 		l->borrowed[pg->holder][gpu]--;
-		l->borrowed_total[pg->holder]--;
+		if (--l->borrowed_total[pg->holder] == 0)
+			ema_gpuset_clear(&l->borrowing, pg->holder);
 		if (gp->lent == 0)
-			l->lending_home &= ~(1u << gpu);
+			ema_gpuset_clear(&l->lending_home, gpu);
 	}
 	gp->count[pg->state]--;
 	gp->count[EMA_PAGE_FREE]++;
@@ -412,11 +417,11 @@ int ema_ledger_check(const struct ema_ledger *l, struct ema_error *err)
 		if (lent != gp->lent)
 			return ema_error_set(err, EMA_ERR_INTERNAL,
 					     "ledger: GPU %d counts %d lent pages, recount %d", g, gp->lent, lent);
-		if (((l->lending_home >> g) & 1u) != (gp->home_tenant >= 0 && lent > 0))
+		if (ema_gpuset_test(&l->lending_home, g) != (gp->home_tenant >= 0 && lent > 0))
 			return ema_error_set(err, EMA_ERR_INTERNAL,
 					     "ledger: GPU %d is%s marked as a lender with a tenant, "
 					     "with %d pages lent", g,
-					     (l->lending_home >> g) & 1u ? "" : " not", lent);
+					     ema_gpuset_test(&l->lending_home, g) ? "" : " not", lent);
 		if (count[EMA_PAGE_FREE] != gp->n_free)
 			return ema_error_set(err, EMA_ERR_INTERNAL,
 					     "ledger: GPU %d has %d free pages on its stack, recount %d",
@@ -457,6 +462,11 @@ int ema_ledger_check(const struct ema_ledger *l, struct ema_error *err)
 			return ema_error_set(err, EMA_ERR_INTERNAL,
 					     "ledger: tenant %d counts %d borrowed pages in all, recount %d",
 					     t, l->borrowed_total[t], total);
+		if (ema_gpuset_test(&l->borrowing, t) != (total > 0))
+			return ema_error_set(err, EMA_ERR_INTERNAL,
+					     "ledger: tenant %d is%s marked as a borrower, with %d pages "
+					     "borrowed", t, ema_gpuset_test(&l->borrowing, t) ? "" : " not",
+					     total);
 	}
 	for (int t = 0; t < l->n_tenants; t++)
 		for (int g = 0; g < l->n_gpus; g++)

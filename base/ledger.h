@@ -15,6 +15,7 @@
 #include "ema_build.h"
 #include "ema_limits.h"
 #include "ema_error.h"
+#include "gpuset.h"
 
 enum ema_page_state {
 	EMA_PAGE_FREE = 0,
@@ -58,9 +59,13 @@ struct ema_ledger {
 	int tenant_gpu[EMA_MAX_TENANTS];
 	uint64_t ops;       /* alloc + free calls, for debug checks */
 	uint64_t lend_ops;  /* those of pages held by a tenant other than the GPU's */
-	/* bit g: GPU g has a tenant and pages lent (what a policy that
+	/* g in it: GPU g has a tenant and pages lent (what a policy that
 	 * reclaims on every lender asks at every event) */
-	uint32_t lending_home;
+	struct ema_gpuset lending_home;
+	/* t in it: tenant t holds borrowed pages (borrowed_total[t] > 0), a
+	 * set of tenants (gpuset.h: EMA_MAX_TENANTS == EMA_MAX_GPUS), for
+	 * the loops over borrowers a policy runs per lender */
+	struct ema_gpuset borrowing;
 };
 
 /* capacity[g] pages per GPU; tenant_gpu[t] = home GPU of tenant t. */
@@ -132,10 +137,15 @@ static inline int32_t ema_ledger_lent_pages(const struct ema_ledger *l, int gpu)
 {
 	return l->gpu[gpu].lent;
 }
-/* The GPUs with a tenant that have pages lent, a bit each. */
-static inline uint32_t ema_ledger_lending_home(const struct ema_ledger *l)
+/* The tenants that hold borrowed pages. */
+static inline const struct ema_gpuset *ema_ledger_borrowing(const struct ema_ledger *l)
 {
-	return l->lending_home;
+	return &l->borrowing;
+}
+/* The GPUs with a tenant that have pages lent. */
+static inline const struct ema_gpuset *ema_ledger_lending_home(const struct ema_ledger *l)
+{
+	return &l->lending_home;
 }
 /* Pages of the GPU used by its own tenant (KV and staging). */
 static inline int32_t ema_ledger_used_pages(const struct ema_ledger *l, int gpu)

@@ -2,7 +2,7 @@
 # interface, embedded data lookup.
 libema_base_a_CPPFLAGS = $(BASE_CPPFLAGS)
 libema_base_a_SOURCES = base/ema_error.c base/ema_error.h base/ledger.c base/ledger.h \
-	base/platform.h base/platform.c base/embedded.c base/embedded.h base/ema_limits.h base/hardware.c \
+	base/platform.h base/platform.c base/embedded.c base/embedded.h base/ema_limits.h base/gpuset.h base/hardware.c \
 	base/hardware.h base/knobs.h base/knobs.c base/step_cost.c base/step_cost.h base/keys.h base/readfile.c base/readfile.h base/wallclock.h base/eventq.c base/eventq.h \
 	base/csvout.c base/csvout.h base/sortd.c base/sortd.h base/json_text.c base/json_text.h \
 	base/simtime.c base/simtime.h

@@ -7,7 +7,8 @@ libema_config_a_SOURCES = config/config.c config/config.h config/config_internal
 EMA_CONFIG_HW_JSON = profiles/hardware/h200x2.json profiles/hardware/h200x2_hw.json \
 	profiles/hardware/h200x8.json \
 	profiles/hardware/h100x8.json profiles/hardware/a100x4_40gb.json \
-	profiles/hardware/a100x8_80gb.json
+	profiles/hardware/a100x8_80gb.json profiles/hardware/b200x8.json \
+	profiles/hardware/gb200nvl72.json profiles/hardware/l40sx8.json
 EMA_CONFIG_MODEL_JSON = profiles/models/llama-2-7b.json profiles/models/llama-2-13b.json \
 	profiles/models/llama-2-70b.json profiles/models/llama-3-8b.json \
 	profiles/models/llama-3-70b.json profiles/models/opt-13b.json \

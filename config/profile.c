@@ -159,7 +159,8 @@ const struct ema_config_key ema_config_model_keys[] = {
 /* `ema list` order; each has profiles/hardware/NAME.json or
  * profiles/models/NAME.json embedded (tests check both ways). */
 static const char *const hw_names[] = {
-	"h200x2", "h200x2_hw", "h200x8", "h100x8", "a100x4_40gb", "a100x8_80gb", NULL
+	"h200x2", "h200x2_hw", "h200x8", "h100x8", "a100x4_40gb", "a100x8_80gb",
+	"b200x8", "gb200nvl72", "l40sx8", NULL
 };
 static const char *const model_names[] = {
 	"llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b",

@@ -357,7 +357,10 @@ static double lender_load(const struct ema_policy_ctx *c, const struct ema_state
 {
 	double load = 0;
 
-	for (int b = 0; b < c->n_tenants; b++) {
+	/* (the tenants that borrow anything, in order: the others add no
+	 * term; at 72 tenants a loop over all of them, once per lender per
+	 * page borrowed, was 30% of a gb200nvl72 run) */
+	EMA_GPUSET_FOREACH(b, ema_ledger_borrowing(c->ledger)) {
 		int32_t n = c->ledger->borrowed[b][g];
 
 		if (b == except || n <= 0 || st->t0_ns[b] <= 0)
@@ -1224,9 +1227,7 @@ static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_ite
  * headroom: after_iteration reclaims there. */
 static bool lender_short(const struct ema_policy_ctx *c, const struct ema_state *st)
 {
-	for (uint32_t m = ema_ledger_lending_home(c->ledger); m != 0; m &= m - 1) {
-		int g = __builtin_ctz(m);
-
+	EMA_GPUSET_FOREACH(g, ema_ledger_lending_home(c->ledger)) {
 		if (ema_ledger_free_pages(c->ledger, g) < st->headroom[g])
 			return true;
 	}
@@ -1288,7 +1289,7 @@ static bool ema_leap_holds(const struct ema_policy_ctx *c, void *state, int tena
 
 	if (lender_short(c, st))
 		return false;
-	if ((ema_ledger_lending_home(c->ledger) >> g) & 1u)
+	if (ema_gpuset_test(ema_ledger_lending_home(c->ledger), g))
 		r->free_min = st->headroom[g];
 	if (r->waiting) {
 		for (int h = 0; h < c->n_gpus; h++)

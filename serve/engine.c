@@ -278,7 +278,7 @@ static int req_add_page(struct ema_engine *e, struct ema_tenant *t, struct ema_r
 	r->pages[r->n_pages].page = page;
 	r->n_pages++;
 	r->view.pages_on[gpu]++;
-	r->on_mask |= 1u << gpu;
+	ema_gpuset_set(&r->on_mask, gpu);
 	if (gpu != t->gpu)
 		r->n_remote++;
 	t->kv_pages++;
@@ -332,7 +332,7 @@ static void req_free_pages(struct ema_engine *e, struct ema_tenant *t, struct em
 		r->n_pages = 0;
 		r->counted = 0;
 		r->view.pages_on[t->gpu] = 0;
-		r->on_mask = 0;
+		ema_gpuset_zero(&r->on_mask);
 		return;
 	}
 	bulk = page_scratch(e, r->n_pages) == EMA_OK;
@@ -346,7 +346,7 @@ static void req_free_pages(struct ema_engine *e, struct ema_tenant *t, struct em
 		r->n_pages = 0;
 		r->n_remote = 0;
 		memset(r->view.pages_on, 0, sizeof r->view.pages_on);
-		r->on_mask = 0;
+		ema_gpuset_zero(&r->on_mask);
 		return;
 	}
 	/* Pages on the tenant's own GPU go back together, in the same order
@@ -367,7 +367,7 @@ static void req_free_pages(struct ema_engine *e, struct ema_tenant *t, struct em
 	r->n_pages = 0;
 	r->n_remote = 0;
 	memset(r->view.pages_on, 0, sizeof r->view.pages_on);
-	r->on_mask = 0;
+	ema_gpuset_zero(&r->on_mask);
 }
 
 /* A finished request's pages go back, and so does its page array: a
@@ -799,9 +799,9 @@ static int32_t relocate_request(struct ema_engine *e, struct ema_request *r, int
 		}
 		ema_ledger_free(&e->ledger, gpu, pg->page);
 		if (--r->view.pages_on[gpu] == 0)
-			r->on_mask &= ~(1u << gpu);
+			ema_gpuset_clear(&r->on_mask, gpu);
 		r->view.pages_on[dst]++;
-		r->on_mask |= 1u << dst;
+		ema_gpuset_set(&r->on_mask, dst);
 		if (dst == t->gpu)
 			r->n_remote--;
 		pg->gpu = (int16_t)dst;
@@ -857,9 +857,9 @@ static void xfer_done(void *arg, int64_t now)
 
 			ema_ledger_free(&e->ledger, pg->gpu, pg->page);
 			if (--r->view.pages_on[pg->gpu] == 0)
-				r->on_mask &= ~(1u << pg->gpu);
+				ema_gpuset_clear(&r->on_mask, pg->gpu);
 			r->view.pages_on[t->gpu]++;
-			r->on_mask |= 1u << t->gpu;
+			ema_gpuset_set(&r->on_mask, t->gpu);
 			pg->gpu = (int16_t)t->gpu;
 			pg->page = x->dst_pages[i];
 			r->n_remote--;
@@ -872,7 +872,7 @@ static void xfer_done(void *arg, int64_t now)
 
 			ema_ledger_free(&e->ledger, pg->gpu, pg->page);
 			if (--r->view.pages_on[pg->gpu] == 0)
-				r->on_mask &= ~(1u << pg->gpu);
+				ema_gpuset_clear(&r->on_mask, pg->gpu);
 			if (pg->gpu != t->gpu)
 				r->n_remote--;
 			pg->gpu = EMA_HOST;
@@ -888,7 +888,7 @@ static void xfer_done(void *arg, int64_t now)
 			pg->gpu = (int16_t)x->dst_gpu;
 			pg->page = x->dst_pages[i];
 			r->view.pages_on[x->dst_gpu]++;
-			r->on_mask |= 1u << x->dst_gpu;
+			ema_gpuset_set(&r->on_mask, x->dst_gpu);
 			t->kv_pages++;
 			if (x->dst_gpu != t->gpu)
 				r->n_remote++;
@@ -1006,7 +1006,7 @@ static int32_t preempt_newest(struct ema_engine *e, struct ema_tenant *t, bool *
 
 static void iteration_done(void *arg, const struct ema_iteration_result *res);
 
-static int ensure_bufs(struct ema_tenant *t, int32_t need)
+static int ensure_bufs(struct ema_tenant *t, int n_gpus, int32_t need)
 {
 	if (need <= t->page_buf_cap)
 		return EMA_OK;
@@ -1016,7 +1016,9 @@ static int ensure_bufs(struct ema_tenant *t, int32_t need)
 	if (l == NULL)
 		return EMA_ERR_NOMEM;
 	t->local_buf = l;
-	for (int g = 0; g < EMA_MAX_GPUS; g++) {
+	/* (the configured GPUs only: a buffer per GPU of EMA_MAX_GPUS for
+	 * each of as many tenants is what a 72-GPU build cannot afford) */
+	for (int g = 0; g < n_gpus; g++) {
 		int32_t *r = realloc(t->remote_buf[g], (size_t)ncap * sizeof *r);
 
 		if (r == NULL)
@@ -1057,7 +1059,7 @@ static int grow_request_pages(struct ema_engine *e, struct ema_tenant *t, struct
 				r->counted = 1;
 				r->n_pages = need;
 				r->view.pages_on[t->gpu] += add;
-				r->on_mask |= 1u << t->gpu;
+				ema_gpuset_set(&r->on_mask, t->gpu);
 				t->kv_pages += add;
 				note_peak(e, t);
 				return ALLOC_OK;
@@ -1070,7 +1072,7 @@ static int grow_request_pages(struct ema_engine *e, struct ema_tenant *t, struct
 			    EMA_OK) {
 				r->n_pages = need;
 				r->view.pages_on[t->gpu] += add;
-				r->on_mask |= 1u << t->gpu;
+				ema_gpuset_set(&r->on_mask, t->gpu);
 				t->kv_pages += add;
 				note_peak(e, t);
 				return ALLOC_OK;
@@ -1139,7 +1141,7 @@ static void launch(struct ema_engine *e, struct ema_tenant *t)
 
 		for (int32_t i = 0; i < t->iter_n; i++)
 			total_pages += t->reqs[t->iter_batch[i]].n_pages;
-		if (ensure_bufs(t, total_pages + 1) != EMA_OK) {
+		if (ensure_bufs(t, e->ledger.n_gpus, total_pages + 1) != EMA_OK) {
 			engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
 			return;
 		}
@@ -1155,12 +1157,13 @@ static void launch(struct ema_engine *e, struct ema_tenant *t)
 					t->remote_buf[g][n_rem[g]++] = r->pages[k].page;
 			}
 		}
-	} else if (t->iter_rem_mask != 0) {
+	} else if (!ema_gpuset_empty(&t->iter_rem_mask)) {
 		memcpy(n_rem, t->iter_rem_pages, sizeof n_rem);
 	}
 	it.n_local_pages = n_local;
 	it.local_pages = t->local_buf;
-	for (int g = 0; t->iter_rem_mask != 0 && g < e->ledger.n_gpus; g++) {
+	for (int g = 0, any = !ema_gpuset_empty(&t->iter_rem_mask); any && g < e->ledger.n_gpus;
+	     g++) {
 		if (t->iter_rem_bytes[g] == 0 && t->iter_rem_write[g] == 0 && n_rem[g] == 0)
 			continue;
 		it.remote[it.n_remote].gpu = g;
@@ -1201,12 +1204,12 @@ static void batch_clear(struct ema_tenant *t)
 	t->iter_n = 0;
 	memset(&t->iter_work, 0, sizeof t->iter_work);
 	t->iter_kv_local = 0;
-	if (t->iter_rem_mask != 0) {
+	if (!ema_gpuset_empty(&t->iter_rem_mask)) {
 		memset(t->iter_rem_bytes, 0, sizeof t->iter_rem_bytes);
 		memset(t->iter_rem_write, 0, sizeof t->iter_rem_write);
 		memset(t->iter_rem_tokens, 0, sizeof t->iter_rem_tokens);
 		memset(t->iter_rem_pages, 0, sizeof t->iter_rem_pages);
-		t->iter_rem_mask = 0;
+		ema_gpuset_zero(&t->iter_rem_mask);
 	}
 }
 
@@ -1235,7 +1238,7 @@ static void kv_writes(struct ema_engine *e, struct ema_tenant *t, struct ema_req
 			t->iter_kv_local += (uint64_t)here * e->work.kv_per_token;
 		} else {
 			t->iter_rem_write[g] += (uint64_t)here * e->work.kv_per_token;
-			t->iter_rem_mask |= 1u << g;
+			ema_gpuset_set(&t->iter_rem_mask, g);
 		}
 		pos += here;
 	}
@@ -1274,24 +1277,26 @@ static void batch_add(struct ema_engine *e, struct ema_tenant *t, int32_t id, in
 		 * to a byte per page, which a pooled step folded back into its
 		 * local reads could not match with the same KV all local. */
 		const uint64_t share = kv / (uint64_t)r->n_pages;
-		const uint32_t home = 1u << t->gpu;
-		uint32_t m = r->on_mask & ~home;
+		const bool at_home = ema_gpuset_test(&r->on_mask, t->gpu);
 		uint64_t remote = 0;
 
-		t->iter_rem_mask |= m;
-		for (; m != 0; m &= m - 1) {
-			int g = __builtin_ctz(m);
+		ema_gpuset_or(&t->iter_rem_mask, &r->on_mask);
+		if (at_home)
+			ema_gpuset_clear(&t->iter_rem_mask, t->gpu);
+		EMA_GPUSET_FOREACH(g, &r->on_mask) {
 			int32_t n = r->view.pages_on[g];
 
+			if (g == t->gpu)
+				continue;
 			t->iter_rem_bytes[g] += share * (uint64_t)n;
 			t->iter_rem_pages[g] += n;
 			t->iter_rem_tokens[g] += chunk > 0 ? chunk : 1;
 			remote += share * (uint64_t)n;
 		}
-		if (r->on_mask & home)
+		if (at_home)
 			t->iter_kv_local += kv - remote;
 		else
-			t->iter_rem_bytes[__builtin_ctz(r->on_mask)] += kv - remote;
+			t->iter_rem_bytes[ema_gpuset_first(&r->on_mask)] += kv - remote;
 	}
 }
 
@@ -2191,7 +2196,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 
 	if (e->page_lists || e->error || n == 0 || n != t->running_n ||
 	    t->swapped_n > 0 || t->xfers_in_flight > 0 || t->reclaim_wait_since >= 0 ||
-	    t->iter_rem_mask != 0 || ema_ledger_borrowed_pages(&e->ledger, t->index) != 0)
+	    !ema_gpuset_empty(&t->iter_rem_mask) || ema_ledger_borrowed_pages(&e->ledger, t->index) != 0)
 		return false;
 	/* the policy's word for this leap, and the free pages it allows
 	 * (O(1) where the batch and the other tenants cost O(n): asked first,
@@ -2596,7 +2601,7 @@ static inline void leap_growths(struct ema_engine *e, struct ema_tenant *t, int3
 		     EMA_ERR_NOSPACE) == EMA_OK) {
 			r->n_pages = need;
 			r->view.pages_on[t->gpu] += add;
-			r->on_mask |= 1u << t->gpu;
+			ema_gpuset_set(&r->on_mask, t->gpu);
 			t->kv_pages += add;
 			note_peak(e, t);
 			continue;
@@ -3194,6 +3199,15 @@ int ema_engine_check_limits(const struct ema_config *cfg, const struct ema_polic
 				     "pages, more than the %ld (2^26) one pool may hold; expected a larger "
 				     "page_mib or a smaller host_gib", cfg->source_file, cfg->policy.host_gib,
 				     cfg->page_mib, host, EMA_MAX_POOL_PAGES);
+	/* Sixteen GPUs' pools and host shares fit 2^31 pages at any size
+	 * allowed above; 72 do not (issue 36): their sum is what the ledger
+	 * and the engine count in int32_t. */
+	if (!((gpu + host) * cfg->hw.n_gpus <= (double)(1L << 31)))
+		return ema_error_set(err, EMA_ERR_INPUT,
+				     "%s: %d GPUs' pools (%.0f pages each) and host shares (%.0f each) "
+				     "in pages of page_mib = %g MiB are more than the 2^31 pages a run "
+				     "may count; expected a larger page_mib or less memory",
+				     cfg->source_file, cfg->hw.n_gpus, gpu, host, cfg->page_mib);
 	return EMA_OK;
 }
 

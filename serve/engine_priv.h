@@ -6,6 +6,7 @@
 #define EMA_ENGINE_PRIV_H
 
 #include "engine.h"
+#include "gpuset.h"
 #include "ledger.h"
 #include "work.h"
 
@@ -38,7 +39,7 @@ struct ema_request {
 	int32_t cap_pages;
 	struct ema_kv_page *pages;
 	int32_t n_remote;     /* pages on a GPU other than the tenant's */
-	uint32_t on_mask;     /* bit g: view.pages_on[g] > 0 (batch_add visits only those) */
+	struct ema_gpuset on_mask; /* g in it: view.pages_on[g] > 0 (batch_add visits only those) */
 	int64_t admit_seq;    /* admission order: the newest is preempted first */
 	int64_t recomputed_tokens;
 	int32_t pending_xfers;/* transfers in flight for this request */
@@ -100,7 +101,7 @@ struct ema_tenant {
 	 * order, so that its doubles are those of a walk over the batch). */
 	struct ema_work_sum iter_work;
 	uint64_t iter_kv_local;                  /* KV read from its own GPU */
-	uint32_t iter_rem_mask;                  /* peers it reads KV from or writes KV to */
+	struct ema_gpuset iter_rem_mask;         /* peers it reads KV from or writes KV to */
 	uint64_t iter_rem_bytes[EMA_MAX_GPUS];   /* KV read from each peer */
 	uint64_t iter_rem_write[EMA_MAX_GPUS];   /* new tokens' KV written into each peer */
 	int64_t iter_rem_tokens[EMA_MAX_GPUS];   /* new tokens of the requests holding pages there */

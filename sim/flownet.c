@@ -109,6 +109,13 @@ struct ema_flownet {
 	bool next_ok;
 	struct flow *flows;   /* unfinished flows in start order */
 	int n_flows, cap_flows;
+	/* recompute_full's rounds: the unfrozen flows (indices into flows)
+	 * and the resources with some, each in index order */
+	int *live, n_live, cap_live;
+	int *act, n_act;
+	int *res_start, *res_flows, *sat;
+	int *heap, *heap_pos, n_heap;
+	double *share;
 	struct done_flow { uint64_t id, tag; } *done; /* completed in one step */
 	int n_done, cap_done;
 	int *engines_busy;
@@ -227,6 +234,14 @@ void ema_flownet_destroy(struct ema_flownet *net)
 	free(net->hbm_out);
 	free(net->hbm_in);
 	free(net->flows);
+	free(net->live);
+	free(net->act);
+	free(net->res_start);
+	free(net->res_flows);
+	free(net->sat);
+	free(net->heap);
+	free(net->heap_pos);
+	free(net->share);
 	free(net->done);
 	free(net);
 }
@@ -400,6 +415,241 @@ static void sum_hbm(struct ema_flownet *net)
 	}
 }
 
+/* The lists of the rounds below: the unfrozen flows by increasing cap
+ * (live), the resources that count some (act, by index), and each
+ * resource's unfrozen flows (res_flows[res_start[r] .. res_start[r + 1])).
+ * Returns -1 where they cannot be had (out of memory: the rounds then go
+ * over everything, as before). */
+static const struct flow *sort_flows;
+
+static int by_cap(const void *a, const void *b)
+{
+	double x = sort_flows[*(const int *)a].cap, y = sort_flows[*(const int *)b].cap;
+
+	return x < y ? -1 : x > y ? 1 : (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+static int prepare_rounds(struct ema_flownet *net)
+{
+	if (net->act == NULL) {
+		net->act = malloc((size_t)net->n_res * sizeof *net->act);
+		net->res_start = malloc((size_t)(net->n_res + 1) * sizeof *net->res_start);
+		net->sat = malloc((size_t)net->n_res * sizeof *net->sat);
+		net->heap = malloc((size_t)net->n_res * sizeof *net->heap);
+		net->heap_pos = malloc((size_t)net->n_res * sizeof *net->heap_pos);
+		net->share = malloc((size_t)net->n_res * sizeof *net->share);
+		if (net->act == NULL || net->res_start == NULL || net->sat == NULL ||
+		    net->heap == NULL || net->heap_pos == NULL || net->share == NULL)
+			return -1;
+	}
+	if (net->cap_live < net->n_flows) {
+		int *l = realloc(net->live, (size_t)net->cap_flows * sizeof *l);
+
+		if (l == NULL)
+			return -1;
+		net->live = l;
+		l = realloc(net->res_flows, 2 * (size_t)net->cap_flows * sizeof *l);
+		if (l == NULL)
+			return -1;
+		net->res_flows = l;
+		net->cap_live = net->cap_flows;
+	}
+	net->n_live = 0;
+	for (int i = 0; i < net->n_flows; i++)
+		if (!net->flows[i].frozen)
+			net->live[net->n_live++] = i;
+	sort_flows = net->flows;
+	qsort(net->live, (size_t)net->n_live, sizeof *net->live, by_cap);
+	net->n_act = 0;
+	net->res_start[0] = 0;
+	for (int r = 0; r < net->n_res; r++) {
+		if (net->res_count[r] > 0)
+			net->act[net->n_act++] = r;
+		net->res_start[r + 1] = net->res_start[r] + net->res_count[r];
+	}
+	for (int r = 0; r < net->n_res; r++)
+		net->sat[r] = net->res_start[r]; /* (the fill position, for now) */
+	for (int i = 0; i < net->n_flows; i++) {
+		const struct flow *f = &net->flows[i];
+
+		if (f->frozen)
+			continue;
+		for (int k = 0; k < f->n_res; k++)
+			net->res_flows[net->sat[f->res[k]]++] = i;
+	}
+	return 0;
+}
+
+/* The rounds over every flow and resource (prepare_rounds' fallback). */
+static void recompute_rounds_plain(struct ema_flownet *net, int unfrozen)
+{
+	while (unfrozen > 0) {
+		double level = INFINITY;
+
+		for (int r = 0; r < net->n_res; r++)
+			if (net->res_count[r] > 0)
+				level = fmin(level, net->res_left[r] / net->res_count[r]);
+		for (int i = 0; i < net->n_flows; i++)
+			if (!net->flows[i].frozen)
+				level = fmin(level, net->flows[i].cap);
+		if (!isfinite(level))
+			level = 0; /* unreachable: every flow has a resource or a cap */
+		/* Freeze, in one pass against the shares before this round, every
+		 * flow at its cap or on a resource saturated at this level. */
+		for (int i = 0; i < net->n_flows; i++) {
+			struct flow *f = &net->flows[i];
+			bool freeze = f->cap <= level * (1 + 1e-12);
+
+			if (f->frozen)
+				continue;
+			for (int k = 0; k < f->n_res && !freeze; k++) {
+				int r = f->res[k];
+
+				freeze = net->res_left[r] / net->res_count[r] <= level * (1 + 1e-12);
+			}
+			f->frozen = freeze;
+			f->fresh = freeze;
+			if (freeze)
+				f->rate = level;
+		}
+		for (int i = 0; i < net->n_flows; i++) {
+			struct flow *f = &net->flows[i];
+
+			if (!f->fresh)
+				continue;
+			f->fresh = false;
+			unfrozen--;
+			for (int k = 0; k < f->n_res; k++) {
+				int r = f->res[k];
+
+				net->res_left[r] -= level;
+				if (net->res_left[r] < 0)
+					net->res_left[r] = 0;
+				net->res_count[r]--;
+			}
+		}
+	}
+}
+
+/* recompute_full's resources that still count unfrozen flows, a binary
+ * min-heap on their share res_left / res_count (share[r]; heap_pos[r]
+ * its place, -1 off the heap): the smallest share is the heap's top, the
+ * very value a minimum over them all gives. */
+static inline bool heap_less(const struct ema_flownet *net, int a, int b)
+{
+	double x = net->share[a], y = net->share[b];
+
+	return x < y || (x == y && a < b);
+}
+
+static inline void heap_place(struct ema_flownet *net, int i, int r)
+{
+	net->heap[i] = r;
+	net->heap_pos[r] = i;
+}
+
+static void heap_up(struct ema_flownet *net, int i)
+{
+	int r = net->heap[i];
+
+	while (i > 0) {
+		int up = (i - 1) / 2;
+
+		if (!heap_less(net, r, net->heap[up]))
+			break;
+		heap_place(net, i, net->heap[up]);
+		i = up;
+	}
+	heap_place(net, i, r);
+}
+
+static void heap_down(struct ema_flownet *net, int i)
+{
+	int r = net->heap[i];
+
+	for (;;) {
+		int c = 2 * i + 1;
+
+		if (c >= net->n_heap)
+			break;
+		if (c + 1 < net->n_heap && heap_less(net, net->heap[c + 1], net->heap[c]))
+			c++;
+		if (!heap_less(net, net->heap[c], r))
+			break;
+		heap_place(net, i, net->heap[c]);
+		i = c;
+	}
+	heap_place(net, i, r);
+}
+
+static void heap_remove_at(struct ema_flownet *net, int i)
+{
+	int r = net->heap[i], last = net->heap[--net->n_heap];
+
+	net->heap_pos[r] = -1;
+	if (i < net->n_heap) {
+		heap_place(net, i, last);
+		heap_up(net, i);
+		heap_down(net, net->heap_pos[last]);
+	}
+}
+
+static int heap_pop(struct ema_flownet *net)
+{
+	int r = net->heap[0];
+
+	heap_remove_at(net, 0);
+	return r;
+}
+
+/* Resource r lost a flow: its new share, or off the heap with none. */
+static void heap_update(struct ema_flownet *net, int r)
+{
+	int i = net->heap_pos[r];
+
+	if (net->res_count[r] <= 0) {
+		heap_remove_at(net, i);
+		return;
+	}
+	net->share[r] = net->res_left[r] / net->res_count[r];
+	heap_up(net, i);
+	heap_down(net, net->heap_pos[r]);
+}
+
+static void heap_build(struct ema_flownet *net)
+{
+	net->n_heap = 0;
+	for (int r = 0; r < net->n_res; r++) {
+		net->heap_pos[r] = -1;
+		if (net->res_count[r] > 0) {
+			net->share[r] = net->res_left[r] / net->res_count[r];
+			net->heap[net->n_heap] = r;
+			net->heap_pos[r] = net->n_heap++;
+			heap_up(net, net->n_heap - 1);
+		}
+	}
+}
+
+/* A flow frozen in this round of recompute_full: its resources lose
+ * `level` and it stops counting there. 1 the first time, 0 after. */
+static inline int settle(struct ema_flownet *net, struct flow *f, double level)
+{
+	if (!f->fresh)
+		return 0;
+	f->fresh = false;
+	for (int k = 0; k < f->n_res; k++) {
+		int r = f->res[k];
+
+		net->res_left[r] -= level;
+		if (net->res_left[r] < 0)
+			net->res_left[r] = 0;
+		net->res_count[r]--;
+		if (net->heap_pos[r] >= 0)
+			heap_update(net, r);
+	}
+	return 1;
+}
+
 /* The full max-min pass over every flow: what the incremental update
  * must reproduce bit for bit (ema_flownet_selfcheck), and its fallback
  * when the caps do not fit. */
@@ -455,50 +705,82 @@ static void recompute_full(struct ema_flownet *net)
 				net->res_left[r] = net->res_cap[r];
 		}
 	}
-	while (unfrozen > 0) {
-		double level = INFINITY;
+	/* The rounds visit only the unfrozen flows and the resources that
+	 * still count some (a 72-GPU switch has 288 resources, most idle),
+	 * each list in its order of the full arrays, so that every minimum
+	 * and every subtraction is the one a pass over everything makes. */
+	if (unfrozen > 0 && prepare_rounds(net) != 0) {
+		recompute_rounds_plain(net, unfrozen);
+		sum_hbm(net);
+		return;
+	}
+	{
+		int next = 0; /* the first of live not yet frozen by its cap */
 
-		for (int r = 0; r < net->n_res; r++)
-			if (net->res_count[r] > 0)
-				level = fmin(level, net->res_left[r] / net->res_count[r]);
-		for (int i = 0; i < net->n_flows; i++)
-			if (!net->flows[i].frozen)
-				level = fmin(level, net->flows[i].cap);
-		if (!isfinite(level))
-			level = 0; /* unreachable: every flow has a resource or a cap */
-		/* Freeze, in one pass against the shares before this round, every
-		 * flow at its cap or on a resource saturated at this level. */
-		for (int i = 0; i < net->n_flows; i++) {
-			struct flow *f = &net->flows[i];
-			bool freeze = f->cap <= level * (1 + 1e-12);
+		if (unfrozen > 0)
+			heap_build(net);
+		while (unfrozen > 0) {
+			double level = INFINITY, thresh;
+			int n_sat = 0, n_fresh = 0;
 
-			if (f->frozen)
-				continue;
-			for (int k = 0; k < f->n_res && !freeze; k++) {
-				int r = f->res[k];
+			if (net->n_heap > 0)
+				level = net->share[net->heap[0]];
+			while (next < net->n_live && net->flows[net->live[next]].frozen)
+				next++;
+			if (next < net->n_live) {
+				double x = net->flows[net->live[next]].cap;
 
-				freeze = net->res_left[r] / net->res_count[r] <= level * (1 + 1e-12);
+				level = x < level ? x : level;
 			}
-			f->frozen = freeze;
-			f->fresh = freeze;
-			if (freeze)
-				f->rate = level;
-		}
-		for (int i = 0; i < net->n_flows; i++) {
-			struct flow *f = &net->flows[i];
+			if (!isfinite(level))
+				level = 0; /* unreachable: every flow has a resource or a cap */
+			thresh = level * (1 + 1e-12);
+			/* Freeze, against the shares before this round, every flow
+			 * at its cap (a prefix of live) or on a resource saturated at
+			 * this level (all its unfrozen flows: taken off the heap) */
+			while (net->n_heap > 0 && net->share[net->heap[0]] <= thresh)
+				net->sat[n_sat++] = heap_pop(net);
+			for (int j = next; j < net->n_live; j++) {
+				struct flow *f = &net->flows[net->live[j]];
 
-			if (!f->fresh)
-				continue;
-			f->fresh = false;
-			unfrozen--;
-			for (int k = 0; k < f->n_res; k++) {
-				int r = f->res[k];
-
-				net->res_left[r] -= level;
-				if (net->res_left[r] < 0)
-					net->res_left[r] = 0;
-				net->res_count[r]--;
+				if (!(f->cap <= thresh))
+					break;
+				if (!f->frozen) {
+					f->frozen = true;
+					f->fresh = true;
+					f->rate = level;
+				}
 			}
+			for (int j = 0; j < n_sat; j++) {
+				int r = net->sat[j];
+
+				for (int q = net->res_start[r]; q < net->res_start[r + 1]; q++) {
+					struct flow *f = &net->flows[net->res_flows[q]];
+
+					if (!f->frozen) {
+						f->frozen = true;
+						f->fresh = true;
+						f->rate = level;
+					}
+				}
+			}
+			/* each resource loses `level` once per flow frozen on it, in
+			 * any order (the same subtraction each time); the heap takes
+			 * the new shares of those it still holds */
+			for (int j = next; j < net->n_live; j++) {
+				struct flow *f = &net->flows[net->live[j]];
+
+				if (!(f->cap <= thresh))
+					break;
+				n_fresh += settle(net, f, level);
+			}
+			for (int j = 0; j < n_sat; j++) {
+				int r = net->sat[j];
+
+				for (int q = net->res_start[r]; q < net->res_start[r + 1]; q++)
+					n_fresh += settle(net, &net->flows[net->res_flows[q]], level);
+			}
+			unfrozen -= n_fresh;
 		}
 	}
 	sum_hbm(net);

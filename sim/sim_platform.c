@@ -69,6 +69,7 @@
 #include "flownet.h"
 #include "platform.h"
 #include "sim.h"
+#include "gpuset.h"
 
 enum tag_kind { TAG_XFER = 1, TAG_GROUP, TAG_INPLACE, TAG_SPEC };
 
@@ -198,8 +199,7 @@ struct sim {
 	struct iter_slot iters[EMA_MAX_GPUS];
 	struct leap leaps[EMA_MAX_GPUS];
 	int n_leaps;          /* active ones */
-	uint32_t leap_gpus;   /* their GPUs, a bit each: the run loop visits only them */
-	_Static_assert(EMA_MAX_GPUS <= 32, "leap_gpus has a bit per GPU");
+	struct ema_gpuset leap_gpus; /* their GPUs: the run loop visits only them */
 	/* iteration_total's interference factors are exactly 1 when no flow
 	 * crosses the GPU (they are not with infinite coefficients) */
 	bool plain_without_flows;
@@ -305,7 +305,7 @@ static void iter_finish(struct iter_slot *s, int64_t now)
 	if (s->attn_any) {
 		struct sim *p = s->p;
 
-		for (int g = 0; g < EMA_MAX_GPUS; g++)
+		for (int g = 0; g < p->hw->n_gpus; g++)
 			if (s->attn_gbps[g] > 0) {
 				p->attn_load[g] -= s->attn_gbps[g];
 				if (p->attn_load[g] < 1e-9)
@@ -1453,7 +1453,7 @@ static int sim_leap(struct ema_platform *pl, int gpu, int k, int64_t *end,
 	l->arg = arg;
 	l->active = true;
 	p->n_leaps++;
-	p->leap_gpus |= 1u << gpu;
+	ema_gpuset_set(&p->leap_gpus, gpu);
 	p->iters[gpu].busy = true;
 	return EMA_OK;
 }
@@ -1465,6 +1465,8 @@ static int sim_leap(struct ema_platform *pl, int gpu, int k, int64_t *end,
 static void leaps_check_rates(struct sim *p)
 {
 	uint64_t gen = ema_flownet_generation(p->net);
+	/* (over the set as it was, as the mask's copy did) */
+	const struct ema_gpuset leaping = p->leap_gpus;
 
 	/* (the flownet counts every change of its rates, attn_gen every
 	 * change of the remote attention the GPUs run) */
@@ -1472,8 +1474,7 @@ static void leaps_check_rates(struct sim *p)
 		return;
 	p->rates_gen = gen;
 	p->attn_gen_seen = p->attn_gen;
-	for (uint32_t m = p->leap_gpus; m != 0; m &= m - 1) {
-		int g = __builtin_ctz(m);
+	EMA_GPUSET_FOREACH(g, &leaping) {
 		struct leap *l = &p->leaps[g];
 		double out = ema_flownet_hbm_out_gbps(p->net, g), in = ema_flownet_hbm_in_gbps(p->net, g);
 		double attn = p->attn_load[g];
@@ -1598,7 +1599,7 @@ static void leap_dispatch(struct sim *p, int gpu)
 	p->q.now_ns = p->now;
 	l->active = false;
 	p->n_leaps--;
-	p->leap_gpus &= ~(1u << gpu);
+	ema_gpuset_clear(&p->leap_gpus, gpu);
 	s->streaming = false;
 	s->spec_groups = 0;
 	s->spec_adopted = false;
@@ -1652,9 +1653,10 @@ static int64_t next_with_leaps(struct sim *p, int *gpu, bool *bad)
 		int best = -1;
 		int64_t t = ev != NULL ? ev->time_ns : INT64_MAX;
 		bool again = false;
+		/* (over the set as it was, as the mask's copy did) */
+		struct ema_gpuset leaping = p->leap_gpus;
 
-		for (uint32_t m = p->leap_gpus; m != 0; m &= m - 1) {
-			int g = __builtin_ctz(m);
+		EMA_GPUSET_FOREACH(g, &leaping) {
 			struct leap *l = &p->leaps[g];
 			int64_t te;
 
@@ -1676,8 +1678,8 @@ static int64_t next_with_leaps(struct sim *p, int *gpu, bool *bad)
 		if (t == INT64_MAX)
 			return t;
 		/* iterations of other leaps ending at t become their ends */
-		for (uint32_t m = p->leap_gpus; m != 0; m &= m - 1) {
-			int g = __builtin_ctz(m);
+		leaping = p->leap_gpus;
+		EMA_GPUSET_FOREACH(g, &leaping) {
 			struct leap *l = &p->leaps[g];
 			int j;
 

@@ -93,7 +93,11 @@ list() {
 }
 list policies $POLICIES pooled_tpot
 list models llama-2-7b llama-2-13b llama-2-70b llama-3-8b llama-3-70b opt-13b opt-30b
-list hardware h200x2 h200x8 h100x8 a100x4_40gb a100x8_80gb
+list hardware h200x2 h200x8 h100x8 a100x4_40gb a100x8_80gb b200x8 gb200nvl72 l40sx8
+# each says where its figures come from: measured (calibrated) or datasheet
+ema list hardware
+check "list hardware: gb200nvl72 marked datasheet" grep -q "^gb200nvl72 .*(datasheet" "$T/log/out"
+check "list hardware: h200x2 marked calibrated" grep -q "^h200x2 .*(calibrated" "$T/log/out"
 list figures throughput latency_cdf memory
 list backends sim hw
 ema list nothing_like_this
@@ -352,6 +356,18 @@ else
 	check "run: plots/ scripts written" [ -n "$(ls "$R/r1/plots/"*.gp 2>/dev/null)" ]
 fi
 
+# A GB200 NVL72 (issue 36): the 72-tenant scenario, its first 5 s,
+# under static, pooled and ema: a row per tenant and policy, borrowing
+# under pooled beyond GPU 63 (two words of every GPU set)
+ema run -c "$SRC/scenarios/kinds/gb200nvl72_hot.json" --set policies=static,pooled,ema \
+	--set horizon_s=5 --no-plots -q -o "$R/nvl72"
+check "gb200nvl72_hot: exit 0 (got $rc: $(cat "$T/log/err"))" [ "$rc" -eq 0 ]
+check "gb200nvl72_hot: 216 rows" [ "$(tail -n +2 "$R/nvl72/summary.csv" | wc -l)" -eq 216 ]
+check "gb200nvl72_hot: hot63 borrowed under pooled" awk -F, \
+	'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "borrowed_peak_gib") c = i }
+	 $1 == "pooled" && $2 == "hot63" && $c > 0 { f = 1 } END { exit !f }' "$R/nvl72/summary.csv"
+rm -rf "$R/nvl72"
+
 # ---- reproducing a run -------------------------------------------------
 
 # The effective configuration reproduces the run byte for byte.
@@ -444,6 +460,22 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 printf '{\n  "name": "x",\n  "seed": 1,,\n  "page_mib": 2\n}\n' >"$I/malformed.json"
+
+# more GPUs than one NVLink domain of EMA_MAX_GPUS (72, a GB200 NVL72)
+# holds: refused at the profile's line, as in a config's inline object
+printf '{\n  "name": "big",\n  "n_gpus": 73\n}\n' >"$I/gpus73.json"
+bad_input gpus_73_profile "$I/gpus73.json:3: n_gpus: expected an integer in 1..72, got 73" \
+	--set "hardware=$I/gpus73.json"
+printf '{"name": "x",\n "hardware": {"name": "big",\n  "n_gpus": 73}}\n' >"$I/gpus73_inline.json"
+bad_input gpus_73_inline "$I/gpus73_inline.json:3: hardware.n_gpus: expected an integer in 1..72, got 73" \
+	--config "$I/gpus73_inline.json"
+bad_input gpus_73_set "--set hardware.n_gpus=73: expected an integer in 1..72, got 73" \
+	--set hardware.n_gpus=73
+# 72 GPUs whose pools and host shares number more than the int32_t page
+# counts hold, each pool under its own limit
+bad_input pages_72_gpus "72 GPUs' pools (48339353 pages each) and host shares (1048576 each) in pages of page_mib = 0.0625 MiB are more than the 2^31 pages a run may count" \
+	--set hardware=gb200nvl72 --set gpu_mem_cap_gib=0 --set page_mib=0.0625 \
+	--set policies=ideal --set policy.ideal_factor=16
 bad_input malformed_json "$I/malformed.json:3:" --config "$I/malformed.json"
 
 # Configs with one defect each, from the effective default scenario, so

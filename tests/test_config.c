@@ -465,7 +465,7 @@ static void test_set_errors(void)
 			 "--set hardware=/nonexistent/hw.json: cannot open \"/nonexistent/hw.json\"");
 	expect_set_error("model=gpt-5", "--set model=gpt-5: unknown model \"gpt-5\"");
 	expect_set_error("hardware.n_gpus=0",
-			 "--set hardware.n_gpus=0: expected an integer in 1..16, got 0");
+			 "--set hardware.n_gpus=0: expected an integer in 1..72, got 0");
 	expect_set_error("hardware.copy_curve=[[2, 1], [1, 1]]",
 			 "--set hardware.copy_curve=[[2, 1], [1, 1]]: hardware.copy_curve.1: expected points sorted by increasing bytes");
 	expect_set_error("model.kv_heads=5", "--set model.kv_heads=5: expected a divisor of heads (32), got 5");
@@ -601,7 +601,7 @@ static void test_file_errors(void)
 	expect_text_error("{\n\"serving\": {\"chunked_prefill\": 1}}",
 			  "c.json:2: serving.chunked_prefill: expected true or false, got a number");
 	expect_text_error("{\n\"hardware\": \"h900\"}",
-			  "c.json:2: hardware: unknown hardware profile \"h900\"; expected one of: h200x2, h200x2_hw, h200x8, h100x8, a100x4_40gb, a100x8_80gb, or a path to a .json file");
+			  "c.json:2: hardware: unknown hardware profile \"h900\"; expected one of: h200x2, h200x2_hw, h200x8, h100x8, a100x4_40gb, a100x8_80gb, b200x8, gb200nvl72, l40sx8, or a path to a .json file");
 	expect_text_error("{\n\"hardware\": 5}",
 			  "c.json:2: hardware: expected a hardware profile name or an inline object, got a number");
 	expect_text_error("{\n\"hardware\": \"missing.json\"}",
@@ -624,8 +624,8 @@ static void test_file_errors(void)
 			  "  {\"workload\": {\"duration_s\": 1}},\n"
 			  "  {\n   \"gpu\": 2, \"workload\": {\"duration_s\": 1}}\n]}",
 			  "c.json:4: tenants.1.gpu: GPU 2 is outside hardware h200x2; expected 0..1");
-	expect_text_error("{\"tenants\": [\n {\"gpu\": 16}]}",
-			  "c.json:2: tenants.0.gpu: expected an integer in 0..15, got 16");
+	expect_text_error("{\"tenants\": [\n {\"gpu\": 72}]}",
+			  "c.json:2: tenants.0.gpu: expected an integer in 0..71, got 72");
 	expect_text_error("{\"tenants\": [\n {\"workload\": {\n\"rate_rps\": -2}}]}",
 			  "c.json:3: tenants.0.workload.rate_rps: expected a number in [0, 10000], got -2");
 	expect_text_error("{\"tenants\": [\n {\"workload\": {\"duration_s\": 1e6,\n\"rate_rps\": 11}}]}",
@@ -921,7 +921,7 @@ static void test_profiles_load(void)
 	int n = ema_hw_profile_names(&names);
 	int files = 0;
 
-	CU_ASSERT_EQUAL(n, 6);
+	CU_ASSERT_EQUAL(n, 9);
 	for (int i = 0; i < n; i++) {
 		struct ema_hw_profile hw, hw2;
 		struct ema_error err = { 0, "" };
@@ -966,6 +966,51 @@ static void test_profiles_load(void)
 		files++;
 	}
 	CU_ASSERT_EQUAL(files, n);
+}
+
+/* The datasheet profiles (issue 36 added b200x8, gb200nvl72 and l40sx8):
+ * their datasheet figures, and the rest scaled from the measured h200x2
+ * by the one rule every datasheet profile follows: gather 0.7636 and
+ * in-place remote reads 0.78033 of link_gbps, copies of b bytes taking
+ * 13.3 us + b / (395/478 x link_gbps). */
+static void test_datasheet_profiles(void)
+{
+	static const struct {
+		const char *name;
+		int n_gpus;
+		double mem_gib, hbm, tflops, link, host;
+		enum ema_topology topo;
+	} want[] = {
+		{ "h200x8", 8, 139.8, 4800, 989, 450, 64, EMA_TOPO_SWITCH },
+		{ "b200x8", 8, 178.5, 8000, 2250, 900, 64, EMA_TOPO_SWITCH },
+		{ "gb200nvl72", 72, 184.4, 8000, 2500, 900, 225, EMA_TOPO_SWITCH },
+		{ "l40sx8", 8, 47.6, 864, 362, 31.5, 25, EMA_TOPO_SWITCH },
+	};
+
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		struct ema_hw_profile hw;
+		struct ema_error err = { 0, "" };
+
+		CU_ASSERT_EQUAL_FATAL(ema_hw_profile_load(&hw, want[i].name, &err), 0);
+		CU_ASSERT_STRING_EQUAL(hw.source, "datasheet");
+		CU_ASSERT(strlen(hw.description) <= 255);
+		CU_ASSERT(strstr(hw.description, "atasheet") != NULL); /* (D or d) */
+		CU_ASSERT_EQUAL(hw.n_gpus, want[i].n_gpus);
+		CU_ASSERT_EQUAL(hw.topology, want[i].topo);
+		CU_ASSERT_DOUBLE_EQUAL(hw.gpu_mem_gib, want[i].mem_gib, 1e-9);
+		CU_ASSERT_DOUBLE_EQUAL(hw.hbm_read_gbps, want[i].hbm, 1e-9);
+		CU_ASSERT_DOUBLE_EQUAL(hw.peak_tflops, want[i].tflops, 1e-9);
+		CU_ASSERT_DOUBLE_EQUAL(hw.link_gbps, want[i].link, 1e-9);
+		CU_ASSERT_DOUBLE_EQUAL(hw.host_link_gbps, want[i].host, 1e-9);
+		CU_ASSERT_DOUBLE_EQUAL(hw.gather_gbps / (0.7636 * hw.link_gbps), 1, 1e-3);
+		CU_ASSERT_DOUBLE_EQUAL(hw.remote_read_gbps / (0.78033 * hw.link_gbps), 1, 1e-3);
+		for (int k = 0; k < hw.n_copy_curve; k++) {
+			double b = hw.copy_curve[k].bytes;
+			double g = b / (13.3e-6 + b / (395.0 / 478 * hw.link_gbps * 1e9)) / 1e9;
+
+			CU_ASSERT_DOUBLE_EQUAL(hw.copy_curve[k].gbps / g, 1, 1e-3);
+		}
+	}
 }
 
 /* The shipped h200x2 profile is what `ema calibrate` measured on the
@@ -1049,8 +1094,8 @@ static void test_profile_errors(void)
 		"{\n \"copy_curve\": []\n}\n"), &err), EMA_ERR_INPUT);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "bad.json:2: copy_curve: expected 1 to 16 [bytes, gbps] pairs, got 0"));
 	CU_ASSERT_EQUAL(ema_hw_profile_load(&hw, scratch("bad.json",
-		"{\n \"n_gpus\": 17\n}\n"), &err), EMA_ERR_INPUT);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "bad.json:2: n_gpus: expected an integer in 1..16, got 17"));
+		"{\n \"n_gpus\": 73\n}\n"), &err), EMA_ERR_INPUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "bad.json:2: n_gpus: expected an integer in 1..72, got 73"));
 	CU_ASSERT_EQUAL(ema_hw_profile_load(&hw, scratch("bad.json",
 		"{\n \"name\": \"x\",\n\n \"extra\": 1\n}\n"), &err), EMA_ERR_INPUT);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "bad.json:4: unknown key \"extra\"; expected one of: name, source, date"));
@@ -1179,6 +1224,7 @@ int main(void)
 		{ "random overrides", test_random_overrides },
 		{ "embedded profiles load", test_profiles_load },
 		{ "a one-GPU calibration's profile loads with a reference's link", test_profile_one_gpu },
+		{ "datasheet profiles: their figures and the h200x2 scaling", test_datasheet_profiles },
 		{ "h200x2 figures", test_h200x2_figures },
 		{ "profile and model errors", test_profile_errors },
 		{ "models and sizes", test_models },

@@ -9,6 +9,7 @@
 
 #include "ema_error.h"
 #include "flownet.h"
+#include "step_cost.h"
 #include "test_main.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -287,6 +288,63 @@ static void test_switch_maxmin(void)
 	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, b), 50, 1e-9);
 	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, c), 50, 1e-9);
 	ema_flownet_destroy(net);
+}
+
+/* A GB200 NVL72-sized switch domain by hand (72 GPUs, 900 GB/s each way
+ * per GPU port, gb200nvl72's figures), as issue 36 asks of the switch
+ * model: one GPU (71) reading in place from three lenders (0, 35, 70)
+ * shares its one port, 300 each; lender 0, also serving GPU 1, gives it
+ * what its egress has left past the 300 (600); twenty disjoint pairs at
+ * once each get the full 900 (the fabric is non-blocking). By hand: the
+ * pairs' 1.8 MB end at 2000 ns, 0->1's at 3000, the three reads at
+ * 6000. The cost model charges a step's remote reads on a switch the
+ * same way: their sum over the borrower's port, not the slowest pair. */
+static void test_switch_72(void)
+{
+	struct ema_hw_profile hw;
+	struct ema_flownet *net;
+	struct ema_error err = { 0 };
+	struct rec r = { 0 };
+	struct ema_flow_params p = { 0, 71, 1800000, 0, 0, false, true };
+	uint64_t id[3], e, pair[20];
+	const int lender[3] = { 0, 35, 70 };
+
+	plain_hw(&hw, 72, "switch");
+	hw.link_gbps = 900;
+	hw.host_link_gbps = 225;
+	CU_ASSERT_EQUAL_FATAL(ema_flownet_create(&net, &hw, &err), EMA_OK);
+	for (int i = 0; i < 3; i++) {
+		p.src = lender[i];
+		CU_ASSERT_EQUAL(ema_flownet_start_params(net, 0, &p, (uint64_t)(100 + i), &id[i], &err),
+				EMA_OK);
+	}
+	e = raw(net, 0, 0, 1, 1.8e6, 0, 0, false, 200);
+	for (int i = 0; i < 20; i++)
+		pair[i] = raw(net, 0, 10 + i, 40 + i, 1.8e6, 0, 0, false, (uint64_t)(300 + i));
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, id[i]), 300, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, e), 600, 1e-9);
+	for (int i = 0; i < 20; i++)
+		CU_ASSERT_DOUBLE_EQUAL(ema_flownet_rate_gbps(net, pair[i]), 900, 1e-9);
+	/* in-place reads leave the lenders' HBM, enter no HBM */
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_hbm_out_gbps(net, 0), 900, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(ema_flownet_hbm_in_gbps(net, 71), 0, 1e-9);
+	CU_ASSERT_EQUAL(ema_flownet_selfcheck(net), 0);
+	run_all(net, &r);
+	CU_ASSERT_EQUAL(r.n, 24);
+	for (int i = 0; i < 20; i++)
+		CU_ASSERT_EQUAL(done_at(&r, (uint64_t)(300 + i)), 2000);
+	CU_ASSERT_EQUAL(done_at(&r, 200), 3000);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(done_at(&r, (uint64_t)(100 + i)), 6000);
+	ema_flownet_destroy(net);
+	{
+		const double bytes[3] = { 0.9e6, 0.9e6, 1.8e6 };
+
+		CU_ASSERT_DOUBLE_EQUAL(ema_cost_link_ns(&hw, 900, bytes, 3), 4000, 1e-9);
+		hw.topology = EMA_TOPO_DIRECT;
+		CU_ASSERT_DOUBLE_EQUAL(ema_cost_link_ns(&hw, 900, bytes, 3), 2000, 1e-9);
+	}
 }
 
 static void test_release_speeds_up(void)
@@ -748,7 +806,7 @@ static void test_errors(void)
 	h200x2_hw(&hw);
 	hw.n_gpus = 0;
 	CU_ASSERT_EQUAL(ema_flownet_create(&net, &hw, &err), EMA_ERR_INPUT);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "h200x2: n_gpus must be 1..16, got 0"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "h200x2: n_gpus must be 1..72, got 0"));
 	h200x2_hw(&hw);
 	hw.link_gbps = 0;
 	CU_ASSERT_EQUAL(ema_flownet_create(&net, &hw, &err), EMA_ERR_INPUT);
@@ -824,6 +882,7 @@ int main(void)
 		{ "caps that fit, an overflow, and the caps back", test_fit_overflow_and_back },
 		{ "switch ports: shared egress, bound ingress", test_switch_ports },
 		{ "switch max-min with a capped flow", test_switch_maxmin },
+		{ "a 72-GPU switch: one port per GPU, a non-blocking fabric", test_switch_72 },
 		{ "a flow ending speeds the other up, exact times", test_release_speeds_up },
 		{ "latency phase uses no bandwidth", test_latency_phase },
 		{ "a cancelled flow leaves its link and engine at once", test_cancel },

@@ -147,7 +147,7 @@ static void test_one_row_per_key(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "| `tenants[i].workload.output.mean` | number | (0, 1e7] | `256` | tokens |"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "| `tenants[i].name` | string | 1..63 bytes | `\"t0\"` for i = 0, `\"t1\"` for 1, ... |"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "| `page_mib` | number | power of two in [0.0625, 1024] | `2` | MiB |"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, "| `n_gpus` | integer | 1..16 | required | `2` | GPUs |"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "| `n_gpus` | integer | 1..72 | required | `2` | GPUs |"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "| `pull_share_under_load` | number | (0, 1] | `1` | `0.938316` | share |"));
 	/* the embedded default scenario's departures from the built-in values */
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "- `gpu_mem_cap_gib`: `19` (built-in: `0`)\n"));

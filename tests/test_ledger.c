@@ -148,8 +148,8 @@ static void test_batches(void)
 		CU_ASSERT_EQUAL(ema_ledger_lent_pages(&b, 0), ema_ledger_lent_pages(&a, 0));
 		CU_ASSERT_EQUAL(ema_ledger_borrowed_pages(&b, 1), ema_ledger_borrowed_pages(&a, 1));
 		/* GPU 0 lends (to tenant 1) only in round 1 */
-		CU_ASSERT_EQUAL(ema_ledger_lending_home(&a), holder == 1 ? 1u : 0u);
-		CU_ASSERT_EQUAL(ema_ledger_lending_home(&b), holder == 1 ? 1u : 0u);
+		CU_ASSERT_EQUAL(ema_ledger_lending_home(&a)->w[0], holder == 1 ? 1u : 0u);
+		CU_ASSERT_EQUAL(ema_ledger_lending_home(&b)->w[0], holder == 1 ? 1u : 0u);
 		/* give back every other one, then the rest */
 		for (int32_t i = 0; i < n; i += 2)
 			ema_ledger_free(&a, 0, pa[i]);
@@ -168,8 +168,8 @@ static void test_batches(void)
 		CU_ASSERT(memcmp(a.gpu[0].free_stack, b.gpu[0].free_stack, 64 * sizeof(int32_t)) == 0);
 		CU_ASSERT(memcmp(a.gpu[0].count, b.gpu[0].count, sizeof a.gpu[0].count) == 0);
 		CU_ASSERT_EQUAL(ema_ledger_lent_pages(&b, 0), 0);
-		CU_ASSERT_EQUAL(ema_ledger_lending_home(&a), 0u);
-		CU_ASSERT_EQUAL(ema_ledger_lending_home(&b), 0u);
+		CU_ASSERT(ema_gpuset_empty(ema_ledger_lending_home(&a)));
+		CU_ASSERT(ema_gpuset_empty(ema_ledger_lending_home(&b)));
 		CU_ASSERT_EQUAL(ema_ledger_check(&b, &err), EMA_OK);
 	}
 	/* more than are free: nothing taken */
@@ -463,6 +463,122 @@ static void test_errors(void)
 	ema_ledger_destroy(&l);
 }
 
+/* The GPU set (gpuset.h) against a plain array of flags, over all
+ * EMA_MAX_GPUS numbers and both words: members, ascending iteration,
+ * first and next past each word's end. */
+static void test_gpuset(void)
+{
+	struct ema_gpuset s, o;
+	bool ref[EMA_MAX_GPUS] = { false };
+	int seen, want;
+
+	CU_ASSERT(EMA_MAX_GPUS >= 72);
+	ema_gpuset_zero(&s);
+	CU_ASSERT(ema_gpuset_empty(&s));
+	CU_ASSERT_EQUAL(ema_gpuset_first(&s), -1);
+	CU_ASSERT_EQUAL(ema_gpuset_count(&s), 0);
+	rng_state = 7;
+	for (int k = 0; k < 5000; k++) {
+		int g = (int)rnd(EMA_MAX_GPUS);
+
+		if (rnd(3) != 0) {
+			ema_gpuset_set(&s, g);
+			ref[g] = true;
+		} else {
+			ema_gpuset_clear(&s, g);
+			ref[g] = false;
+		}
+		if (k % 97 != 0)
+			continue;
+		seen = 0;
+		want = 0;
+		for (int h = 0; h < EMA_MAX_GPUS; h++) {
+			CU_ASSERT_EQUAL(ema_gpuset_test(&s, h), ref[h]);
+			want += ref[h];
+		}
+		{
+			int prev = -1;
+
+			EMA_GPUSET_FOREACH(h, &s) {
+				CU_ASSERT(h > prev && ref[h]);
+				prev = h;
+				seen++;
+			}
+		}
+		CU_ASSERT_EQUAL(seen, want);
+		CU_ASSERT_EQUAL(ema_gpuset_count(&s), want);
+		CU_ASSERT_EQUAL(ema_gpuset_empty(&s), want == 0);
+	}
+	/* by hand: 0, 63, 64 and 71, the edges of the two words */
+	ema_gpuset_zero(&s);
+	ema_gpuset_set(&s, 71);
+	CU_ASSERT_EQUAL(ema_gpuset_first(&s), 71);
+	ema_gpuset_set(&s, 64);
+	ema_gpuset_set(&s, 63);
+	ema_gpuset_set(&s, 0);
+	CU_ASSERT_EQUAL(ema_gpuset_first(&s), 0);
+	CU_ASSERT_EQUAL(ema_gpuset_next(&s, 1), 63);
+	CU_ASSERT_EQUAL(ema_gpuset_next(&s, 64), 64);
+	CU_ASSERT_EQUAL(ema_gpuset_next(&s, 65), 71);
+	CU_ASSERT_EQUAL(ema_gpuset_next(&s, 72), -1);
+	CU_ASSERT_EQUAL(ema_gpuset_next(&s, 1000), -1);
+	CU_ASSERT_EQUAL(s.w[0], (UINT64_C(1) << 63) | 1u);
+	CU_ASSERT_EQUAL(s.w[1], (UINT64_C(1) << 7) | 1u);
+	ema_gpuset_zero(&o);
+	ema_gpuset_set(&o, 5);
+	ema_gpuset_or(&s, &o);
+	CU_ASSERT_EQUAL(ema_gpuset_count(&s), 5);
+	ema_gpuset_clear(&s, 0);
+	ema_gpuset_clear(&s, 63);
+	ema_gpuset_clear(&s, 5);
+	CU_ASSERT_EQUAL(ema_gpuset_first(&s), 64);
+	CU_ASSERT_FALSE(ema_gpuset_empty(&s));
+}
+
+/* 72 GPUs (a GB200 NVL72): tenants on the last GPUs borrow from the
+ * first and from one another; the lenders with a tenant are marked past
+ * bit 63 too, and 73 GPUs are refused. */
+static void test_72_gpus(void)
+{
+	struct ema_ledger l;
+	struct ema_error err = { 0, "" };
+	int32_t cap[EMA_MAX_GPUS];
+	int tg[72];
+	int32_t p70, p0;
+
+	for (int g = 0; g < 72; g++) {
+		cap[g] = 16;
+		tg[g] = g;
+	}
+	CU_ASSERT_EQUAL(ema_ledger_init(&l, 73, cap, 4096, 72, tg, &err), EMA_ERR_INPUT);
+	CU_ASSERT_EQUAL_FATAL(ema_ledger_init(&l, 72, cap, 4096, 72, tg, &err), EMA_OK);
+	p70 = ema_ledger_alloc(&l, 70, 71, EMA_PAGE_KV);  /* tenant 71 borrows from GPU 70 */
+	p0 = ema_ledger_alloc(&l, 0, 71, EMA_PAGE_KV);    /* and from GPU 0 */
+	CU_ASSERT(p70 >= 0 && p0 >= 0);
+	CU_ASSERT(ema_gpuset_test(ema_ledger_lending_home(&l), 70));
+	CU_ASSERT(ema_gpuset_test(ema_ledger_lending_home(&l), 0));
+	CU_ASSERT_EQUAL(ema_gpuset_count(ema_ledger_lending_home(&l)), 2);
+	CU_ASSERT_EQUAL(ema_ledger_borrowed_pages(&l, 71), 2);
+	/* the borrowing tenants: 71 alone */
+	CU_ASSERT_EQUAL(ema_gpuset_count(ema_ledger_borrowing(&l)), 1);
+	CU_ASSERT_EQUAL(ema_gpuset_first(ema_ledger_borrowing(&l)), 71);
+	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_OK);
+	ema_ledger_free(&l, 70, p70);
+	CU_ASSERT_FALSE(ema_gpuset_test(ema_ledger_lending_home(&l), 70));
+	CU_ASSERT_EQUAL(ema_gpuset_first(ema_ledger_lending_home(&l)), 0);
+	CU_ASSERT(ema_gpuset_test(ema_ledger_borrowing(&l), 71));
+	ema_ledger_free(&l, 0, p0);
+	CU_ASSERT(ema_gpuset_empty(ema_ledger_lending_home(&l)));
+	CU_ASSERT(ema_gpuset_empty(ema_ledger_borrowing(&l)));
+	/* a mark out of step with the counts is an internal error */
+	ema_gpuset_set(&l.borrowing, 3);
+	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_ERR_INTERNAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "tenant 3 is marked as a borrower, with 0 pages"));
+	ema_gpuset_clear(&l.borrowing, 3);
+	CU_ASSERT_EQUAL(ema_ledger_check(&l, &err), EMA_OK);
+	ema_ledger_destroy(&l);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -473,6 +589,8 @@ int main(void)
 		{"pages held by count, by hand", test_counted_by_hand},
 		{"pages held by count among random operations", test_counted_random},
 		{"errors", test_errors},
+		{"the GPU set against an array of flags", test_gpuset},
+		{"72 GPUs: lenders and borrowers past bit 63", test_72_gpus},
 		{NULL, NULL},
 	};
 	return ema_test_run("ledger", cases);

@@ -235,10 +235,12 @@ static void test_lender_budget_shared(void)
 
 	/* (tenant 1 stands in as a second borrower of GPU 1's pages) */
 	f->e.ledger.borrowed[1][1] = 462;
+	ema_gpuset_set(&f->e.ledger.borrowing, 1); /* (as the ledger marks it) */
 	st->path[1][1] = PATH_INPLACE;
 	CU_ASSERT_DOUBLE_EQUAL(lender_load(&f->e.ctx, st, 1, 0), 0.05 * 462 / 924.97, 0.0001);
 	CU_ASSERT_EQUAL(budget(&f->e.ctx, st, 0, 1, true, NULL, NULL), 462);
 	f->e.ledger.borrowed[1][1] = 0;
+	ema_gpuset_clear(&f->e.ledger.borrowing, 1);
 	fixture_free(f);
 }
 
@@ -331,6 +333,10 @@ static void test_serving_open(void)
 	it.decode_tokens = 1;
 	it.weight_bytes = 16060000000ull;
 	it.n_remote = 1;
+	/* (ema_iteration_clear leaves remote[] as it was: this test read
+	 * whatever the stack held in its write and exchange bytes, zero
+	 * until EMA_MAX_GPUS = 72 moved it) */
+	memset(&it.remote[0], 0, sizeof it.remote[0]);
 	it.remote[0].gpu = 1;
 	it.remote[0].bytes = 500000000ull;
 	test_now_ns = 0;

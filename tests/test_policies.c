@@ -58,7 +58,7 @@ static void check_tick(void *arg, int64_t now)
 			const struct ema_request *r = &e->tenants[t].reqs[k];
 
 			for (int g = 0; g < e->ledger.n_gpus; g++)
-				if (((r->on_mask >> g) & 1u) != (r->view.pages_on[g] > 0))
+				if (ema_gpuset_test(&r->on_mask, g) != (r->view.pages_on[g] > 0))
 					c->failures++;
 		}
 	/* a tenant's pages on each GPU add up to what the ledger lends it,
