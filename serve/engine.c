@@ -303,13 +303,15 @@ static void stream_final(struct ema_engine *e, struct ema_tenant *t)
 	}
 	t->released = k;
 	{
-		/* whole pages below the first request kept, 64 KiB at a time */
+		/* whole pages below the first request kept, 256 KiB at a time:
+		 * each call flushes the TLB, at 64 KiB a time a week's replay
+		 * spent a fifth of its time there (under a hypervisor) */
 		uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), base = (uintptr_t)t->reqs;
 		uintptr_t to = (base + (uintptr_t)k * sizeof *t->reqs) & ~(pg - 1);
 
 		if (t->advised < base)
 			t->advised = base;
-		if (to >= t->advised + 16 * pg) {
+		if (to >= t->advised + 64 * pg) {
 			madvise((void *)t->advised, to - t->advised, MADV_DONTNEED);
 			t->advised = to;
 		}
@@ -1913,8 +1915,29 @@ static bool timeline_same(const struct ema_timeline_sample *a, const struct ema_
 	       a->free_pages == b->free_pages && a->lent == b->lent && a->borrowed == b->borrowed;
 }
 
+/* The samples recorded so far to the timeline's sink, if it has one. */
+#define TIMELINE_FLUSH 4096
+static int timeline_flush(struct ema_engine *e)
+{
+	struct ema_error rerr = {0};
+	int rc;
+
+	if (e->timeline_fn == NULL || e->n_timeline == 0 || e->error)
+		return e->error;
+	rc = e->timeline_fn(e->timeline_arg, e->timeline, e->n_timeline, &rerr);
+	if (rc != EMA_OK) {
+		engine_fail(e, rc, rerr.msg);
+		return rc;
+	}
+	e->n_timeline = 0;
+	return EMA_OK;
+}
+
 static int timeline_push(struct ema_engine *e, const struct ema_timeline_sample *s, int64_t k)
 {
+	if (e->timeline_fn != NULL && e->n_timeline >= TIMELINE_FLUSH &&
+	    timeline_flush(e) != EMA_OK)
+		return EMA_OK; /* (the run has failed with the sink's error) */
 	if (e->n_timeline == e->cap_timeline) {
 		int32_t ncap = e->cap_timeline ? e->cap_timeline * 2 : 1024;
 		struct ema_timeline_sample *n;
@@ -3449,6 +3472,12 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 			rc = ema_error_set(err, EMA_ERR_NOMEM, "engine: out of memory");
 			goto fail;
 		}
+#ifdef MADV_NOHUGEPAGE
+		/* (4 KiB pages: a huge page would hold 2 MiB of slots around
+		 * the requests in flight, and give back none until all of it
+		 * is final) */
+		madvise(t->reqs, t->reqs_bytes, MADV_NOHUGEPAGE);
+#endif
 		if (queue_room(t) != EMA_OK) {
 			rc = ema_error_set(err, EMA_ERR_NOMEM, "engine: out of memory");
 			goto fail;
@@ -3637,8 +3666,10 @@ static int no_progress(struct ema_engine *e, struct ema_error *err)
 		if (t->n_done == t->n_reqs)
 			continue;
 		for (int32_t k = t->released; k < t->n_reqs && r == NULL; k++)
-			if (t->reqs[k].state != EMA_REQ_DONE && t->reqs[k].state != EMA_REQ_DROPPED)
-				r = k < t->next_arrival ? &t->reqs[k] : req_arrive(e, t, k);
+			if (k >= t->next_arrival)
+				r = req_arrive(e, t, k); /* (never arrived: not done) */
+			else if (t->reqs[k].state != EMA_REQ_DONE && t->reqs[k].state != EMA_REQ_DROPPED)
+				r = &t->reqs[k];
 		if (r == NULL)
 			continue;
 		return ema_error_set(err, EMA_ERR_INTERNAL,
@@ -3677,7 +3708,10 @@ static int check_accounts(struct ema_engine *e, struct ema_error *err)
 		const struct ema_tenant *t = &e->tenants[i];
 		int64_t done = t->released_done, dropped = t->released_dropped, open = 0;
 
-		for (int32_t k = t->released; k < t->n_reqs; k++) {
+		/* (the slots of requests never arrived are not read: untouched,
+		 * they cost no memory; they are open) */
+		open = t->n_reqs - t->next_arrival;
+		for (int32_t k = t->released; k < t->next_arrival; k++) {
 			if (t->reqs[k].state == EMA_REQ_DONE)
 				done++;
 			else if (t->reqs[k].state == EMA_REQ_DROPPED)
@@ -3737,6 +3771,8 @@ int ema_engine_run(struct ema_engine *e, struct ema_error *err)
 	if (rc != EMA_OK)
 		return rc;
 	timeline_finish(e, e->end_ns);
+	if (!e->error)
+		timeline_flush(e);
 	if (e->error) {
 		*err = e->err;
 		return e->error;
@@ -3867,6 +3903,12 @@ int ema_engine_tenant_gpu(const struct ema_engine *e, int tenant)
 int32_t ema_engine_n_requests(const struct ema_engine *e, int tenant)
 {
 	return e->tenants[tenant].n_reqs;
+}
+
+void ema_engine_stream_timeline(struct ema_engine *e, ema_timeline_fn fn, void *arg)
+{
+	e->timeline_fn = fn;
+	e->timeline_arg = arg;
 }
 
 void ema_engine_stream_records(struct ema_engine *e, ema_record_fn fn, void *arg)

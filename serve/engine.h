@@ -140,6 +140,12 @@ void ema_engine_on_progress(struct ema_engine *e, ema_progress_fn fn, void *arg)
  * ema_engine_request may not be called afterwards (the records are
  * fn's). */
 void ema_engine_stream_records(struct ema_engine *e, ema_record_fn fn, void *arg);
+/* Streams the timeline: its samples go to fn in order, some thousands at
+ * a time as they are recorded and the rest at the end of a run that
+ * succeeds, so that ema_engine_timeline then gives none of them. */
+typedef int (*ema_timeline_fn)(void *arg, const struct ema_timeline_sample *s, int32_t n,
+			       struct ema_error *err);
+void ema_engine_stream_timeline(struct ema_engine *e, ema_timeline_fn fn, void *arg);
 /* Tells the configuration which policies exist and their knob tables
  * (the registry, ema_policy_table, or a test's own NULL-terminated list):
  * the program calls it once at start-up, before loading a scenario. */

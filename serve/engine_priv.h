@@ -203,6 +203,8 @@ struct ema_engine {
 	ema_progress_fn progress_fn;  /* called after every iteration, or NULL */
 	ema_record_fn record_fn;      /* final records go there, then their state is freed */
 	void *record_arg;
+	ema_timeline_fn timeline_fn;  /* timeline samples go there as they are recorded */
+	void *timeline_arg;
 	void *progress_arg;
 	/* Decode leaping: on unless switched off or impossible (a policy
 	 * hook that could see other tenants, a platform without leaps). */
