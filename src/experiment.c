@@ -193,9 +193,11 @@ static void rec_src_run(struct rec_src *s, const struct ema_policy_run *run, int
 	rec_rewind(s);
 }
 
+#define SPILL_BUF (1 << 16)
+
 /* An unlinked file in $TMPDIR (else /tmp): gone with the process, however
  * it ends, so that a failed run leaves nothing behind. */
-static FILE *spill_open(struct ema_error *err)
+static FILE *spill_open(char **buf, struct ema_error *err)
 {
 	const char *dir = getenv("TMPDIR");
 	char path[EMA_PATH_MAX + 32];
@@ -219,7 +221,14 @@ static FILE *spill_open(struct ema_error *err)
 	if (f == NULL) {
 		close(fd);
 		ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+		return NULL;
 	}
+	/* (64 KiB at a time: the records are written once and read back a
+	 * few times; in system calls of 4 KiB the system time doubled.
+	 * glibc takes a size only with a buffer of the caller's) */
+	*buf = malloc(SPILL_BUF);
+	if (*buf != NULL)
+		setvbuf(f, *buf, _IOFBF, SPILL_BUF);
 	return f;
 }
 
@@ -246,6 +255,22 @@ int ema_metrics_compute(const struct ema_request_record *r, size_t n,
 	struct rec_src src = { .arr = r != NULL ? r : &none, .n = r != NULL ? n : 0 };
 
 	return metrics_from(&src, n, mc, slo, m);
+}
+
+/* The engine's timeline sink (ema_timeline_fn): samples to the run's
+ * file, the lent peaks (lent_peaks) taken on the way. */
+static int timeline_sink(void *arg, const struct ema_timeline_sample *s, int32_t n,
+			 struct ema_error *err)
+{
+	struct ema_policy_run *run = arg;
+
+	for (int32_t i = 0; i < n; i++)
+		if (s[i].gpu >= 0 && s[i].gpu < EMA_MAX_GPUS && s[i].lent > run->lent_peak[s[i].gpu])
+			run->lent_peak[s[i].gpu] = s[i].lent;
+	if (n > 0 && fwrite(s, sizeof *s, (size_t)n, run->timeline) != (size_t)n)
+		return ema_error_set(err, EMA_ERR_IO, "timeline: cannot write a temporary file: %s",
+				     strerror(errno));
+	return EMA_OK;
 }
 
 /* ema_metrics_compute over a walk of n records (two passes: the window's
@@ -339,8 +364,7 @@ static int tenant_result(struct ema_policy_run *run, int ti, const struct ema_co
 	int32_t n_reclaims;
 	const struct ema_reclaim_record *reclaims = ema_engine_reclaims(e, &n_reclaims);
 	double *ttft = malloc((n + 1) * sizeof *ttft);
-	double *tpot = malloc((n + 1) * sizeof *tpot);
-	double *e2e = malloc((n + 1) * sizeof *e2e);
+	double *tpot = ttft, *e2e = ttft; /* (one array, filled in turn) */
 	double *rec = malloc(((size_t)n_reclaims + 1) * sizeof *rec);
 	struct rec_src src;
 	struct ema_request_record rr;
@@ -379,8 +403,8 @@ static int tenant_result(struct ema_policy_run *run, int ti, const struct ema_co
 	res->vs_ideal_kv_steady = NAN;
 	res->vs_static_ttft_paired = res->vs_static_tpot_paired = NAN;
 	res->generated_tok_s = res->vs_static_generated = NAN;
-	if (!ttft || !tpot || !e2e || !rec) {
-		free(ttft); free(tpot); free(e2e); free(rec);
+	if (!ttft || !rec) {
+		free(ttft); free(rec);
 		ema_metrics_compute(NULL, 0, &cfg->metrics, &cfg->slo, &res->metrics);
 		return EMA_ERR_NOMEM;
 	}
@@ -400,10 +424,6 @@ static int tenant_result(struct ema_policy_run *run, int ti, const struct ema_co
 		if (r->finish_ns > last_finish)
 			last_finish = r->finish_ns;
 		ttft[nt++] = (double)(r->first_token_ns - r->arrival_ns) * 1e-6;
-		e2e[ne++] = (double)(r->finish_ns - r->arrival_ns) * 1e-6;
-		if (r->output_tokens > 1)
-			tpot[np++] = (double)(r->finish_ns - r->first_token_ns) * 1e-6 /
-				     (double)(r->output_tokens - 1);
 	}
 	if (last_finish > first_arrival && first_arrival >= 0) {
 		double span = (double)(last_finish - first_arrival) * 1e-9;
@@ -421,8 +441,19 @@ static int tenant_result(struct ema_policy_run *run, int ti, const struct ema_co
 		/* three order statistics each, not three sorts */
 		static const double q3[3] = { 0.50, 0.90, 0.99 }, q2[2] = { 0.50, 0.99 };
 
+		/* one array at a time, the records walked again for each:
+		 * 8 bytes a request of one tenant held, not 24 */
 		ema_quantiles(ttft, nt, q3, 3, res->ttft_ms);
+		rec_rewind(&src);
+		while (rec_next(&src, &rr))
+			if (rr.finish_ns >= 0 && rr.output_tokens > 1)
+				tpot[np++] = (double)(rr.finish_ns - rr.first_token_ns) * 1e-6 /
+					     (double)(rr.output_tokens - 1);
 		ema_quantiles(tpot, np, q3, 3, res->tpot_ms);
+		rec_rewind(&src);
+		while (rec_next(&src, &rr))
+			if (rr.finish_ns >= 0)
+				e2e[ne++] = (double)(rr.finish_ns - rr.arrival_ns) * 1e-6;
 		ema_quantiles(e2e, ne, q2, 2, res->e2e_ms);
 	}
 	res->preemptions = st->preemptions;
@@ -445,7 +476,7 @@ static int tenant_result(struct ema_policy_run *run, int ti, const struct ema_co
 	res->vs_static_throughput = res->vs_static_ttft_p50 = res->vs_static_tpot_p50 = NAN;
 	res->vs_static_ttft_p99 = res->vs_static_tpot_p99 = res->vs_ideal_throughput = NAN;
 	res->guarantee = "-";
-	free(ttft); free(tpot); free(e2e); free(rec);
+	free(ttft); free(rec);
 	if (src.bad)
 		return EMA_ERR_IO;
 	return metrics_from(&src, n, &cfg->metrics, &cfg->slo, &res->metrics);
@@ -646,6 +677,8 @@ static void lent_peaks(struct ema_policy_run *run)
 	int32_t n;
 	const struct ema_timeline_sample *tl = ema_engine_timeline(run->engine, &n);
 
+	if (run->timeline != NULL)
+		return; /* (taken by timeline_sink as the samples went) */
 	memset(run->lent_peak, 0, sizeof run->lent_peak);
 	for (int32_t i = 0; i < n; i++)
 		if (tl[i].lent > run->lent_peak[tl[i].gpu])
@@ -697,8 +730,25 @@ static int build_workloads(struct ema_experiment *x, struct ema_error *err)
 
 	if (cache == NULL)
 		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
-	for (int ti = 0; ti < cfg->n_tenants && rc == EMA_OK; ti++)
+	for (int ti = 0; ti < cfg->n_tenants && rc == EMA_OK; ti++) {
+		struct ema_workload *w = &x->workloads[ti];
+
 		rc = build_workload(x, ti, cache, err);
+		/* the same requests as an earlier tenant's (a trace replayed
+		 * alike): held once, the memory of a long replay's arrivals
+		 * (16 bytes a request) not multiplied by its tenants */
+		for (int j = 0; j < ti && rc == EMA_OK; j++) {
+			const struct ema_workload *o = &x->workloads[j];
+
+			if (x->workload_of[j] == 0 && o->n == w->n && w->n > 0 &&
+			    memcmp(o->reqs, w->reqs, w->n * sizeof *w->reqs) == 0) {
+				ema_workload_free(w);
+				*w = *o;
+				x->workload_of[ti] = j + 1;
+				break;
+			}
+		}
+	}
 	ema_trace_cache_free(cache);
 	return rc;
 }
@@ -804,13 +854,21 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 			 * results and requests.csv: memory follows the requests
 			 * in flight, not the trace's length */
 			for (int ti = 0; ti < cfg->n_tenants; ti++)
-				if ((run->recs[ti] = spill_open(err)) == NULL) {
+				if ((run->recs[ti] = spill_open(&run->spill_buf[ti], err)) == NULL) {
 					ema_engine_free(run->engine);
 					run->engine = NULL;
 					p->ops->destroy(p);
 					return err->code;
 				}
 			ema_engine_stream_records(run->engine, record_sink, run);
+			if ((run->timeline = spill_open(&run->spill_buf[EMA_MAX_TENANTS],
+							err)) == NULL) {
+				ema_engine_free(run->engine);
+				run->engine = NULL;
+				p->ops->destroy(p);
+				return err->code;
+			}
+			ema_engine_stream_timeline(run->engine, timeline_sink, run);
 		} else {
 			/* requests.csv's rows are formatted as the requests finish,
 			 * by a thread of their own (or after the run, where there is
@@ -923,11 +981,24 @@ void ema_experiment_free(struct ema_experiment *x)
 				fclose(x->runs[i].recs[ti]);
 				x->runs[i].recs[ti] = NULL;
 			}
+		if (x->runs[i].timeline != NULL) {
+			fclose(x->runs[i].timeline);
+			x->runs[i].timeline = NULL;
+		}
+		for (int k = 0; k <= EMA_MAX_TENANTS; k++) {
+			free(x->runs[i].spill_buf[k]); /* (after fclose: the files' buffers) */
+			x->runs[i].spill_buf[k] = NULL;
+		}
 		ema_engine_free(x->runs[i].engine);
 		x->runs[i].engine = NULL;
 	}
-	for (int ti = 0; ti < EMA_MAX_TENANTS; ti++)
-		ema_workload_free(&x->workloads[ti]);
+	for (int ti = 0; ti < EMA_MAX_TENANTS; ti++) {
+		if (x->workload_of[ti] != 0)
+			memset(&x->workloads[ti], 0, sizeof x->workloads[ti]); /* (another's) */
+		else
+			ema_workload_free(&x->workloads[ti]);
+		x->workload_of[ti] = 0;
+	}
 	x->n_runs = 0;
 }
 
@@ -1096,9 +1167,30 @@ static int write_timeline_csv(const struct ema_experiment *x, FILE *f)
 		double pg = (double)ema_engine_page_bytes(e) / GIB;
 		int32_t n;
 		const struct ema_timeline_sample *tl = ema_engine_timeline(e, &n);
+		FILE *spill = x->runs[i].timeline;
+		struct ema_timeline_sample one;
 
-		for (int32_t k = 0; k < n; k++) {
-			const struct ema_timeline_sample *s = &tl[k];
+		if (spill != NULL && fseek(spill, 0, SEEK_SET) != 0) {
+			free(o);
+			return EMA_ERR_IO;
+		}
+		/* the streamed samples (a file), then those left in the engine */
+		for (int32_t k = 0; spill != NULL || k < n; k++) {
+			const struct ema_timeline_sample *s = &one;
+
+			if (spill != NULL) {
+				if (fread(&one, sizeof one, 1, spill) != 1) {
+					if (ferror(spill)) {
+						free(o);
+						return EMA_ERR_IO;
+					}
+					spill = NULL;
+					k = -1;
+					continue;
+				}
+			} else {
+				s = &tl[k];
+			}
 			const double gib[] = {
 				s->weights * pg, s->kv_used * pg, s->staging * pg,
 				s->free_pages * pg, s->lent * pg, s->borrowed * pg,

@@ -133,6 +133,9 @@ struct ema_policy_run {
 	 * memory holds the requests in flight, not the trace. NULL where the
 	 * records stayed in the engine (rows formatted beside the run). */
 	FILE *recs[EMA_MAX_TENANTS];
+	/* The timeline's samples, streamed the same way (ema_engine_stream_timeline). */
+	FILE *timeline;
+	char *spill_buf[EMA_MAX_TENANTS + 1]; /* their stdio buffers (recs[], then timeline) */
 };
 
 /* Where the progress lines of the policy being run stand. */
@@ -165,6 +168,10 @@ struct ema_experiment {
 	int n_runs;
 	struct ema_policy_run runs[EMA_MAX_POLICIES];
 	struct ema_workload workloads[EMA_MAX_TENANTS];
+	/* tenant i's requests are those of tenant workload_of[i] - 1 (the
+	 * same array, held once: 8 tenants replaying one trace alike), or
+	 * its own where 0 */
+	int workload_of[EMA_MAX_TENANTS];
 	double wall_s;
 	char command[4096];
 };
