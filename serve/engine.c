@@ -13,6 +13,24 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* Under AddressSanitizer the slots of freed requests are poisoned: any
+ * read of one after it was handed over is a report, not a silent zero. */
+#if defined(__SANITIZE_ADDRESS__)
+#define EMA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EMA_ASAN 1
+#endif
+#endif
+#ifdef EMA_ASAN
+#include <sanitizer/asan_interface.h>
+#define SLOTS_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define SLOTS_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define SLOTS_POISON(p, n) ((void)(p), (void)(n))
+#define SLOTS_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 #include "work.h"
 #include "policy.h"
 
@@ -301,6 +319,8 @@ static void stream_final(struct ema_engine *e, struct ema_tenant *t)
 		if (e->last_preempted == r)
 			e->last_preempted = NULL;
 	}
+	if (k > old)
+		SLOTS_POISON(&t->reqs[old], (size_t)(k - old) * sizeof *t->reqs);
 	t->released = k;
 	{
 		/* whole pages below the first request kept, 256 KiB at a time:
@@ -3812,6 +3832,7 @@ void ema_engine_destroy(struct ema_engine *e)
 		if (t->reqs != NULL) {
 			for (int32_t k = t->released; k < t->next_arrival; k++)
 				free(t->reqs[k].pages);
+			SLOTS_UNPOISON(t->reqs, t->reqs_bytes);
 			munmap(t->reqs, t->reqs_bytes);
 			t->reqs = NULL;
 		}
