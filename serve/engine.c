@@ -10,6 +10,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Under AddressSanitizer the slots of freed requests are poisoned: any
+ * read of one after it was handed over is a report, not a silent zero. */
+#if defined(__SANITIZE_ADDRESS__)
+#define EMA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EMA_ASAN 1
+#endif
+#endif
+#ifdef EMA_ASAN
+#include <sanitizer/asan_interface.h>
+#define SLOTS_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define SLOTS_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define SLOTS_POISON(p, n) ((void)(p), (void)(n))
+#define SLOTS_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
 #include "work.h"
 #include "policy.h"
@@ -209,7 +229,116 @@ static void swapped_remove(struct ema_tenant *t, int32_t r)
  * (a release store after the requests' last writes). */
 _Static_assert(EMA_REQ_DROPPED == EMA_REQ_DONE + 1, "the final states come last");
 
-static inline void note_final(struct ema_tenant *t)
+static void stream_final(struct ema_engine *e, struct ema_tenant *t);
+
+/* Request k's slot filled from its spec as it arrives (the slots of a
+ * mapping are zero until then). */
+static struct ema_request *req_arrive(struct ema_engine *e, struct ema_tenant *t, int32_t k)
+{
+	struct ema_request *r = &t->reqs[k];
+
+	(void)e;
+	r->id = k;
+	r->view.tenant = (int16_t)t->index;
+	r->arrival_ns = t->spec[k].arrival_ns;
+	r->prompt_tokens = t->spec[k].prompt_tokens;
+	r->output_tokens = t->spec[k].output_tokens;
+	r->first_token_ns = -1;
+	r->finish_ns = -1;
+	return r;
+}
+
+/* Room in the queues for every request arrived and not done (running and
+ * swapped hold at most those, a batch those and max_batch more), grown
+ * as requests arrive instead of sized by the whole stream. */
+static int queue_room(struct ema_tenant *t)
+{
+	int64_t live = (int64_t)t->next_arrival - t->n_done + 1, cap;
+	int32_t *p;
+
+	if (live <= t->queue_cap && t->running != NULL)
+		return EMA_OK;
+	cap = t->queue_cap > 0 ? t->queue_cap : 64;
+	while (cap < live)
+		cap *= 2;
+	if (cap > (int64_t)t->n_reqs + 1)
+		cap = (int64_t)t->n_reqs + 1;
+	if (cap < live)
+		cap = live;
+	if ((p = realloc(t->running, (size_t)cap * sizeof *p)) == NULL)
+		return EMA_ERR_NOMEM;
+	t->running = p;
+	if ((p = realloc(t->swapped, (size_t)cap * sizeof *p)) == NULL)
+		return EMA_ERR_NOMEM;
+	t->swapped = p;
+	if ((p = realloc(t->iter_batch, (size_t)(cap + t->max_batch) * sizeof *p)) == NULL)
+		return EMA_ERR_NOMEM;
+	t->iter_batch = p;
+	if ((p = realloc(t->iter_chunk, (size_t)(cap + t->max_batch) * sizeof *p)) == NULL)
+		return EMA_ERR_NOMEM;
+	t->iter_chunk = p;
+	t->queue_cap = (int32_t)cap;
+	return EMA_OK;
+}
+
+/* Requests kept after they are final before their state is freed: what
+ * finishes in a step is still looked at by the step's end. */
+#define RELEASE_SLACK 64
+
+/* The newly final records to the sink, in id order; then the state of the
+ * final prefix that nothing refers to any more is freed (its pages'
+ * records, and the mapping's whole pages given back). */
+static void stream_final(struct ema_engine *e, struct ema_tenant *t)
+{
+	int32_t old = t->released, k;
+
+	for (; t->handed < t->final_n && !e->error; t->handed++) {
+		struct ema_request_record r;
+		struct ema_error rerr = {0};
+		int rc;
+
+		memset(&r, 0, sizeof r); /* (padding too: the record is written whole) */
+		ema_engine_request(e, t->index, t->handed, &r);
+		rc = e->record_fn(e->record_arg, t->index, &r, &rerr);
+		if (rc != EMA_OK) {
+			engine_fail(e, rc, rerr.msg);
+			return;
+		}
+	}
+	for (k = old; k < t->handed - RELEASE_SLACK; k++) {
+		struct ema_request *r = &t->reqs[k];
+
+		if (r->in_iter || r->pinned || r->pending_xfers > 0 || r->free_on_unpin)
+			break;
+		if (r->state == EMA_REQ_DONE)
+			t->released_done++;
+		else
+			t->released_dropped++;
+		free(r->pages);
+		r->pages = NULL;
+		if (e->last_preempted == r)
+			e->last_preempted = NULL;
+	}
+	if (k > old)
+		SLOTS_POISON(&t->reqs[old], (size_t)(k - old) * sizeof *t->reqs);
+	t->released = k;
+	{
+		/* whole pages below the first request kept, 256 KiB at a time:
+		 * each call flushes the TLB, at 64 KiB a time a week's replay
+		 * spent a fifth of its time there (under a hypervisor) */
+		uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), base = (uintptr_t)t->reqs;
+		uintptr_t to = (base + (uintptr_t)k * sizeof *t->reqs) & ~(pg - 1);
+
+		if (t->advised < base)
+			t->advised = base;
+		if (to >= t->advised + 64 * pg) {
+			madvise((void *)t->advised, to - t->advised, MADV_DONTNEED);
+			t->advised = to;
+		}
+	}
+}
+
+static inline void note_final(struct ema_engine *e, struct ema_tenant *t)
 {
 	int32_t n = t->final_n;
 
@@ -220,6 +349,8 @@ static inline void note_final(struct ema_tenant *t)
 		n++;
 	t->final_n = n;
 	__atomic_store_n(&t->final_pub, n, __ATOMIC_RELEASE);
+	if (e->record_fn != NULL)
+		stream_final(e, t);
 }
 
 static void account(struct ema_engine *e, struct ema_tenant *t, int64_t now)
@@ -562,7 +693,7 @@ void ema_engine_preempt_recompute(struct ema_engine *e, struct ema_request *r)
 		}
 		t->n_done++;
 		e->done_requests++;
-		note_final(t);
+		note_final(e, t);
 		return;
 	}
 	r->state = EMA_REQ_WAITING;
@@ -1345,7 +1476,7 @@ static bool oversize_yields(struct ema_engine *e, struct ema_tenant *t, struct e
 		t->stats.dropped_yielded_max_pages = whole;
 	t->n_done++;
 	e->done_requests++;
-	note_final(t);
+	note_final(e, t);
 	return true;
 }
 
@@ -1394,7 +1525,7 @@ static void oversize_make_way(struct ema_engine *e, struct ema_tenant *t)
 			t->stats.dropped++;
 			t->n_done++;
 			e->done_requests++;
-			note_final(t);
+			note_final(e, t);
 			t->stats.dropped_yielded++;
 			if (whole > t->stats.dropped_yielded_max_pages)
 				t->stats.dropped_yielded_max_pages = whole;
@@ -1680,7 +1811,7 @@ static void iteration_end(struct ema_engine *e, struct ema_tenant *t, int64_t st
 			e->done_requests++;
 		}
 	}
-	note_final(t);
+	note_final(e, t);
 	t->iter_n = 0;
 	batch_clear(t);
 	if (!real) {
@@ -1754,8 +1885,8 @@ static void arrival(void *arg, int64_t now)
 
 	leap_settle(e);
 	timeline_advance(e, now);
-	while (t->next_arrival < t->n_reqs && t->reqs[t->next_arrival].arrival_ns <= now) {
-		struct ema_request *r = &t->reqs[t->next_arrival++];
+	while (t->next_arrival < t->n_reqs && t->spec[t->next_arrival].arrival_ns <= now) {
+		struct ema_request *r = req_arrive(e, t, t->next_arrival++);
 		/* its KV at its last decode step: prompt + output - 1 tokens */
 		int32_t need = ema_engine_pages_for_tokens(e, (int64_t)r->prompt_tokens +
 							       r->output_tokens - 1);
@@ -1771,7 +1902,7 @@ static void arrival(void *arg, int64_t now)
 				t->stats.dropped_max_pages = need;
 			t->n_done++;
 			e->done_requests++;
-			note_final(t);
+			note_final(e, t);
 			continue;
 		}
 		r->state = EMA_REQ_WAITING;
@@ -1780,8 +1911,12 @@ static void arrival(void *arg, int64_t now)
 			return;
 		}
 	}
+	if (!e->error && queue_room(t) != EMA_OK) {
+		engine_fail(e, EMA_ERR_NOMEM, "engine: out of memory");
+		return;
+	}
 	if (t->next_arrival < t->n_reqs &&
-	    e->platform->ops->timer(e->platform, t->reqs[t->next_arrival].arrival_ns, arrival, t,
+	    e->platform->ops->timer(e->platform, t->spec[t->next_arrival].arrival_ns, arrival, t,
 				    &e->op_err) != EMA_OK)
 		engine_fail_op(e, EMA_ERR_NOMEM, "engine: timer failed");
 	tenant_kick(e, t);
@@ -1808,8 +1943,29 @@ static bool timeline_same(const struct ema_timeline_sample *a, const struct ema_
 	       a->free_pages == b->free_pages && a->lent == b->lent && a->borrowed == b->borrowed;
 }
 
+/* The samples recorded so far to the timeline's sink, if it has one. */
+#define TIMELINE_FLUSH 4096
+static int timeline_flush(struct ema_engine *e)
+{
+	struct ema_error rerr = {0};
+	int rc;
+
+	if (e->timeline_fn == NULL || e->n_timeline == 0 || e->error)
+		return e->error;
+	rc = e->timeline_fn(e->timeline_arg, e->timeline, e->n_timeline, &rerr);
+	if (rc != EMA_OK) {
+		engine_fail(e, rc, rerr.msg);
+		return rc;
+	}
+	e->n_timeline = 0;
+	return EMA_OK;
+}
+
 static int timeline_push(struct ema_engine *e, const struct ema_timeline_sample *s, int64_t k)
 {
+	if (e->timeline_fn != NULL && e->n_timeline >= TIMELINE_FLUSH &&
+	    timeline_flush(e) != EMA_OK)
+		return EMA_OK; /* (the run has failed with the sink's error) */
 	if (e->n_timeline == e->cap_timeline) {
 		int32_t ncap = e->cap_timeline ? e->cap_timeline * 2 : 1024;
 		struct ema_timeline_sample *n;
@@ -2223,7 +2379,7 @@ static bool try_leap(struct ema_engine *e, struct ema_tenant *t, struct ema_iter
 	limit = timeline_grid_ns(e, e->timeline_next_k);
 	if (e->cfg->horizon_s > 0 && (int64_t)(e->cfg->horizon_s * 1e9) < limit)
 		limit = (int64_t)(e->cfg->horizon_s * 1e9);
-	next_arrival = t->next_arrival < t->n_reqs ? t->reqs[t->next_arrival].arrival_ns : INT64_MAX;
+	next_arrival = t->next_arrival < t->n_reqs ? t->spec[t->next_arrival].arrival_ns : INT64_MAX;
 	if (t->waiting_n > 0) {
 		/* The queue waits. Its front, tried at every step's end (first,
 		 * or with chunked prefills after the running requests grew), and
@@ -2577,7 +2733,7 @@ static inline void leap_finishes(struct ema_engine *e, struct ema_tenant *t, int
 		t->n_done++;
 		e->done_requests++;
 	}
-	note_final(t);
+	note_final(e, t);
 }
 
 /* The growths for step j + 1 at step j's end (grow from *xg on). */
@@ -3341,25 +3497,27 @@ int ema_engine_create(struct ema_engine *e, const struct ema_config *cfg,
 			goto fail;
 		t->kv_capacity_pages = capacity[t->gpu] - e->weight_pages;
 		t->n_reqs = (int32_t)w->n;
-		t->reqs = calloc(w->n ? w->n : 1, sizeof *t->reqs);
-		t->running = malloc((size_t)(w->n + 1) * sizeof *t->running);
-		t->swapped = malloc((size_t)(w->n + 1) * sizeof *t->swapped);
-		t->iter_batch = malloc((size_t)(w->n + maxb) * sizeof *t->iter_batch);
-		t->iter_chunk = malloc((size_t)(w->n + maxb) * sizeof *t->iter_chunk);
-		if (!t->reqs || !t->running || !t->swapped || !t->iter_batch || !t->iter_chunk) {
+		t->spec = w->reqs;
+		t->max_batch = maxb;
+		/* (zero pages until touched: the slots of requests not yet
+		 * arrived cost no memory) */
+		t->reqs_bytes = (w->n ? w->n : 1) * sizeof *t->reqs;
+		t->reqs = mmap(NULL, t->reqs_bytes, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (t->reqs == MAP_FAILED) {
+			t->reqs = NULL;
 			rc = ema_error_set(err, EMA_ERR_NOMEM, "engine: out of memory");
 			goto fail;
 		}
-		for (size_t k = 0; k < w->n; k++) {
-			struct ema_request *r = &t->reqs[k];
-
-			r->id = (int32_t)k;
-			r->view.tenant = (int16_t)i;
-			r->arrival_ns = w->reqs[k].arrival_ns;
-			r->prompt_tokens = w->reqs[k].prompt_tokens;
-			r->output_tokens = w->reqs[k].output_tokens;
-			r->first_token_ns = -1;
-			r->finish_ns = -1;
+#ifdef MADV_NOHUGEPAGE
+		/* (4 KiB pages: a huge page would hold 2 MiB of slots around
+		 * the requests in flight, and give back none until all of it
+		 * is final) */
+		madvise(t->reqs, t->reqs_bytes, MADV_NOHUGEPAGE);
+#endif
+		if (queue_room(t) != EMA_OK) {
+			rc = ema_error_set(err, EMA_ERR_NOMEM, "engine: out of memory");
+			goto fail;
 		}
 		e->total_requests += (int64_t)w->n;
 	}
@@ -3489,7 +3647,7 @@ static bool drop_stuck_swapped(struct ema_engine *e)
 			t->stats.dropped_swapped_max_pages = need;
 		t->n_done++;
 		e->done_requests++;
-		note_final(t);
+		note_final(e, t);
 		dropped = true;
 	}
 	return dropped;
@@ -3546,8 +3704,10 @@ static int no_progress(struct ema_engine *e, struct ema_error *err)
 
 		if (t->n_done == t->n_reqs)
 			continue;
-		for (int32_t k = 0; k < t->n_reqs && r == NULL; k++)
-			if (t->reqs[k].state != EMA_REQ_DONE && t->reqs[k].state != EMA_REQ_DROPPED)
+		for (int32_t k = t->released; k < t->n_reqs && r == NULL; k++)
+			if (k >= t->next_arrival)
+				r = req_arrive(e, t, k); /* (never arrived: not done) */
+			else if (t->reqs[k].state != EMA_REQ_DONE && t->reqs[k].state != EMA_REQ_DROPPED)
 				r = &t->reqs[k];
 		if (r == NULL)
 			continue;
@@ -3585,9 +3745,12 @@ static int check_accounts(struct ema_engine *e, struct ema_error *err)
 
 	for (int i = 0; i < e->n_tenants; i++) {
 		const struct ema_tenant *t = &e->tenants[i];
-		int64_t done = 0, dropped = 0, open = 0;
+		int64_t done = t->released_done, dropped = t->released_dropped, open = 0;
 
-		for (int32_t k = 0; k < t->n_reqs; k++) {
+		/* (the slots of requests never arrived are not read: untouched,
+		 * they cost no memory; they are open) */
+		open = t->n_reqs - t->next_arrival;
+		for (int32_t k = t->released; k < t->next_arrival; k++) {
 			if (t->reqs[k].state == EMA_REQ_DONE)
 				done++;
 			else if (t->reqs[k].state == EMA_REQ_DROPPED)
@@ -3624,7 +3787,7 @@ int ema_engine_run(struct ema_engine *e, struct ema_error *err)
 		struct ema_tenant *t = &e->tenants[i];
 
 		if (t->n_reqs > 0 &&
-		    e->platform->ops->timer(e->platform, t->reqs[0].arrival_ns, arrival, t, &e->op_err) != EMA_OK)
+		    e->platform->ops->timer(e->platform, t->spec[0].arrival_ns, arrival, t, &e->op_err) != EMA_OK)
 			return ema_error_set(err, e->op_err.code ? e->op_err.code : EMA_ERR_NOMEM,
 					     "engine: timer failed: %s", e->op_err.msg);
 	}
@@ -3647,12 +3810,29 @@ int ema_engine_run(struct ema_engine *e, struct ema_error *err)
 	if (rc != EMA_OK)
 		return rc;
 	timeline_finish(e, e->end_ns);
+	if (!e->error)
+		timeline_flush(e);
 	if (e->error) {
 		*err = e->err;
 		return e->error;
 	}
 	for (int i = 0; i < e->n_tenants; i++)
 		account(e, &e->tenants[i], e->end_ns);
+	if (e->record_fn != NULL)
+		for (int i = 0; i < e->n_tenants; i++) {
+			struct ema_tenant *t = &e->tenants[i];
+
+			/* the rest: in flight at the horizon, or never arrived */
+			for (; t->handed < t->n_reqs; t->handed++) {
+				struct ema_request_record r;
+
+				memset(&r, 0, sizeof r);
+				ema_engine_request(e, i, t->handed, &r);
+				rc = e->record_fn(e->record_arg, i, &r, err);
+				if (rc != EMA_OK)
+					return rc;
+			}
+		}
 	return EMA_OK;
 }
 
@@ -3668,10 +3848,13 @@ void ema_engine_destroy(struct ema_engine *e)
 	for (int i = 0; i < EMA_MAX_TENANTS; i++) {
 		struct ema_tenant *t = &e->tenants[i];
 
-		if (t->reqs != NULL)
-			for (int32_t k = 0; k < t->n_reqs; k++)
+		if (t->reqs != NULL) {
+			for (int32_t k = t->released; k < t->next_arrival; k++)
 				free(t->reqs[k].pages);
-		free(t->reqs);
+			SLOTS_UNPOISON(t->reqs, t->reqs_bytes);
+			munmap(t->reqs, t->reqs_bytes);
+			t->reqs = NULL;
+		}
 		free(t->waiting);
 		free(t->running);
 		free(t->swapped);
@@ -3762,6 +3945,18 @@ int32_t ema_engine_n_requests(const struct ema_engine *e, int tenant)
 	return e->tenants[tenant].n_reqs;
 }
 
+void ema_engine_stream_timeline(struct ema_engine *e, ema_timeline_fn fn, void *arg)
+{
+	e->timeline_fn = fn;
+	e->timeline_arg = arg;
+}
+
+void ema_engine_stream_records(struct ema_engine *e, ema_record_fn fn, void *arg)
+{
+	e->record_fn = fn;
+	e->record_arg = arg;
+}
+
 int32_t ema_engine_requests_final(const struct ema_engine *e, int tenant)
 {
 	return __atomic_load_n(&e->tenants[tenant].final_pub, __ATOMIC_ACQUIRE);
@@ -3770,7 +3965,19 @@ int32_t ema_engine_requests_final(const struct ema_engine *e, int tenant)
 void ema_engine_request(const struct ema_engine *e, int tenant, int32_t k,
 			struct ema_request_record *out)
 {
-	const struct ema_request *r = &e->tenants[tenant].reqs[k];
+	const struct ema_tenant *t = &e->tenants[tenant];
+	const struct ema_request *r = &t->reqs[k];
+
+	if (k >= t->next_arrival) {
+		/* never arrived (a horizon): its slot was never filled */
+		memset(out, 0, sizeof *out);
+		out->id = k;
+		out->arrival_ns = t->spec[k].arrival_ns;
+		out->first_token_ns = out->finish_ns = -1;
+		out->prompt_tokens = t->spec[k].prompt_tokens;
+		out->output_tokens = t->spec[k].output_tokens;
+		return;
+	}
 
 	out->id = r->id;
 	out->arrival_ns = r->arrival_ns;

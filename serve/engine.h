@@ -92,8 +92,14 @@ struct ema_progress {
  * it cheap (it decides itself how often to print). */
 typedef void (*ema_progress_fn)(void *arg, const struct ema_progress *p);
 
+/* Where final records go while the engine runs (ema_engine_stream_records):
+ * one call per request, each tenant's in id order. Returns EMA_OK or an
+ * error code with err set; an error stops the run with it. */
+typedef int (*ema_record_fn)(void *arg, int tenant, const struct ema_request_record *r,
+			     struct ema_error *err);
+
 /* Builds the engine for one policy over the given workloads (one per
- * tenant, not consumed) on a platform built from
+ * tenant, not consumed, read while it runs: they outlive its run) on a platform built from
  * ema_engine_platform_params for the same policy. */
 int ema_engine_new(struct ema_engine **out, const struct ema_config *cfg,
 		   const struct ema_policy_ops *policy, struct ema_platform *platform,
@@ -126,6 +132,20 @@ uint64_t ema_engine_leaps(const struct ema_engine *e, uint64_t *steps);
  * event of its own, since a step that reads remote KV never leaps. */
 uint64_t ema_engine_remote_steps(const struct ema_engine *e);
 void ema_engine_on_progress(struct ema_engine *e, ema_progress_fn fn, void *arg);
+/* Streams the records: each request's record goes to fn once it is final
+ * (done or dropped; each tenant's in id order, as its first requests all
+ * are), and the rest (in flight or never arrived at a horizon) at the end
+ * of a run that succeeds; the request's state is then freed, so that the
+ * engine holds only the requests in flight. Set before ema_engine_run;
+ * ema_engine_request may not be called afterwards (the records are
+ * fn's). */
+void ema_engine_stream_records(struct ema_engine *e, ema_record_fn fn, void *arg);
+/* Streams the timeline: its samples go to fn in order, some thousands at
+ * a time as they are recorded and the rest at the end of a run that
+ * succeeds, so that ema_engine_timeline then gives none of them. */
+typedef int (*ema_timeline_fn)(void *arg, const struct ema_timeline_sample *s, int32_t n,
+			       struct ema_error *err);
+void ema_engine_stream_timeline(struct ema_engine *e, ema_timeline_fn fn, void *arg);
 /* Tells the configuration which policies exist and their knob tables
  * (the registry, ema_policy_table, or a test's own NULL-terminated list):
  * the program calls it once at start-up, before loading a scenario. */

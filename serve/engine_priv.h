@@ -65,8 +65,22 @@ struct ema_tenant {
 	int index;
 	int gpu;
 	const struct ema_tenant_cfg *cfg;
-	struct ema_request *reqs;     /* all requests, arrival order */
+	/* All requests, arrival order: a mapping of n_reqs slots whose
+	 * memory is touched only as they arrive (ema_req_init, from spec)
+	 * and, with a record sink (ema_engine_stream_records), given back to
+	 * the system once a prefix of them is final and handed over, so that
+	 * the engine's memory follows the requests in flight, not the
+	 * trace's length. */
+	struct ema_request *reqs;
+	size_t reqs_bytes;            /* the mapping's length */
+	const struct ema_request_spec *spec; /* the workload's (outlives the engine's run) */
 	int32_t n_reqs;
+	int32_t handed;               /* records handed to the sink: 0 .. handed - 1 */
+	int32_t released;             /* state freed: 0 .. released - 1 (done or dropped) */
+	int32_t released_done, released_dropped;
+	uintptr_t advised;            /* the mapping's pages below this are given back */
+	int32_t max_batch;            /* serving.max_batch + 1 */
+	int32_t queue_cap;            /* running and swapped hold that many, the batch + max_batch */
 	int32_t next_arrival;
 	int32_t n_done;
 	/* requests 0 .. final_n - 1 are done or dropped: nothing of them
@@ -189,6 +203,10 @@ struct ema_engine {
 	struct ema_error err;
 	struct ema_error op_err;      /* what the platform said of a failed op */
 	ema_progress_fn progress_fn;  /* called after every iteration, or NULL */
+	ema_record_fn record_fn;      /* final records go there, then their state is freed */
+	void *record_arg;
+	ema_timeline_fn timeline_fn;  /* timeline samples go there as they are recorded */
+	void *timeline_arg;
 	void *progress_arg;
 	/* Decode leaping: on unless switched off or impossible (a policy
 	 * hook that could see other tenants, a platform without leaps). */

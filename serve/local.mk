@@ -8,6 +8,11 @@ TESTS += tests/test_engine
 tests_test_engine_SOURCES = tests/test_engine.c tests/test_main.h tests/mock_platform.h
 tests_test_engine_CFLAGS = $(TEST_CFLAGS)
 tests_test_engine_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test_stream
+TESTS += tests/test_stream
+tests_test_stream_SOURCES = tests/test_stream.c tests/test_main.h tests/mock_platform.h
+tests_test_stream_CFLAGS = $(TEST_CFLAGS)
+tests_test_stream_LDADD = $(TEST_LIBS)
 endif
 
 # The charges of the honest model (issue 33), by hand.

@@ -43,6 +43,8 @@ const struct ema_cli_optdef ema_cli_options[] = {
 	  "also writes the figures to FILE as CSV, replacing it when complete" },
 	{ EMA_OPT_QUICK, "quick", NULL, EMA_VALUE_NONE,
 	  "fewer repetitions: a faster, rougher measurement" },
+	{ EMA_OPT_MEMORY, "memory", NULL, EMA_VALUE_NONE,
+	  "only the peak memory of an hour's replay and of a week's, and their ratio" },
 	{ EMA_OPT_TRACE, "trace", "FILE", EMA_VALUE_FILE, "the trace to replay" },
 	{ EMA_OPT_NAME, "name", "NAME", EMA_VALUE_OTHER, "the name to give" },
 	{ EMA_OPT_VARY, "vary", "KEY=V1,V2,...", EMA_VALUE_KEY,
@@ -339,6 +341,9 @@ int ema_cli_parse(const struct ema_cli_cmd *cmd, int argc, char **argv,
 			break;
 		case EMA_OPT_QUICK:
 			a->quick = true;
+			break;
+		case EMA_OPT_MEMORY:
+			a->memory = true;
 			break;
 		case EMA_OPT_TRACE:
 			a->trace = v;

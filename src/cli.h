@@ -48,7 +48,8 @@ enum ema_cli_opt {
 	EMA_OPT_MEM,
 	EMA_OPT_SBATCH_ARG,
 	EMA_OPT_DRY_RUN,
-	EMA_OPT_POINT_PLOTS
+	EMA_OPT_POINT_PLOTS,
+	EMA_OPT_MEMORY
 };
 
 /* What a value of the option is, for the completion and the man page. */
@@ -101,6 +102,7 @@ struct ema_cli_args {
 	const struct ema_platform_backend *backend;
 	bool verify, plots, quiet, quick, man;
 	bool point_plots;        /* sweep --point-plots: each point's plots/ too */
+	bool memory;             /* bench --memory: the memory figure only */
 	int jobs;                /* -j N; 0: the number of cores */
 	/* sweep: --shard I/N, --sbatch FILE (--tasks, --throttle; 0: default),
 	 * --max-rate KEY, --slo M=V,..., --resolution R */

@@ -144,10 +144,141 @@ void ema_quantiles(double *v, size_t n, const double *q, int k, double *out)
 	}
 }
 
+/* ---- request records, from memory, the engine or a temporary file ---- */
+
+/* A walk over one tenant's records in id order, as many times as asked
+ * (rec_rewind): an array, the engine's (records kept), or the file the
+ * engine streamed them to (ema_policy_run.recs). bad: a read failed. */
+struct rec_src {
+	const struct ema_request_record *arr;
+	const struct ema_engine *e;
+	FILE *f;
+	int ti;
+	size_t k, n;
+	bool bad;
+};
+
+static void rec_rewind(struct rec_src *s)
+{
+	s->k = 0;
+	if (s->f != NULL && fseek(s->f, 0, SEEK_SET) != 0)
+		s->bad = true;
+}
+
+static bool rec_next(struct rec_src *s, struct ema_request_record *r)
+{
+	if (s->k >= s->n || s->bad)
+		return false;
+	if (s->arr != NULL) {
+		*r = s->arr[s->k];
+	} else if (s->f != NULL) {
+		if (fread(r, sizeof *r, 1, s->f) != 1) {
+			s->bad = true;
+			return false;
+		}
+	} else {
+		ema_engine_request(s->e, s->ti, (int32_t)s->k, r);
+	}
+	s->k++;
+	return true;
+}
+
+static void rec_src_run(struct rec_src *s, const struct ema_policy_run *run, int ti)
+{
+	memset(s, 0, sizeof *s);
+	s->e = run->engine;
+	s->f = run->recs[ti];
+	s->ti = ti;
+	s->n = (size_t)ema_engine_n_requests(run->engine, ti);
+	rec_rewind(s);
+}
+
+#define SPILL_BUF (1 << 16)
+
+/* An unlinked file in $TMPDIR (else /tmp): gone with the process, however
+ * it ends, so that a failed run leaves nothing behind. */
+static FILE *spill_open(char **buf, struct ema_error *err)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[EMA_PATH_MAX + 32];
+	int fd;
+	FILE *f;
+
+	if (dir == NULL || dir[0] == '\0')
+		dir = "/tmp";
+	if (snprintf(path, sizeof path, "%s/ema-records-XXXXXX", dir) >= (int)sizeof path) {
+		ema_error_set(err, EMA_ERR_IO, "requests: temporary folder %s: path too long", dir);
+		return NULL;
+	}
+	fd = mkstemp(path);
+	if (fd < 0) {
+		ema_error_set(err, EMA_ERR_IO, "requests: cannot make a temporary file in %s: %s",
+			      dir, strerror(errno));
+		return NULL;
+	}
+	unlink(path);
+	f = fdopen(fd, "w+b");
+	if (f == NULL) {
+		close(fd);
+		ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	/* (64 KiB at a time: the records are written once and read back a
+	 * few times; in system calls of 4 KiB the system time doubled.
+	 * glibc takes a size only with a buffer of the caller's) */
+	*buf = malloc(SPILL_BUF);
+	if (*buf != NULL)
+		setvbuf(f, *buf, _IOFBF, SPILL_BUF);
+	return f;
+}
+
+/* The engine's sink (ema_record_fn): a final record to its tenant's file. */
+static int record_sink(void *arg, int ti, const struct ema_request_record *r,
+		       struct ema_error *err)
+{
+	struct ema_policy_run *run = arg;
+
+	if (fwrite(r, sizeof *r, 1, run->recs[ti]) != 1)
+		return ema_error_set(err, EMA_ERR_IO, "requests: cannot write a temporary file: %s",
+				     strerror(errno));
+	return EMA_OK;
+}
+
+static int metrics_from(struct rec_src *src, size_t n, const struct ema_metrics_cfg *mc,
+			const struct ema_slo_cfg *slo, struct ema_metrics *m);
+
 int ema_metrics_compute(const struct ema_request_record *r, size_t n,
 			const struct ema_metrics_cfg *mc, const struct ema_slo_cfg *slo,
 			struct ema_metrics *m)
 {
+	static const struct ema_request_record none;
+	struct rec_src src = { .arr = r != NULL ? r : &none, .n = r != NULL ? n : 0 };
+
+	return metrics_from(&src, n, mc, slo, m);
+}
+
+/* The engine's timeline sink (ema_timeline_fn): samples to the run's
+ * file, the lent peaks (lent_peaks) taken on the way. */
+static int timeline_sink(void *arg, const struct ema_timeline_sample *s, int32_t n,
+			 struct ema_error *err)
+{
+	struct ema_policy_run *run = arg;
+
+	for (int32_t i = 0; i < n; i++)
+		if (s[i].gpu >= 0 && s[i].gpu < EMA_MAX_GPUS && s[i].lent > run->lent_peak[s[i].gpu])
+			run->lent_peak[s[i].gpu] = s[i].lent;
+	if (n > 0 && fwrite(s, sizeof *s, (size_t)n, run->timeline) != (size_t)n)
+		return ema_error_set(err, EMA_ERR_IO, "timeline: cannot write a temporary file: %s",
+				     strerror(errno));
+	return EMA_OK;
+}
+
+/* ema_metrics_compute over a walk of n records (two passes: the window's
+ * end is the last arrival). */
+static int metrics_from(struct rec_src *src, size_t n, const struct ema_metrics_cfg *mc,
+			const struct ema_slo_cfg *slo, struct ema_metrics *m)
+{
+	struct ema_request_record rec;
 	double *user = malloc((n + 1) * sizeof *user);
 	bool slo_set = slo->ttft_ms > 0 || slo->tpot_ms > 0;
 	int64_t last_arrival = -1, start_ns, end_ns;
@@ -159,15 +290,17 @@ int ema_metrics_compute(const struct ema_request_record *r, size_t n,
 	m->slo_attainment = m->goodput_req_s = NAN;
 	if (user == NULL)
 		return EMA_ERR_NOMEM;
-	for (size_t i = 0; i < n; i++)
-		if (r[i].arrival_ns > last_arrival)
-			last_arrival = r[i].arrival_ns;
+	rec_rewind(src);
+	while (rec_next(src, &rec))
+		if (rec.arrival_ns > last_arrival)
+			last_arrival = rec.arrival_ns;
 	/* ns, as the records are: the bounds in s are rounded once here */
 	end_ns = mc->window_end_s > 0 ? (int64_t)llround(mc->window_end_s * 1e9) : last_arrival;
 	start_ns = mc->warmup_s >= 0 ? (int64_t)llround(mc->warmup_s * 1e9)
 				     : (int64_t)llround(0.1 * (double)end_ns);
-	for (size_t i = 0; i < n; i++) {
-		const struct ema_request_record *q = &r[i];
+	rec_rewind(src);
+	while (rec_next(src, &rec)) {
+		const struct ema_request_record *q = &rec;
 		bool ok = true, in_window;
 
 		if (q->finish_ns < 0)
@@ -211,16 +344,17 @@ int ema_metrics_compute(const struct ema_request_record *r, size_t n,
 	{
 		size_t done = 0;
 
-		for (size_t i = 0; i < n; i++)
-			done += r[i].finish_ns >= 0;
+		rec_rewind(src);
+		while (rec_next(src, &rec))
+			done += rec.finish_ns >= 0;
 		if (slo_set && done > 0)
 			m->slo_attainment = met / (double)done;
 	}
 	free(user);
-	return EMA_OK;
+	return src->bad ? EMA_ERR_IO : EMA_OK;
 }
 
-static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_config *cfg)
+static int tenant_result(struct ema_policy_run *run, int ti, const struct ema_config *cfg)
 {
 	const struct ema_engine *e = run->engine;
 	const struct ema_tenant_stats *st = ema_engine_tenant_stats(e, ti);
@@ -230,10 +364,10 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 	int32_t n_reclaims;
 	const struct ema_reclaim_record *reclaims = ema_engine_reclaims(e, &n_reclaims);
 	double *ttft = malloc((n + 1) * sizeof *ttft);
-	double *tpot = malloc((n + 1) * sizeof *tpot);
-	double *e2e = malloc((n + 1) * sizeof *e2e);
+	double *tpot = ttft, *e2e = ttft; /* (one array, filled in turn) */
 	double *rec = malloc(((size_t)n_reclaims + 1) * sizeof *rec);
-	struct ema_request_record *recs = malloc((n + 1) * sizeof *recs);
+	struct rec_src src;
+	struct ema_request_record rr;
 	size_t nt = 0, np = 0, ne = 0, nr = 0;
 	int64_t tokens = 0, generated = 0, first_arrival = -1, last_finish = -1;
 	double page_gib = (double)ema_engine_page_bytes(e) / GIB;
@@ -269,15 +403,15 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 	res->vs_ideal_kv_steady = NAN;
 	res->vs_static_ttft_paired = res->vs_static_tpot_paired = NAN;
 	res->generated_tok_s = res->vs_static_generated = NAN;
-	if (!ttft || !tpot || !e2e || !rec || !recs) {
-		free(ttft); free(tpot); free(e2e); free(rec); free(recs);
+	if (!ttft || !rec) {
+		free(ttft); free(rec);
 		ema_metrics_compute(NULL, 0, &cfg->metrics, &cfg->slo, &res->metrics);
-		return;
+		return EMA_ERR_NOMEM;
 	}
-	for (size_t i = 0; i < n; i++) {
-		const struct ema_request_record *r = &recs[i];
+	rec_src_run(&src, run, ti);
+	while (rec_next(&src, &rr)) {
+		const struct ema_request_record *r = &rr;
 
-		ema_engine_request(e, ti, (int32_t)i, &recs[i]);
 		if (first_arrival < 0 || r->arrival_ns < first_arrival)
 			first_arrival = r->arrival_ns;
 		if (!r->dropped)
@@ -290,10 +424,6 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 		if (r->finish_ns > last_finish)
 			last_finish = r->finish_ns;
 		ttft[nt++] = (double)(r->first_token_ns - r->arrival_ns) * 1e-6;
-		e2e[ne++] = (double)(r->finish_ns - r->arrival_ns) * 1e-6;
-		if (r->output_tokens > 1)
-			tpot[np++] = (double)(r->finish_ns - r->first_token_ns) * 1e-6 /
-				     (double)(r->output_tokens - 1);
 	}
 	if (last_finish > first_arrival && first_arrival >= 0) {
 		double span = (double)(last_finish - first_arrival) * 1e-9;
@@ -311,8 +441,19 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 		/* three order statistics each, not three sorts */
 		static const double q3[3] = { 0.50, 0.90, 0.99 }, q2[2] = { 0.50, 0.99 };
 
+		/* one array at a time, the records walked again for each:
+		 * 8 bytes a request of one tenant held, not 24 */
 		ema_quantiles(ttft, nt, q3, 3, res->ttft_ms);
+		rec_rewind(&src);
+		while (rec_next(&src, &rr))
+			if (rr.finish_ns >= 0 && rr.output_tokens > 1)
+				tpot[np++] = (double)(rr.finish_ns - rr.first_token_ns) * 1e-6 /
+					     (double)(rr.output_tokens - 1);
 		ema_quantiles(tpot, np, q3, 3, res->tpot_ms);
+		rec_rewind(&src);
+		while (rec_next(&src, &rr))
+			if (rr.finish_ns >= 0)
+				e2e[ne++] = (double)(rr.finish_ns - rr.arrival_ns) * 1e-6;
 		ema_quantiles(e2e, ne, q2, 2, res->e2e_ms);
 	}
 	res->preemptions = st->preemptions;
@@ -335,8 +476,10 @@ static void tenant_result(struct ema_policy_run *run, int ti, const struct ema_c
 	res->vs_static_throughput = res->vs_static_ttft_p50 = res->vs_static_tpot_p50 = NAN;
 	res->vs_static_ttft_p99 = res->vs_static_tpot_p99 = res->vs_ideal_throughput = NAN;
 	res->guarantee = "-";
-	ema_metrics_compute(recs, n, &cfg->metrics, &cfg->slo, &res->metrics);
-	free(ttft); free(tpot); free(e2e); free(rec); free(recs);
+	free(ttft); free(rec);
+	if (src.bad)
+		return EMA_ERR_IO;
+	return metrics_from(&src, n, &cfg->metrics, &cfg->slo, &res->metrics);
 }
 
 /* tenant_result for every other tenant from `first`: what a helper thread
@@ -346,23 +489,28 @@ struct results_job {
 	struct ema_policy_run *run;
 	const struct ema_config *cfg;
 	int first;
+	int rc;
 };
 
 static void *results_half(void *arg)
 {
-	const struct results_job *j = arg;
+	struct results_job *j = arg;
 
-	for (int ti = j->first; ti < j->cfg->n_tenants; ti += 2)
-		tenant_result(j->run, ti, j->cfg);
+	for (int ti = j->first; ti < j->cfg->n_tenants; ti += 2) {
+		int rc = tenant_result(j->run, ti, j->cfg);
+
+		if (j->rc == EMA_OK)
+			j->rc = rc;
+	}
 	return NULL;
 }
 
 /* Every tenant's result, the odd ones in a thread of their own where
  * there are several (the walks over a replay's records are memory-bound:
  * two cores halve them); the same results either way. */
-static void tenant_results(struct ema_policy_run *run, const struct ema_config *cfg)
+static int tenant_results(struct ema_policy_run *run, const struct ema_config *cfg)
 {
-	struct results_job odd = { run, cfg, 1 }, even = { run, cfg, 0 };
+	struct results_job odd = { run, cfg, 1, EMA_OK }, even = { run, cfg, 0, EMA_OK };
 	pthread_t th;
 	bool threaded = false;
 
@@ -381,9 +529,10 @@ static void tenant_results(struct ema_policy_run *run, const struct ema_config *
 		results_half(&even);
 		pthread_join(th, NULL);
 	} else {
-		for (int ti = 0; ti < cfg->n_tenants; ti++)
-			tenant_result(run, ti, cfg);
+		odd.first = 0;
+		results_half(&odd);
 	}
+	return even.rc != EMA_OK ? even.rc : odd.rc;
 }
 
 /* Comparisons against static and ideal on the same tenant. A lender
@@ -392,29 +541,33 @@ static void tenant_results(struct ema_policy_run *run, const struct ema_config *
  * or 15% in p99 latency. */
 /* The paired medians of run a's tenant ti against static's run s
  * (ema_tenant_result's vs_static_*_paired). */
-static void paired_medians(const struct ema_engine *a, const struct ema_engine *s, int ti,
-			   double *ttft, double *tpot)
+static int paired_medians(const struct ema_policy_run *pa, const struct ema_policy_run *ps,
+			  int ti, double *ttft, double *tpot)
 {
 	static const double half = 0.5;
+	const struct ema_engine *a = pa->engine, *s = ps->engine;
 	int32_t n = ema_engine_n_requests(a, ti);
+	struct rec_src sa, ss;
 	double *vt, *vp;
 	size_t nt = 0, np = 0;
 
 	*ttft = *tpot = NAN;
 	if (n <= 0 || ema_engine_n_requests(s, ti) != n)
-		return;
+		return EMA_OK;
 	vt = malloc((size_t)n * sizeof *vt);
 	vp = malloc((size_t)n * sizeof *vp);
 	if (vt == NULL || vp == NULL) {
 		free(vt);
 		free(vp);
-		return;
+		return EMA_ERR_NOMEM;
 	}
+	rec_src_run(&sa, pa, ti);
+	rec_src_run(&ss, ps, ti);
 	for (int32_t i = 0; i < n; i++) {
 		struct ema_request_record ra, rs;
 
-		ema_engine_request(a, ti, i, &ra);
-		ema_engine_request(s, ti, i, &rs);
+		if (!rec_next(&sa, &ra) || !rec_next(&ss, &rs))
+			break;
 		if (ra.finish_ns < 0 || rs.finish_ns < 0 || rs.first_token_ns <= rs.arrival_ns)
 			continue;
 		vt[nt++] = (double)(ra.first_token_ns - ra.arrival_ns) /
@@ -427,10 +580,13 @@ static void paired_medians(const struct ema_engine *a, const struct ema_engine *
 	ema_quantiles(vp, np, &half, 1, tpot);
 	free(vt);
 	free(vp);
+	return sa.bad || ss.bad ? EMA_ERR_IO : EMA_OK;
 }
 
-static void compare(struct ema_experiment *x)
+static int compare(struct ema_experiment *x)
 {
+	int rc = EMA_OK;
+
 	const struct ema_policy_run *st = NULL, *id = NULL, *po = NULL, *ik = NULL;
 
 	for (int i = 0; i < x->n_runs; i++) {
@@ -464,9 +620,12 @@ static void compare(struct ema_experiment *x)
 					r->vs_static_ttft_paired = isnan(r->ttft_ms[0]) ? NAN : 1.0;
 					r->vs_static_tpot_paired = isnan(r->tpot_ms[0]) ? NAN : 1.0;
 				} else {
-					paired_medians(x->runs[i].engine, st->engine, ti,
-						       &r->vs_static_ttft_paired,
-						       &r->vs_static_tpot_paired);
+					int prc = paired_medians(&x->runs[i], st, ti,
+								 &r->vs_static_ttft_paired,
+								 &r->vs_static_tpot_paired);
+
+					if (rc == EMA_OK)
+						rc = prc;
 				}
 				/* Judged only for pure lenders: a tenant that also
 				 * borrowed is measured against static with its own
@@ -509,6 +668,7 @@ static void compare(struct ema_experiment *x)
 				r->vs_ideal_kv_steady = r->metrics.steady_tok_s /
 							ik->results[ti].metrics.steady_tok_s;
 		}
+	return rc;
 }
 
 /* Lent pages peak per GPU, from the timeline samples. */
@@ -517,6 +677,8 @@ static void lent_peaks(struct ema_policy_run *run)
 	int32_t n;
 	const struct ema_timeline_sample *tl = ema_engine_timeline(run->engine, &n);
 
+	if (run->timeline != NULL)
+		return; /* (taken by timeline_sink as the samples went) */
 	memset(run->lent_peak, 0, sizeof run->lent_peak);
 	for (int32_t i = 0; i < n; i++)
 		if (tl[i].lent > run->lent_peak[tl[i].gpu])
@@ -568,8 +730,25 @@ static int build_workloads(struct ema_experiment *x, struct ema_error *err)
 
 	if (cache == NULL)
 		return ema_error_set(err, EMA_ERR_NOMEM, "out of memory");
-	for (int ti = 0; ti < cfg->n_tenants && rc == EMA_OK; ti++)
+	for (int ti = 0; ti < cfg->n_tenants && rc == EMA_OK; ti++) {
+		struct ema_workload *w = &x->workloads[ti];
+
 		rc = build_workload(x, ti, cache, err);
+		/* the same requests as an earlier tenant's (a trace replayed
+		 * alike): held once, the memory of a long replay's arrivals
+		 * (16 bytes a request) not multiplied by its tenants */
+		for (int j = 0; j < ti && rc == EMA_OK; j++) {
+			const struct ema_workload *o = &x->workloads[j];
+
+			if (x->workload_of[j] == 0 && o->n == w->n && w->n > 0 &&
+			    memcmp(o->reqs, w->reqs, w->n * sizeof *w->reqs) == 0) {
+				ema_workload_free(w);
+				*w = *o;
+				x->workload_of[ti] = j + 1;
+				break;
+			}
+		}
+	}
 	ema_trace_cache_free(cache);
 	return rc;
 }
@@ -669,8 +848,28 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 				run->policy, p->ops->name, cfg->hw.name, cfg->n_tenants,
 				(long long)ema_engine_total_requests(run->engine));
 		}
-		if (!x->rows_after &&
-		    (x->rows_beside || sysconf(_SC_NPROCESSORS_ONLN) >= EMA_ROWS_MIN_CPUS)) {
+		if (!x->rows_beside) {
+			/* the records go to temporary files as they are final
+			 * (the engine frees their requests), read back for the
+			 * results and requests.csv: memory follows the requests
+			 * in flight, not the trace's length */
+			for (int ti = 0; ti < cfg->n_tenants; ti++)
+				if ((run->recs[ti] = spill_open(&run->spill_buf[ti], err)) == NULL) {
+					ema_engine_free(run->engine);
+					run->engine = NULL;
+					p->ops->destroy(p);
+					return err->code;
+				}
+			ema_engine_stream_records(run->engine, record_sink, run);
+			if ((run->timeline = spill_open(&run->spill_buf[EMA_MAX_TENANTS],
+							err)) == NULL) {
+				ema_engine_free(run->engine);
+				run->engine = NULL;
+				p->ops->destroy(p);
+				return err->code;
+			}
+			ema_engine_stream_timeline(run->engine, timeline_sink, run);
+		} else {
 			/* requests.csv's rows are formatted as the requests finish,
 			 * by a thread of their own (or after the run, where there is
 			 * none): the file's bytes are the same either way */
@@ -697,7 +896,10 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 			return rc;
 		run->wall_s = ema_wall_now() - w0;
 		lent_peaks(run);
-		tenant_results(run, cfg);
+		rc = tenant_results(run, cfg);
+		if (rc != EMA_OK)
+			return ema_error_set(err, rc, "requests: cannot read back the records of %s's "
+					     "run (a temporary file)", run->policy);
 		for (int ti = 0; !x->silent && ti < cfg->n_tenants; ti++) {
 			const struct ema_tenant_result *r = &run->results[ti];
 
@@ -762,7 +964,10 @@ int ema_experiment_run(struct ema_experiment *x, struct ema_error *err)
 					r->reclaim_backoff_after);
 		}
 	}
-	compare(x);
+	rc = compare(x);
+	if (rc != EMA_OK)
+		return ema_error_set(err, rc, "requests: cannot read back the records of the runs "
+				     "(temporary files)");
 	x->wall_s = ema_wall_now() - t0;
 	return EMA_OK;
 }
@@ -771,11 +976,29 @@ void ema_experiment_free(struct ema_experiment *x)
 {
 	for (int i = 0; i < x->n_runs; i++) {
 		ema_rows_free(&x->runs[i].rows); /* (its thread reads the engine) */
+		for (int ti = 0; ti < EMA_MAX_TENANTS; ti++)
+			if (x->runs[i].recs[ti] != NULL) {
+				fclose(x->runs[i].recs[ti]);
+				x->runs[i].recs[ti] = NULL;
+			}
+		if (x->runs[i].timeline != NULL) {
+			fclose(x->runs[i].timeline);
+			x->runs[i].timeline = NULL;
+		}
+		for (int k = 0; k <= EMA_MAX_TENANTS; k++) {
+			free(x->runs[i].spill_buf[k]); /* (after fclose: the files' buffers) */
+			x->runs[i].spill_buf[k] = NULL;
+		}
 		ema_engine_free(x->runs[i].engine);
 		x->runs[i].engine = NULL;
 	}
-	for (int ti = 0; ti < EMA_MAX_TENANTS; ti++)
-		ema_workload_free(&x->workloads[ti]);
+	for (int ti = 0; ti < EMA_MAX_TENANTS; ti++) {
+		if (x->workload_of[ti] != 0)
+			memset(&x->workloads[ti], 0, sizeof x->workloads[ti]); /* (another's) */
+		else
+			ema_workload_free(&x->workloads[ti]);
+		x->workload_of[ti] = 0;
+	}
 	x->n_runs = 0;
 }
 
@@ -913,13 +1136,15 @@ static int write_requests_csv(const struct ema_experiment *x, FILE *f)
 		const struct ema_engine *e = x->runs[i].engine;
 
 		for (int ti = 0; ti < ema_engine_n_tenants(e); ti++) {
-			int32_t n = ema_engine_n_requests(e, ti);
+			struct rec_src src;
+			struct ema_request_record r;
 
-			for (int32_t k = 0; k < n; k++) {
-				struct ema_request_record r;
-
-				ema_engine_request(e, ti, k, &r);
+			rec_src_run(&src, &x->runs[i], ti);
+			while (rec_next(&src, &r))
 				ema_rows_format(o, x->runs[i].policy, x->cfg.tenants[ti].name, &r);
+			if (src.bad) {
+				free(o);
+				return EMA_ERR_IO;
 			}
 		}
 	}
@@ -942,9 +1167,30 @@ static int write_timeline_csv(const struct ema_experiment *x, FILE *f)
 		double pg = (double)ema_engine_page_bytes(e) / GIB;
 		int32_t n;
 		const struct ema_timeline_sample *tl = ema_engine_timeline(e, &n);
+		FILE *spill = x->runs[i].timeline;
+		struct ema_timeline_sample one;
 
-		for (int32_t k = 0; k < n; k++) {
-			const struct ema_timeline_sample *s = &tl[k];
+		if (spill != NULL && fseek(spill, 0, SEEK_SET) != 0) {
+			free(o);
+			return EMA_ERR_IO;
+		}
+		/* the streamed samples (a file), then those left in the engine */
+		for (int32_t k = 0; spill != NULL || k < n; k++) {
+			const struct ema_timeline_sample *s = &one;
+
+			if (spill != NULL) {
+				if (fread(&one, sizeof one, 1, spill) != 1) {
+					if (ferror(spill)) {
+						free(o);
+						return EMA_ERR_IO;
+					}
+					spill = NULL;
+					k = -1;
+					continue;
+				}
+			} else {
+				s = &tl[k];
+			}
 			const double gib[] = {
 				s->weights * pg, s->kv_used * pg, s->staging * pg,
 				s->free_pages * pg, s->lent * pg, s->borrowed * pg,

@@ -127,6 +127,15 @@ struct ema_policy_run {
 	struct ema_tenant_result results[EMA_MAX_TENANTS];
 	int32_t lent_peak[EMA_MAX_GPUS];
 	struct ema_rows rows;          /* requests.csv's rows, formatted as the run went */
+	/* Each tenant's request records as the engine made them final
+	 * (ema_engine_stream_records), in id order, in an unlinked temporary
+	 * file: what the results and requests.csv are computed from, so that
+	 * memory holds the requests in flight, not the trace. NULL where the
+	 * records stayed in the engine (rows formatted beside the run). */
+	FILE *recs[EMA_MAX_TENANTS];
+	/* The timeline's samples, streamed the same way (ema_engine_stream_timeline). */
+	FILE *timeline;
+	char *spill_buf[EMA_MAX_TENANTS + 1]; /* their stdio buffers (recs[], then timeline) */
 };
 
 /* Where the progress lines of the policy being run stand. */
@@ -148,16 +157,21 @@ struct ema_experiment {
 	 * dropped, link contention): for a caller that runs many scenarios
 	 * and reports what it needs from the results (tests/vs_static.c) */
 	bool silent;
-	/* requests.csv's rows are formatted beside each run (rows.h) where
-	 * the machine has cores to spare (EMA_ROWS_MIN_CPUS online), else
-	 * after the runs; rows_after and rows_beside force one way (the
-	 * tests compare the two); rows_max: beside them only for runs of at
-	 * most this many requests (0: EMA_ROWS_MAX) */
+	/* requests.csv's rows are formatted after the runs from the records
+	 * streamed to temporary files (memory bounded by the requests in
+	 * flight); rows_beside formats them beside each run (rows.h) from
+	 * records kept in the engine instead (the tests compare the two;
+	 * rows_after is the default); rows_max: beside them only for runs of
+	 * at most this many requests (0: EMA_ROWS_MAX) */
 	bool rows_after, rows_beside;
 	int64_t rows_max;
 	int n_runs;
 	struct ema_policy_run runs[EMA_MAX_POLICIES];
 	struct ema_workload workloads[EMA_MAX_TENANTS];
+	/* tenant i's requests are those of tenant workload_of[i] - 1 (the
+	 * same array, held once: 8 tenants replaying one trace alike), or
+	 * its own where 0 */
+	int workload_of[EMA_MAX_TENANTS];
 	double wall_s;
 	char command[4096];
 };

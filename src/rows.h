@@ -1,7 +1,11 @@
 /* rows.h: requests.csv's rows of one policy run, formatted by a thread of
  * their own while the engine runs (the rows of the requests it has
  * finished), so that the largest file of a run folder is ready when the
- * run ends instead of being formatted after it. */
+ * run ends instead of being formatted after it. Used only where an
+ * experiment asks for it (rows_beside): by default the engine streams the
+ * records to temporary files and frees the requests (experiment.c), which
+ * this thread, reading the engine's records while it runs, cannot share;
+ * the rows are then formatted from those files after the runs. */
 #ifndef EMA_ROWS_H
 #define EMA_ROWS_H
 
@@ -19,7 +23,8 @@
  * each): a longer run formats its rows after the run instead, as without
  * a thread, so that its memory stays what the run itself needs. */
 #define EMA_ROWS_MAX 1000000
-/* Cores online for the rows to be formatted beside a run by default:
+/* (No longer a default: memory bounded by the requests in flight comes
+ * first.) Cores online for the rows to be formatted beside a run by default:
  * on this project's shared 2-core machine, with other work running, the
  * thread slowed the 8-tenant replay by about 10% (medians of 15
  * alternating runs: 0.731 s against 0.651 s without it), although alone

@@ -818,6 +818,10 @@ done
 check "bench: the load average" grep -q '^load average after: ' "$T/log/out"
 check "bench: nothing left in the current folder" [ -z "$(ls -A)" ]
 check "bench: temporary folder removed ($(ls "$T/tmp"))" [ -z "$(ls -A "$T/tmp")" ]
+check "bench: the week's replay has 7 times the hour's requests" \
+	grep -q "^8 tenants, ema, a week, 7x (1 run) .*($((56 * rows)) requests" "$T/log/out"
+check "bench: the week's peak memory over the hour's" \
+	grep -q '^  peak memory, a week / an hour, static .* MiB = [0-9.]*  (<= 1.5: ' "$T/log/out"
 # `ema bench | head -1`: head goes after one line and the next write
 # raises SIGPIPE; bench must remove its temporary folder before dying of
 # it, as `ema run` removes its unfinished run folder.
@@ -825,6 +829,15 @@ check "bench: temporary folder removed ($(ls "$T/tmp"))" [ -z "$(ls -A "$T/tmp")
 check "bench | head -1: one line" [ "$(wc -l <"$T/log/out")" -eq 1 ]
 check "bench | head -1: temporary folder removed ($(ls "$T/tmp"))" [ -z "$(ls -A "$T/tmp")" ]
 rm -rf "${T:?}/tmp" && mkdir "$T/tmp" || exit 99
+# --memory: that figure alone, each replay a process of its own
+ema bench --memory --trace ../in/bench.csv
+check "bench --memory: exit 0 (got $rc)" [ "$rc" -eq 0 ]
+check "bench --memory: the hour and the week, static and ema" \
+	[ "$(grep -c '^8 tenants, [a-z]*, a[n]* [a-z]*.* MiB' "$T/log/out")" -eq 4 ]
+check "bench --memory: both ratios" [ "$(grep -c '^  peak memory, a week / an hour' "$T/log/out")" -eq 2 ]
+check "bench --memory: no event queue, no other replay" \
+	[ -z "$(grep -e '^event queue' -e '^8 tenants x trace' "$T/log/out")" ]
+check "bench --memory: temporary folder removed ($(ls "$T/tmp"))" [ -z "$(ls -A "$T/tmp")" ]
 # --runs N: medians of N
 ema bench --quick --runs 2 --trace ../in/bench.csv
 check "bench --runs 2: exit 0 (got $rc)" [ "$rc" -eq 0 ]

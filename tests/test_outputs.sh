@@ -221,5 +221,27 @@ cp "$T/old.json" cap/capacity.json
 refused "an older capacity folder" "made by an older ema, which did not record its scenario" \
 	sweep -q $TINY $CAP --out cap
 
+# The request records and the timeline go to unlinked temporary files in
+# $TMPDIR as the run goes (memory bounded by the requests in flight): a
+# folder that cannot hold them, or a write that fails mid-run, fails the
+# run with the reason, and leaves no run folder and no temporary file.
+mkdir "$T/spill" || exit 99
+TMPDIR=$T/nosuch ema run -q --no-plots --out nospill
+check "records: no temporary folder: exit 1 (got $rc)" [ "$rc" -eq 1 ]
+check "records: no temporary folder: said ($(cat "$T/log/err"))" \
+	grep -qF "requests: cannot make a temporary file in $T/nosuch" "$T/log/err"
+check "records: no temporary folder: no run folder" [ ! -e nospill ]
+# (a file size limit: the records' file fails to grow mid-run, EFBIG)
+before=$(ls -A | tr '\n' ' ')
+(ulimit -f 20 && trap '' XFSZ && TMPDIR=$T/spill exec "$EMA" run -q --no-plots --out midrun) \
+	>"$T/log/out" 2>"$T/log/err"
+rc=$?
+check "records: a write failing mid-run: exit 1 (got $rc)" [ "$rc" -eq 1 ]
+check "records: a write failing mid-run: said ($(cat "$T/log/err"))" \
+	grep -qF "cannot write a temporary file" "$T/log/err"
+check "records: a write failing mid-run: no run folder" [ ! -e midrun ]
+check "records: a write failing mid-run: nothing new here" [ "$(ls -A | tr '\n' ' ')" = "$before" ]
+check "records: no temporary file left ($(ls -A "$T/spill"))" [ -z "$(ls -A "$T/spill")" ]
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

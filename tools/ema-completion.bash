@@ -20,7 +20,7 @@ _ema_options()
 	sweep) echo "--vary --config -c --set -s --seed --out -o --jobs -j --shard --sbatch --tasks --throttle --partition --account --time --mem --sbatch-arg --dry-run --max-rate --slo --resolution --no-plots --point-plots --quiet -q --help -h" ;;
 	figures) echo "--out -o --quiet -q --help -h" ;;
 	paths) echo "--config -c --set -s --out -o --help -h" ;;
-	bench) echo "--quick --runs --trace --backend --hw --csv --help -h" ;;
+	bench) echo "--quick --runs --memory --trace --backend --hw --csv --help -h" ;;
 	calibrate) echo "--out -o --csv --name --quick --help -h" ;;
 	validate) echo "--config -c --set -s --seed --csv --quiet -q --help -h" ;;
 	version) echo "--help -h" ;;
