@@ -1264,12 +1264,16 @@ static bool ema_leap_ok(const struct ema_policy_ctx *c, void *state, int tenant,
 	if (st->reserve_set[tenant] || ema_policy_staging_held(c, tenant) > 0 ||
 	    ema_ledger_borrowed_pages(c->ledger, tenant) > 0 || !ema_leap_holds(c, state, tenant, r))
 		return false;
-	/* a lender's steps measure its slowdown, which its borrowers read
-	 * at once: it steps while it lends (a leap's steps are noted as the
-	 * engine plays them back, after other tenants' events at the same
-	 * time: the borrowers' budgets would differ from stepping's) */
-	if (own(c)->feedback_s > 0 && ema_ledger_lent_pages(c->ledger, c->tenant_gpu[tenant]) > 0)
-		return false;
+	/* A lender leaps too. Its steps measure its slowdown (note_end,
+	 * from the borrower steps that overlapped each in the serving ring),
+	 * which its borrowers read, and with plan_each the engine notes each
+	 * leapt step at its end, before any event after it (an event at a
+	 * step's very end cuts the leap there: that end is a real one), so
+	 * every hook of another tenant reads the averages, the epochs and
+	 * the ring as stepping leaves them; avg_value leaves out samples
+	 * taken at `now` either way. The simulator times its steps at the
+	 * interference and remote attention of its borrowers' reads, timed
+	 * again where they change (sim_platform.c, leaps). */
 	r->plan_each = own(c)->feedback_s > 0;
 	return true;
 }
