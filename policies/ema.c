@@ -130,6 +130,10 @@ struct ema_state {
 	bool rerr_valid[EMA_MAX_TENANTS];
 	struct budget_memo memo[EMA_MAX_TENANTS][EMA_MAX_GPUS][2];
 	double t0_ns[EMA_MAX_TENANTS];     /* local-only full step (the belief) */
+	/* kappa() of each path (PATH_NONE: in place's), fixed by the
+	 * hardware profile: set at init, read by lender_load for every
+	 * borrower of every lender at every budget */
+	double kappa_of[4];
 	double w_bytes, kv_bytes[EMA_MAX_TENANTS];
 	int32_t headroom[EMA_MAX_GPUS];    /* pages kept free by reclaiming ahead */
 	int32_t lent_limit[EMA_MAX_GPUS];  /* KV capacity less the lending floor */
@@ -339,10 +343,22 @@ static double lender_load(const struct ema_policy_ctx *c, const struct ema_state
 
 		if (b == except || n <= 0 || st->t0_ns[b] <= 0)
 			continue;
-		load += kappa(c, st->path[b][g] != PATH_NONE ? st->path[b][g] : PATH_INPLACE) *
-			(double)n * (double)c->page_bytes / st->t0_ns[b];
+		/* (kappa_of[PATH_NONE] is in place's) */
+		load += st->kappa_of[st->path[b][g]] * (double)n * (double)c->page_bytes /
+			st->t0_ns[b];
 	}
 	return load;
+}
+
+/* lender_load(g, except) of every GPU g, into load[] (0 for `home`, the
+ * borrower's own GPU, which none of its plans reads): one walk of the
+ * ledger for a borrower's plan or its page-by-page budgets, each sum
+ * the same doubles in the same order as lender_load's. */
+static void lender_loads(const struct ema_policy_ctx *c, const struct ema_state *st, int except,
+			 int home, double *load)
+{
+	for (int g = 0; g < c->n_gpus; g++)
+		load[g] = g == home ? 0.0 : lender_load(c, st, g, except);
 }
 
 /* Whether GPU g runs steps of its own now (its tenant holds KV): remote
@@ -536,12 +552,6 @@ static double lender_cap_of(const struct ema_policy_ctx *c, const struct ema_sta
 	return left > 0 ? left * st->t0_ns[b] / k : 0;
 }
 
-static double lender_cap(const struct ema_policy_ctx *c, const struct ema_state *st, int b, int L,
-			 int p)
-{
-	return lender_cap_of(c, st, b, L, p, lender_left(c, st, L, lender_load(c, st, L, b)));
-}
-
 static bool path_allowed(const struct ema_policy_ctx *c, int p)
 {
 	enum ema_remote_path want = own(c)->remote_path;
@@ -668,6 +678,8 @@ static int ema_init(const struct ema_policy_ctx *c, void *state, struct ema_erro
 		for (int k = 0; k < EMA_SERVING_RING; k++)
 			st->serving[g][k] = (struct ema_serving){ 0, -1, 0, -1 };
 	}
+	for (int p = PATH_NONE; p <= PATH_COMPUTE; p++)
+		st->kappa_of[p] = kappa(c, p);
 	w = ema_model_weight_bytes(c->model);
 	st->w_bytes = (double)w;
 	for (int t = 0; t < c->n_tenants; t++) {
@@ -1070,12 +1082,15 @@ static void log_end(struct ema_state *st, int t, double measured_ns)
  * place because remote attention's lender cap had shrunk to 4.79 made
  * steps of 90 ms against a T0 of 39.5. budget()'s choice, what borrowing
  * more would take, may differ: with no budget left every path ties at
- * nothing. */
-static int read_path(const struct ema_policy_ctx *c, const struct ema_state *st, int b, int L,
-		     double bytes)
+ * nothing. `load`: the other borrowers' load on L (lender_load). */
+static int read_path_at(const struct ema_policy_ctx *c, const struct ema_state *st, int b, int L,
+			double bytes, double load)
 {
 	bool busy = gpu_busy(c, L);
 	double tmax = st->t0_ns[b] * (1 + own(c)->tpot_budget) / remote_error(c, st, b);
+	/* what every path shares: the share of L's step its budget leaves b
+	 * (lender_cap_of's, read once rather than once a path) */
+	double left = lender_left(c, st, L, load);
 	int best = PATH_NONE;
 	double best_score = INFINITY, best_t = INFINITY;
 
@@ -1085,7 +1100,7 @@ static int read_path(const struct ema_policy_ctx *c, const struct ema_state *st,
 		if (!path_allowed(c, p))
 			continue;
 		t = step_with(c, st, b, p, busy, bytes);
-		lc = lender_cap(c, st, b, L, p);
+		lc = lender_cap_of(c, st, b, L, p, left);
 		score = fmax(t / tmax, lc > 0 ? bytes / lc : INFINITY);
 		if (score < 1.0)
 			score = 1.0; /* within both: the shorter step decides */
@@ -1108,14 +1123,21 @@ static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_ite
 	int32_t want, got;
 	bool staged;
 
+	double load[EMA_MAX_GPUS];
+
 	it->layer_groups = groups;
 	it->method = c->knobs->copy_method;
 	it->staging_pages = NULL;
 	it->n_staging_pages = 0;
+	/* the lenders' loads from the other borrowers, which the paths
+	 * chosen below (tn's own) leave as they are */
+	if (it->n_remote > 0)
+		lender_loads(c, st, tn, c->tenant_gpu[tn], load);
 	for (int i = 0; i < it->n_remote; i++) {
 		int L = it->remote[i].gpu;
 
-		st->path[tn][L] = (int8_t)read_path(c, st, tn, L, (double)it->remote[i].bytes);
+		st->path[tn][L] = (int8_t)read_path_at(c, st, tn, L, (double)it->remote[i].bytes,
+						       load[L]);
 		it->remote[i].compute = st->path[tn][L] == PATH_COMPUTE;
 		it->remote[i].lender_busy = gpu_busy(c, L);
 		if (!it->remote[i].compute)

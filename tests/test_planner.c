@@ -23,6 +23,22 @@ static double tpot_cap(const struct ema_policy_ctx *c, const struct ema_state *s
 			    tpot_step(c, st, b, admit) - c->hw->iter_overhead_us * 1e3);
 }
 
+/* The bytes of b's KV on L that L's lender budget allows by path p
+ * (budget's second limit), the other borrowers' load read now. */
+static double lender_cap(const struct ema_policy_ctx *c, const struct ema_state *st, int b, int L,
+			 int p)
+{
+	return lender_cap_of(c, st, b, L, p, lender_left(c, st, L, lender_load(c, st, L, b)));
+}
+
+/* The path b reads `bytes` of its KV on L by (ema_plan's choice), the
+ * other borrowers' load read now. */
+static int read_path(const struct ema_policy_ctx *c, const struct ema_state *st, int b, int L,
+		     double bytes)
+{
+	return read_path_at(c, st, b, L, bytes, lender_load(c, st, L, b));
+}
+
 static struct ema_request_spec spec(int64_t at, int p, int o)
 {
 	struct ema_request_spec r = { at, p, o };
