@@ -82,11 +82,24 @@ static const char *const path_names[] = { "none", "inplace", "staged", "compute"
 enum { BIND_TPOT = 0, BIND_LENDER, BIND_PAYS, BIND_PATH };
 static const char *const bind_names[] = { "tpot", "lender", "throughput", "no_path" };
 
+/* exp(-dt / tau) as last computed, with its dt and tau (fade): the
+ * forgetting of the averages and of the prefill share is read again and
+ * again at the same distance from their last sample (a lender's average
+ * by every budget on it within one grid step, fade_time; a step's end
+ * folded into a tenant's sums and averages that all took their last
+ * sample at its previous end). dt 0: none yet (every dt asked is > 0
+ * or a sample's first). */
+struct fade_memo {
+	int64_t dt;
+	double tau, k;
+};
+
 /* An average of a measured ratio with exponential forgetting. */
 struct ema_avg {
 	double v;          /* the average, 1 until a sample came */
 	double prev;       /* the average before the samples taken at `at` */
 	int64_t at;        /* run time of the last sample, -1: none yet */
+	struct fade_memo read; /* avg_value's fading (a memo) */
 };
 
 /* A borrower's step reading a lender's HBM: when, and the slowdown of
@@ -122,6 +135,10 @@ struct ema_state {
 	 * errors, its prefill share, its predicted step), the lender's (its
 	 * measured slowdown) */
 	uint64_t t_epoch[EMA_MAX_TENANTS], g_epoch[EMA_MAX_GPUS];
+	/* note_end's fadings: its tenant's prefill share, its averages and
+	 * its GPU's, whose last samples were mostly all at its last end */
+	struct fade_memo end_fade[2];
+	int end_fade_next;
 	/* remote_error's last answer per tenant, with what it was read at */
 	double rerr[EMA_MAX_TENANTS];
 	int64_t rerr_at[EMA_MAX_TENANTS];
@@ -202,11 +219,33 @@ static FILE *dlog(void)
 
 /* ---- feedback ------------------------------------------------------------ */
 
+/* exp(-dt / tau), the same double as computing it, from m (m[0] ..
+ * m[n - 1]) where one holds that dt and tau, else computed into m[*next]
+ * (round robin). */
+static double fade(struct fade_memo *m, int n, int *next, int64_t dt, double tau)
+{
+	double k;
+
+	for (int i = 0; i < n; i++)
+		if (m[i].dt == dt && m[i].tau == tau && dt != 0)
+			return m[i].k;
+	k = exp(-(double)dt / tau);
+	if (n > 0) {
+		int i = next != NULL ? *next : 0;
+
+		m[i] = (struct fade_memo){ dt, tau, k };
+		if (next != NULL)
+			*next = (i + 1) % n;
+	}
+	return k;
+}
+
 static void avg_init(struct ema_avg *a)
 {
 	a->v = 1.0;
 	a->prev = 1.0;
 	a->at = -1;
+	a->read = (struct fade_memo){ 0, 0, 0 };
 }
 
 /* The time the fading of the averages is read at: `now` on a grid of
@@ -235,19 +274,21 @@ static double avg_value(const struct ema_policy_ctx *c, const struct ema_avg *a,
 	int64_t t = fade_time(c, now);
 
 	if (a->at >= 0 && t > a->at && tau > 0)
-		v = 1.0 + (v - 1.0) * exp(-(double)(t - a->at) / tau);
+		v = 1.0 + (v - 1.0) * fade(&((struct ema_avg *)a)->read, 1, NULL, t - a->at, tau);
 	return v;
 }
 
 /* Folds sample x, taken at run time `at`, into a with the time constant
- * of policy.ema.feedback_s: the first sample is the average. */
-static void avg_add(const struct ema_policy_ctx *c, struct ema_avg *a, double x, int64_t at)
+ * of policy.ema.feedback_s: the first sample is the average. m: n
+ * fadings to look in and keep the new one in (none: n 0). */
+static void avg_add(const struct ema_policy_ctx *c, struct ema_avg *a, double x, int64_t at,
+		    struct fade_memo *m, int n, int *next)
 {
 	double tau = own(c)->feedback_s * 1e9, w;
 
 	if (!(tau > 0) || !isfinite(x))
 		return;
-	w = a->at < 0 ? 1.0 : 1.0 - exp(-(double)(at - a->at) / tau);
+	w = a->at < 0 ? 1.0 : 1.0 - fade(m, n, next, at - a->at, tau);
 	if (at != a->at)
 		a->prev = a->v;
 	a->v += w * (x - a->v);
@@ -285,10 +326,10 @@ static double remote_error(const struct ema_policy_ctx *c, const struct ema_stat
  * whose weights fall by e every feedback_s (at least 1 s: a share needs
  * a few steps of each kind). */
 static void share_add(const struct ema_policy_ctx *c, double *pf, double *busy, int64_t *last,
-		      bool prefill, double d, int64_t at)
+		      bool prefill, double d, int64_t at, struct fade_memo *m, int n, int *next)
 {
 	double tau = own(c)->feedback_s > 1 ? own(c)->feedback_s * 1e9 : 1e9;
-	double k = *last >= 0 ? exp(-(double)(at - *last) / tau) : 0.0;
+	double k = *last >= 0 ? fade(m, n, next, at - *last, tau) : 0.0;
 
 	*pf = *pf * k + (prefill ? d : 0);
 	*busy = *busy * k + d;
@@ -961,19 +1002,19 @@ static void note_end(const struct ema_policy_ctx *c, struct ema_state *st, int t
 		double d = (double)(end - st->pend_start[t]);
 
 		share_add(c, &st->pf_ns[t], &st->busy_ns[t], &st->share_at[t], st->pend_prefill[t], d,
-			  end);
+			  end, st->end_fade, 2, &st->end_fade_next);
 	}
 	if (!(st->pend_pred[t] > 0) || end <= st->pend_start[t])
 		return;
 	ratio = (double)(end - st->pend_start[t]) / st->pend_pred[t];
 	if (st->pend_remote[t]) {
-		avg_add(c, &st->remote[t], ratio, end);
+		avg_add(c, &st->remote[t], ratio, end, st->end_fade, 2, &st->end_fade_next);
 		return;
 	}
-	avg_add(c, &st->local[t], ratio, end);
+	avg_add(c, &st->local[t], ratio, end, st->end_fade, 2, &st->end_fade_next);
 	load = serving_load(st, g, st->pend_start[t], end, &serving);
 	if (!serving) {
-		avg_add(c, &st->idle[g], ratio, end);
+		avg_add(c, &st->idle[g], ratio, end, st->end_fade, 2, &st->end_fade_next);
 	} else if (load > 0.002 && !st->pend_prefill[t]) {
 		/* measured slowdown (against its steps serving no one) over
 		 * the predicted one, from decode steps only: the guarantee is
@@ -984,7 +1025,8 @@ static void note_end(const struct ema_policy_ctx *c, struct ema_state *st, int t
 		 * TPOT 1.066 x static against a budget of 1.05) */
 		double slow = ratio / avg_value(c, &st->idle[g], end) - 1;
 
-		avg_add(c, &st->lend[g], clampd(slow / load, 0, 8), end);
+		avg_add(c, &st->lend[g], clampd(slow / load, 0, 8), end, st->end_fade, 2,
+			&st->end_fade_next);
 		st->g_epoch[g]++;
 	}
 }

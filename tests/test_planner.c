@@ -262,9 +262,9 @@ static void test_feedback(void)
 	double before;
 
 	avg_init(&a);
-	avg_add(&f->e.ctx, &a, 2.0, 1000000000);
+	avg_add(&f->e.ctx, &a, 2.0, 1000000000, NULL, 0, NULL);
 	CU_ASSERT_DOUBLE_EQUAL(a.v, 2.0, 1e-12);
-	avg_add(&f->e.ctx, &a, 1.0, 6000000000);    /* 5 s later: weight 1 - 1/e */
+	avg_add(&f->e.ctx, &a, 1.0, 6000000000, NULL, 0, NULL);    /* 5 s later: weight 1 - 1/e */
 	CU_ASSERT_DOUBLE_EQUAL(a.v, 2.0 - (1 - exp(-1.0)), 1e-12);
 	before = lender_cap(&f->e.ctx, st, 0, 1, PATH_INPLACE);
 	st->lend[1].v = 2.0;
@@ -513,6 +513,73 @@ static void test_random_sequences(void)
 	CU_ASSERT(granted > 100);
 }
 
+/* The fadings' memos (fade): over random sequences of distances and
+ * time constants, some repeated, the value from a memo of one or two
+ * entries is the double exp() computes; and averages folded and read
+ * through the memos (note_end's two, each average's own) hold, and read,
+ * the same doubles as averages that compute every fading. */
+static void test_fade_memo(void)
+{
+	struct fixture *f = fixture(NULL, 0);
+	const struct ema_policy_ctx *c = &f->e.ctx;
+	struct fade_memo two[2] = {{0}}, one = {0};
+	struct ema_avg a[3], b[3];
+	int next = 0, hits = 0, bad = 0;
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+	int64_t now = 0;
+	static const int64_t dts[] = { 1, 20000000, 28715683, 39091795, 5000000000 };
+	static const double taus[] = { 5e9, 1e9, 0.5e9 };
+
+	for (int i = 0; i < 20000; i++) {
+		int64_t dt;
+		double tau, want;
+		bool held;
+
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		dt = (x >> 8) % 3 ? dts[(x >> 16) % 5] : 1 + (int64_t)((x >> 20) % 100000000);
+		tau = taus[(x >> 40) % 3];
+		want = exp(-(double)dt / tau);
+		held = (two[0].dt == dt && two[0].tau == tau) || (two[1].dt == dt && two[1].tau == tau);
+		hits += held;
+		bad += fade(two, 2, &next, dt, tau) != want;
+		bad += fade(&one, 1, NULL, dt, tau) != want;
+		bad += fade(NULL, 0, NULL, dt, tau) != want;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(hits > 1000);
+	/* three averages sampled at shared times (a step's end) and apart,
+	 * read at random times: through the memos and without */
+	next = 0;
+	two[0] = two[1] = (struct fade_memo){ 0, 0, 0 };
+	for (int k = 0; k < 3; k++) {
+		avg_init(&a[k]);
+		avg_init(&b[k]);
+	}
+	for (int i = 0; i < 20000; i++) {
+		int k;
+		double v;
+
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		now += (x >> 8) % 4 ? 0 : 1 + (int64_t)((x >> 12) % 60000000);
+		k = (int)((x >> 40) % 3);
+		v = 0.5 + (double)((x >> 20) % 1000) / 500.0;
+		if ((x >> 50) % 2) {
+			avg_add(c, &a[k], v, now, two, 2, &next);
+			avg_add(c, &b[k], v, now, NULL, 0, NULL);
+		}
+		/* read as of now and a little later, b's memo cleared first */
+		for (int d = 0; d < 2; d++) {
+			int64_t t = now + d * (int64_t)((x >> 30) % 30000000);
+
+			b[k].read = (struct fade_memo){ 0, 0, 0 };
+			bad += avg_value(c, &a[k], t) != avg_value(c, &b[k], t);
+		}
+		bad += a[k].v != b[k].v || a[k].prev != b[k].prev || a[k].at != b[k].at;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	fixture_free(f);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -525,6 +592,7 @@ int main(void)
 		{ "a lender's demand first", test_lender_demand_first },
 		{ "one lender budget for all its borrowers", test_lender_budget_shared },
 		{ "feedback corrects the caps", test_feedback },
+		{ "the fadings' memos: the doubles exp() gives", test_fade_memo },
 		{ "a lender learns its slowdown from decode steps", test_lender_learns_from_decodes },
 		{ "a borrower's step reads its lender until it ends", test_serving_open },
 		{ "the prefill share's factor", test_prefill_factor },
