@@ -117,6 +117,29 @@ struct ema_serving {
 	int borrower;
 };
 
+/* What a borrower's budgets on every lender share, as last computed,
+ * with what it was computed from (budget_memo's borrower side): the
+ * step its TPOT budget allows less the overhead (tpot_step), and the
+ * bytes each path reads within it, to a lender busy or not
+ * (bytes_within; bit p * 2 + busy of `have`). pages_left asks for the
+ * budgets on every lender in turn, each the same base. */
+struct base_memo {
+	int64_t at;        /* fade_time then */
+	uint64_t t_epoch;  /* the borrower's then */
+	int32_t own;       /* pages the borrower held (admissions: its prefill share) */
+	uint8_t fresh;     /* which of its averages had a sample at now */
+	uint8_t valid, have;
+	double avail;
+	double tc[4][2];
+};
+
+/* served() of one borrower, path and lender busy or not, as last
+ * computed, with its bytes (a memo of a function of them alone). */
+struct served_memo {
+	double r, f;
+	bool valid;
+};
+
 /* A budget as last computed, with what it was computed from: a borrower
  * asks for page after page within one event, and only these move it. */
 struct budget_memo {
@@ -146,6 +169,8 @@ struct ema_state {
 	uint8_t rerr_fresh[EMA_MAX_TENANTS];
 	bool rerr_valid[EMA_MAX_TENANTS];
 	struct budget_memo memo[EMA_MAX_TENANTS][EMA_MAX_GPUS][2];
+	struct base_memo base[EMA_MAX_TENANTS][2];
+	struct served_memo served_memo[EMA_MAX_TENANTS][4][2];
 	double t0_ns[EMA_MAX_TENANTS];     /* local-only full step (the belief) */
 	/* kappa() of each path (PATH_NONE: in place's), fixed by the
 	 * hardware profile: set at init, read by lender_load for every
@@ -619,15 +644,54 @@ static bool path_allowed(const struct ema_policy_ctx *c, int p)
  * where that serves no more than borrowing nothing, (L + R) / T(R) <=
  * L / T0 (in place, for one, costs the step the overlap's loss however
  * little it reads). */
+/* The base of b's budgets (struct base_memo), from its memo where
+ * nothing it reads changed: the key is budget_memo's borrower side. */
+static struct base_memo *budget_base(const struct ema_policy_ctx *c, const struct ema_state *st,
+				     int b, bool admit)
+{
+	struct base_memo *m = &((struct ema_state *)st)->base[b][admit];
+	int64_t now = ema_policy_now(c), at = fade_time(c, now);
+	int32_t own = admit ? ema_ledger_borrowed_pages(c->ledger, b) : 0;
+	uint8_t fresh = (uint8_t)((st->remote[b].at == now) | (st->local[b].at == now) << 1);
+
+	if (!m->valid || m->at != at || m->fresh != fresh || m->t_epoch != st->t_epoch[b] ||
+	    m->own != own) {
+		m->avail = tpot_step(c, st, b, admit) - c->hw->iter_overhead_us * 1e3;
+		m->at = at;
+		m->fresh = fresh;
+		m->t_epoch = st->t_epoch[b];
+		m->own = own;
+		m->have = 0;
+		m->valid = 1;
+	}
+	return m;
+}
+
+/* served(), from the borrower's memo where the bytes are the last's. */
+static double served_memoized(const struct ema_policy_ctx *c, const struct ema_state *st, int b,
+			      int p, bool busy, double r)
+{
+	struct served_memo *m = &((struct ema_state *)st)->served_memo[b][p][busy];
+
+	if (!m->valid || m->r != r) {
+		m->f = served(c, st, b, p, busy, r);
+		m->r = r;
+		m->valid = true;
+	}
+	return m->f;
+}
+
 static int32_t budget_at(const struct ema_policy_ctx *c, const struct ema_state *st, int b, int L,
 			 bool admit, double load, int *path, int *bind)
 {
 	double best = 0, best_f = 0;
 	int best_p = PATH_NONE, b_bind = BIND_PATH;
 	bool busy = gpu_busy(c, L);
-	/* what every path shares: the step the TPOT budget allows and the
-	 * share of L's step left to b */
-	double avail = tpot_step(c, st, b, admit) - c->hw->iter_overhead_us * 1e3;
+	/* what every path shares: the step the TPOT budget allows (and the
+	 * bytes each path reads within it) and the share of L's step left
+	 * to b */
+	struct base_memo *base = budget_base(c, st, b, admit);
+	double avail = base->avail;
 	double left = lender_left(c, st, L, load);
 
 	for (int p = PATH_INPLACE; p <= PATH_COMPUTE; p++) {
@@ -636,7 +700,11 @@ static int32_t budget_at(const struct ema_policy_ctx *c, const struct ema_state 
 
 		if (!path_allowed(c, p))
 			continue;
-		tc = bytes_within(c, st, b, busy, p, avail);
+		if (!(base->have >> (p * 2 + busy) & 1)) {
+			base->tc[p][busy] = bytes_within(c, st, b, busy, p, avail);
+			base->have |= (uint8_t)(1u << (p * 2 + busy));
+		}
+		tc = base->tc[p][busy];
 		lc = lender_cap_of(c, st, b, L, p, left);
 		ms = st->most_served[b][p][busy];
 		cap = tc;
@@ -649,7 +717,7 @@ static int32_t budget_at(const struct ema_policy_ctx *c, const struct ema_state 
 			cap = ms;
 			why = BIND_PAYS;
 		}
-		f = served(c, st, b, p, busy, cap);
+		f = served_memoized(c, st, b, p, busy, cap);
 		if (best_p == PATH_NONE || f > best_f || (f == best_f && cap > best)) {
 			best = cap;
 			best_f = f;

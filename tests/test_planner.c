@@ -580,6 +580,112 @@ static void test_fade_memo(void)
 	fixture_free(f);
 }
 
+/* The base of a borrower's budgets (budget_base) and served()'s memo:
+ * over a random sequence of what a budget reads changing (time, the
+ * pages the borrower holds, its averages' samples and prefill share as
+ * note_end and ema_plan change them, the lender busy or not), every
+ * budget through the memos is the one computed with them cleared, the
+ * base's step is tpot_step's and its bytes bytes_within's, the same
+ * doubles. */
+static void test_base_memo(void)
+{
+	struct fixture *f = fixture(NULL, 0);
+	struct ema_state *st = st_of(f);
+	struct ema_policy_mech mech = *f->e.ctx.mech;
+	const struct ema_policy_ctx *c = &f->e.ctx;
+	double ov = c->hw->iter_overhead_us * 1e3;
+	int32_t held[4096], n_held = 0, own_held[4096], n_own = 0;
+	uint64_t x = 0xd1b54a32d192ed03ULL;
+	int bad = 0, checks = 0;
+	struct ema_state *cold = malloc(sizeof *cold);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cold);
+	mech.now = test_now;
+	f->e.ctx.mech = &mech;
+	test_now_ns = 1000000000;
+	for (int i = 0; i < 6000; i++) {
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		switch ((x >> 4) % 8) {
+		case 0:
+			test_now_ns += (int64_t)((x >> 12) % 60000000);
+			break;
+		case 1:
+		case 2:
+			if (n_held < 4096) {
+				int32_t pg = ema_ledger_alloc(&f->e.ledger, 1, 0, EMA_PAGE_KV);
+
+				if (pg >= 0)
+					held[n_held++] = pg;
+			}
+			break;
+		case 3:
+			if (n_held > 0)
+				ema_ledger_free(&f->e.ledger, 1, held[--n_held]);
+			break;
+		case 4: /* note_end's samples */
+			avg_add(c, (x >> 20) & 1 ? &st->remote[0] : &st->local[0],
+				0.8 + (double)((x >> 24) % 100) / 100.0, test_now_ns, NULL, 0, NULL);
+			st->busy_ns[0] += 3e7;
+			st->pf_ns[0] += (x >> 30) & 1 ? 1e7 : 0;
+			st->t_epoch[0]++;
+			break;
+		case 5: /* ema_plan's predicted step */
+			st->step_now[0] = st->t0_ns[0] * (1.0 + (double)((x >> 20) % 50) / 100.0);
+			st->t_epoch[0]++;
+			break;
+		case 6: /* the lender runs, or not */
+			if ((x >> 20) & 1 && n_own < 4096) {
+				int32_t pg = ema_ledger_alloc(&f->e.ledger, 1, 1, EMA_PAGE_KV);
+
+				if (pg >= 0)
+					own_held[n_own++] = pg;
+			} else if (n_own > 0) {
+				ema_ledger_free(&f->e.ledger, 1, own_held[--n_own]);
+			}
+			break;
+		default:
+			break;
+		}
+		for (int admit = 0; admit < 2; admit++) {
+			int p1, b1, p2, b2;
+			int32_t n1, n2;
+			struct base_memo *m;
+			bool busy = gpu_busy(c, 1);
+
+			n1 = budget(c, st, 0, 1, admit, &p1, &b1);
+			m = &st->base[0][admit];
+			bad += m->avail != tpot_step(c, st, 0, admit) - ov;
+			for (int p = PATH_INPLACE; p <= PATH_COMPUTE; p++)
+				if (m->have >> (p * 2 + busy) & 1)
+					bad += m->tc[p][busy] != bytes_within(c, st, 0, busy, p, m->avail);
+			/* the same state with the memos cleared */
+			memcpy(cold, st, sizeof *cold);
+			memset(cold->base, 0, sizeof cold->base);
+			memset(cold->served_memo, 0, sizeof cold->served_memo);
+			n2 = budget(c, cold, 0, 1, admit, &p2, &b2);
+			bad += n1 != n2 || p1 != p2 || b1 != b2;
+			checks++;
+		}
+		/* served()'s memo, over bytes some of which repeat */
+		{
+			double r = (x >> 40) % 2 ? 1e9 : (double)((x >> 20) % 4000) * 1e6;
+			int p = 1 + (int)((x >> 50) % 3);
+			bool busy = (x >> 55) & 1;
+
+			bad += served_memoized(c, st, 0, p, busy, r) != served(c, st, 0, p, busy, r);
+		}
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(checks == 12000);
+	CU_ASSERT(n_held > 0 || n_own > 0);
+	while (n_held > 0)
+		ema_ledger_free(&f->e.ledger, 1, held[--n_held]);
+	while (n_own > 0)
+		ema_ledger_free(&f->e.ledger, 1, own_held[--n_own]);
+	free(cold);
+	fixture_free(f);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -593,6 +699,7 @@ int main(void)
 		{ "one lender budget for all its borrowers", test_lender_budget_shared },
 		{ "feedback corrects the caps", test_feedback },
 		{ "the fadings' memos: the doubles exp() gives", test_fade_memo },
+		{ "a borrower's budget base and served(): the memos' doubles", test_base_memo },
 		{ "a lender learns its slowdown from decode steps", test_lender_learns_from_decodes },
 		{ "a borrower's step reads its lender until it ends", test_serving_open },
 		{ "the prefill share's factor", test_prefill_factor },
