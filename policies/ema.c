@@ -188,6 +188,14 @@ struct ema_state {
 	/* the latest borrower steps that read GPU g's HBM (a ring) */
 	struct ema_serving serving[EMA_MAX_GPUS][EMA_SERVING_RING];
 	int serving_next[EMA_MAX_GPUS];
+	/* the largest `until` of GPU g's ring (kept at every write): no
+	 * step of g that starts at or after it overlapped a borrower's */
+	int64_t serving_until[EMA_MAX_GPUS];
+	/* the entries tenant t's step in flight opened (GPU x ring + slot),
+	 * which its end closes: the only open ones of t (-1: more than
+	 * these hold, every ring is looked through) */
+	int16_t opened[EMA_MAX_TENANTS][2 * EMA_MAX_GPUS];
+	int opened_n[EMA_MAX_TENANTS];
 	/* the step of each tenant in flight: its start, its prediction,
 	 * and what it was (remote reads; its GPU serving at the start) */
 	bool pending[EMA_MAX_TENANTS], pend_remote[EMA_MAX_TENANTS];
@@ -786,6 +794,7 @@ static int ema_init(const struct ema_policy_ctx *c, void *state, struct ema_erro
 		avg_init(&st->lend[g]);
 		for (int k = 0; k < EMA_SERVING_RING; k++)
 			st->serving[g][k] = (struct ema_serving){ 0, -1, 0, -1 };
+		st->serving_until[g] = -1;
 	}
 	for (int p = PATH_NONE; p <= PATH_COMPUTE; p++)
 		st->kappa_of[p] = kappa(c, p);
@@ -1034,6 +1043,8 @@ static double serving_load(const struct ema_state *st, int g, int64_t start, int
 	double load = 0;
 
 	*serving = false;
+	if (st->serving_until[g] <= start)
+		return 0; /* (every entry ended by then) */
 	for (int k = 0; k < EMA_SERVING_RING; k++) {
 		const struct ema_serving *sv = &st->serving[g][k];
 
@@ -1059,12 +1070,25 @@ static void note_end(const struct ema_policy_ctx *c, struct ema_state *st, int t
 		return;
 	st->pending[t] = false;
 	st->t_epoch[t]++;
-	if (st->pend_remote[t])
-		for (int L = 0; L < c->n_gpus; L++)
+	/* the ring entries its step opened, where no other step's took
+	 * their place since (ema_plan records them) */
+	for (int i = 0, n = st->opened_n[t] >= 0 ? st->opened_n[t] : c->n_gpus * EMA_SERVING_RING;
+	     i < n; i++) {
+		int slot = st->opened_n[t] >= 0 ? st->opened[t][i] : i;
+		int L = slot / EMA_SERVING_RING;
+		struct ema_serving *sv = &st->serving[L][slot % EMA_SERVING_RING];
+
+		if (sv->borrower == t && sv->until == EMA_SERVING_OPEN) {
+			int64_t most = -1;
+
+			sv->until = end;
 			for (int k = 0; k < EMA_SERVING_RING; k++)
-				if (st->serving[L][k].borrower == t &&
-				    st->serving[L][k].until == EMA_SERVING_OPEN)
-					st->serving[L][k].until = end;
+				if (st->serving[L][k].until > most)
+					most = st->serving[L][k].until;
+			st->serving_until[L] = most;
+		}
+	}
+	st->opened_n[t] = 0;
 	log_end(st, t, (double)(end - st->pend_start[t]));
 	if (end > st->pend_start[t]) {
 		double d = (double)(end - st->pend_start[t]);
@@ -1272,6 +1296,13 @@ static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_ite
 		for (int i = 0; i < it->n_remote; i++) {
 			int L = it->remote[i].gpu;
 			struct ema_serving *sv = &st->serving[L][st->serving_next[L]];
+
+			if (st->opened_n[tn] >= 0 && st->opened_n[tn] < 2 * EMA_MAX_GPUS)
+				st->opened[tn][st->opened_n[tn]++] =
+					(int16_t)(L * EMA_SERVING_RING + st->serving_next[L]);
+			else
+				st->opened_n[tn] = -1;
+			st->serving_until[L] = EMA_SERVING_OPEN;
 
 			sv->from = ema_policy_now(c);
 			sv->until = EMA_SERVING_OPEN; /* note_end closes it */

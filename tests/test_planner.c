@@ -293,6 +293,7 @@ static void test_lender_learns_from_decodes(void)
 	prefill.tenant = decode.tenant = 1;
 	prefill.prefill_tokens = 512;
 	st->serving[1][0] = (struct ema_serving){ 0, 1000000000, 0.05, -1 };
+	st->serving_until[1] = 1000000000; /* (the ring's last end, as ema_plan keeps it) */
 	note_start(&f->e.ctx, st, 1, &prefill, 1e7);
 	note_end(&f->e.ctx, st, 1, 10000000);
 	CU_ASSERT_FALSE(corrected(&st->lend[1]));
@@ -686,6 +687,86 @@ static void test_base_memo(void)
 	fixture_free(f);
 }
 
+/* The serving rings' index: the entries a borrower's step opened (which
+ * its end closes) and each ring's last end (serving_until). Two
+ * borrowers on h200x8 plan steps reading GPUs 2 and 3 (a ring each,
+ * shared, so that entries of steps in flight are written over) and end
+ * them at random times: after every end no entry of that borrower is
+ * open, each ring's serving_until is the largest `until` in it, and
+ * serving_load over random windows is the whole ring's scan. */
+static void test_serving_index(void)
+{
+	static const char *const sets[] = { "hardware=h200x8", "policy.ema.prefetch_depth=0" };
+	struct fixture *f = fixture(sets, 2);
+	struct ema_state *st = st_of(f);
+	struct ema_policy_mech mech = *f->e.ctx.mech;
+	uint64_t x = 0x243f6a8885a308d3ULL;
+	int bad = 0, ends = 0;
+
+	mech.now = test_now;
+	f->e.ctx.mech = &mech;
+	test_now_ns = 0;
+	for (int i = 0; i < 4000; i++) {
+		int t;
+
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		t = (int)(x & 1);
+		test_now_ns += (int64_t)((x >> 4) % 3000000);
+		if (!st->pending[t] || (x >> 30) % 4 == 0) {
+			struct ema_iteration it;
+			int n = 0;
+
+			ema_iteration_clear(&it);
+			it.tenant = t;
+			it.gpu = t;
+			it.n_seqs = 1;
+			it.decode_tokens = 1;
+			it.weight_bytes = 16060000000ull;
+			for (int g = 2; g < 4; g++)
+				if ((x >> (40 + g)) & 1 || (g == 3 && n == 0)) {
+					it.remote[n].gpu = g;
+					it.remote[n].bytes = 100000000ull * (uint64_t)(1 + (x >> 50) % 8);
+					n++;
+				}
+			it.n_remote = n;
+			ema_plan(&f->e.ctx, st, &it); /* (a step in flight ends first) */
+		} else {
+			note_end(&f->e.ctx, st, t, test_now_ns);
+			ends++;
+			for (int g = 0; g < 8; g++)
+				for (int k = 0; k < EMA_SERVING_RING; k++)
+					bad += st->serving[g][k].borrower == t &&
+					       st->serving[g][k].until == EMA_SERVING_OPEN;
+		}
+		for (int g = 0; g < 8; g++) {
+			int64_t most = -1, start, end;
+			double want = 0, got;
+			bool any = false, serving;
+
+			for (int k = 0; k < EMA_SERVING_RING; k++)
+				if (st->serving[g][k].until > most)
+					most = st->serving[g][k].until;
+			bad += st->serving_until[g] != most;
+			start = test_now_ns - (int64_t)((x >> 20) % 10000000);
+			end = start + 1 + (int64_t)((x >> 36) % 10000000);
+			for (int k = 0; k < EMA_SERVING_RING; k++) {
+				const struct ema_serving *sv = &st->serving[g][k];
+
+				if (sv->until > start && sv->from < end) {
+					any = true;
+					if (sv->load > want)
+						want = sv->load;
+				}
+			}
+			got = serving_load(st, g, start, end, &serving);
+			bad += got != want || serving != any;
+		}
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(ends > 500);
+	fixture_free(f);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -702,6 +783,7 @@ int main(void)
 		{ "a borrower's budget base and served(): the memos' doubles", test_base_memo },
 		{ "a lender learns its slowdown from decode steps", test_lender_learns_from_decodes },
 		{ "a borrower's step reads its lender until it ends", test_serving_open },
+		{ "the serving rings' index: the whole rings' answers", test_serving_index },
 		{ "the prefill share's factor", test_prefill_factor },
 		{ "the step predicted and the bytes a step allows agree", test_step_and_bytes_agree },
 		{ "pages held are read by the shortest path within budget", test_read_path },
