@@ -846,16 +846,33 @@ static void update_reserve(const struct ema_policy_ctx *c, struct ema_state *st,
 }
 
 /* budget() where nothing it reads changed since it was last asked. */
+/* What the budgets of one borrower asked for in turn share of their
+ * memo's key: the time, its grid point, the borrower's averages fresh
+ * at now (fresh bits 1 and 2) and the pages it holds for an admission. */
+struct budget_key {
+	int64_t now, at;
+	uint8_t fresh;
+	int32_t own;
+};
+
+static void budget_key_of(const struct ema_policy_ctx *c, const struct ema_state *st, int b,
+			  bool admit, struct budget_key *k)
+{
+	k->now = ema_policy_now(c);
+	k->at = fade_time(c, k->now);
+	k->fresh = (uint8_t)((st->remote[b].at == k->now) << 1 | (st->local[b].at == k->now) << 2);
+	k->own = admit ? ema_ledger_borrowed_pages(c->ledger, b) : 0;
+}
+
 static int32_t budget_memoized(const struct ema_policy_ctx *c, struct ema_state *st, int b, int L,
-			       bool admit, int *path, int *bind)
+			       bool admit, const struct budget_key *k, int *path, int *bind)
 {
 	struct budget_memo *m = &st->memo[b][L][admit];
-	int64_t now = ema_policy_now(c), at = fade_time(c, now);
+	int64_t now = k->now, at = k->at;
 	double load = lender_load(c, st, L, b);
-	int32_t own = admit ? ema_ledger_borrowed_pages(c->ledger, b) : 0;
+	int32_t own = k->own;
 	int8_t busy = gpu_busy(c, L);
-	uint8_t fresh = (uint8_t)((st->lend[L].at == now) | (st->remote[b].at == now) << 1 |
-				  (st->local[b].at == now) << 2);
+	uint8_t fresh = (uint8_t)((st->lend[L].at == now) | k->fresh);
 
 	if (!m->valid || m->at != at || m->fresh != fresh || m->t_epoch != st->t_epoch[b] ||
 	    m->g_epoch != st->g_epoch[L] ||
@@ -892,7 +909,9 @@ static int32_t pages_left(const struct ema_policy_ctx *c, struct ema_state *st, 
 	int64_t total = 0;
 	int32_t best_n = 0, inplace_cap = INT32_MAX, inplace_held = 0, inplace_sum = 0;
 	int32_t staged_cap = INT32_MAX, staged_held = 0, staged_sum = 0;
+	struct budget_key key;
 
+	budget_key_of(c, st, tenant, admit, &key);
 	*best = -1;
 	for (int g = 0; g < c->n_gpus; g++) {
 		int p, bind;
@@ -900,7 +919,7 @@ static int32_t pages_left(const struct ema_policy_ctx *c, struct ema_state *st, 
 
 		if (g == home)
 			continue;
-		b = budget_memoized(c, st, tenant, g, admit, &p, &bind);
+		b = budget_memoized(c, st, tenant, g, admit, &key, &p, &bind);
 		if (paths != NULL)
 			paths[g] = (int8_t)p;
 		n = b - from[g];
