@@ -82,11 +82,24 @@ static const char *const path_names[] = { "none", "inplace", "staged", "compute"
 enum { BIND_TPOT = 0, BIND_LENDER, BIND_PAYS, BIND_PATH };
 static const char *const bind_names[] = { "tpot", "lender", "throughput", "no_path" };
 
+/* exp(-dt / tau) as last computed, with its dt and tau (fade): the
+ * forgetting of the averages and of the prefill share is read again and
+ * again at the same distance from their last sample (a lender's average
+ * by every budget on it within one grid step, fade_time; a step's end
+ * folded into a tenant's sums and averages that all took their last
+ * sample at its previous end). dt 0: none yet (every dt asked is > 0
+ * or a sample's first). */
+struct fade_memo {
+	int64_t dt;
+	double tau, k;
+};
+
 /* An average of a measured ratio with exponential forgetting. */
 struct ema_avg {
 	double v;          /* the average, 1 until a sample came */
 	double prev;       /* the average before the samples taken at `at` */
 	int64_t at;        /* run time of the last sample, -1: none yet */
+	struct fade_memo read; /* avg_value's fading (a memo) */
 };
 
 /* A borrower's step reading a lender's HBM: when, and the slowdown of
@@ -102,6 +115,29 @@ struct ema_serving {
 	int64_t from, until;
 	double load;
 	int borrower;
+};
+
+/* What a borrower's budgets on every lender share, as last computed,
+ * with what it was computed from (budget_memo's borrower side): the
+ * step its TPOT budget allows less the overhead (tpot_step), and the
+ * bytes each path reads within it, to a lender busy or not
+ * (bytes_within; bit p * 2 + busy of `have`). pages_left asks for the
+ * budgets on every lender in turn, each the same base. */
+struct base_memo {
+	int64_t at;        /* fade_time then */
+	uint64_t t_epoch;  /* the borrower's then */
+	int32_t own;       /* pages the borrower held (admissions: its prefill share) */
+	uint8_t fresh;     /* which of its averages had a sample at now */
+	uint8_t valid, have;
+	double avail;
+	double tc[4][2];
+};
+
+/* served() of one borrower, path and lender busy or not, as last
+ * computed, with its bytes (a memo of a function of them alone). */
+struct served_memo {
+	double r, f;
+	bool valid;
 };
 
 /* A budget as last computed, with what it was computed from: a borrower
@@ -122,6 +158,10 @@ struct ema_state {
 	 * errors, its prefill share, its predicted step), the lender's (its
 	 * measured slowdown) */
 	uint64_t t_epoch[EMA_MAX_TENANTS], g_epoch[EMA_MAX_GPUS];
+	/* note_end's fadings: its tenant's prefill share, its averages and
+	 * its GPU's, whose last samples were mostly all at its last end */
+	struct fade_memo end_fade[2];
+	int end_fade_next;
 	/* remote_error's last answer per tenant, with what it was read at */
 	double rerr[EMA_MAX_TENANTS];
 	int64_t rerr_at[EMA_MAX_TENANTS];
@@ -129,7 +169,13 @@ struct ema_state {
 	uint8_t rerr_fresh[EMA_MAX_TENANTS];
 	bool rerr_valid[EMA_MAX_TENANTS];
 	struct budget_memo memo[EMA_MAX_TENANTS][EMA_MAX_GPUS][2];
+	struct base_memo base[EMA_MAX_TENANTS][2];
+	struct served_memo served_memo[EMA_MAX_TENANTS][4][2];
 	double t0_ns[EMA_MAX_TENANTS];     /* local-only full step (the belief) */
+	/* kappa() of each path (PATH_NONE: in place's), fixed by the
+	 * hardware profile: set at init, read by lender_load for every
+	 * borrower of every lender at every budget */
+	double kappa_of[4];
 	double w_bytes, kv_bytes[EMA_MAX_TENANTS];
 	int32_t headroom[EMA_MAX_GPUS];    /* pages kept free by reclaiming ahead */
 	int32_t lent_limit[EMA_MAX_GPUS];  /* KV capacity less the lending floor */
@@ -142,6 +188,14 @@ struct ema_state {
 	/* the latest borrower steps that read GPU g's HBM (a ring) */
 	struct ema_serving serving[EMA_MAX_GPUS][EMA_SERVING_RING];
 	int serving_next[EMA_MAX_GPUS];
+	/* the largest `until` of GPU g's ring (kept at every write): no
+	 * step of g that starts at or after it overlapped a borrower's */
+	int64_t serving_until[EMA_MAX_GPUS];
+	/* the entries tenant t's step in flight opened (GPU x ring + slot),
+	 * which its end closes: the only open ones of t (-1: more than
+	 * these hold, every ring is looked through) */
+	int16_t opened[EMA_MAX_TENANTS][2 * EMA_MAX_GPUS];
+	int opened_n[EMA_MAX_TENANTS];
 	/* the step of each tenant in flight: its start, its prediction,
 	 * and what it was (remote reads; its GPU serving at the start) */
 	bool pending[EMA_MAX_TENANTS], pend_remote[EMA_MAX_TENANTS];
@@ -198,11 +252,33 @@ static FILE *dlog(void)
 
 /* ---- feedback ------------------------------------------------------------ */
 
+/* exp(-dt / tau), the same double as computing it, from m (m[0] ..
+ * m[n - 1]) where one holds that dt and tau, else computed into m[*next]
+ * (round robin). */
+static double fade(struct fade_memo *m, int n, int *next, int64_t dt, double tau)
+{
+	double k;
+
+	for (int i = 0; i < n; i++)
+		if (m[i].dt == dt && m[i].tau == tau && dt != 0)
+			return m[i].k;
+	k = exp(-(double)dt / tau);
+	if (n > 0) {
+		int i = next != NULL ? *next : 0;
+
+		m[i] = (struct fade_memo){ dt, tau, k };
+		if (next != NULL)
+			*next = (i + 1) % n;
+	}
+	return k;
+}
+
 static void avg_init(struct ema_avg *a)
 {
 	a->v = 1.0;
 	a->prev = 1.0;
 	a->at = -1;
+	a->read = (struct fade_memo){ 0, 0, 0 };
 }
 
 /* The time the fading of the averages is read at: `now` on a grid of
@@ -231,19 +307,21 @@ static double avg_value(const struct ema_policy_ctx *c, const struct ema_avg *a,
 	int64_t t = fade_time(c, now);
 
 	if (a->at >= 0 && t > a->at && tau > 0)
-		v = 1.0 + (v - 1.0) * exp(-(double)(t - a->at) / tau);
+		v = 1.0 + (v - 1.0) * fade(&((struct ema_avg *)a)->read, 1, NULL, t - a->at, tau);
 	return v;
 }
 
 /* Folds sample x, taken at run time `at`, into a with the time constant
- * of policy.ema.feedback_s: the first sample is the average. */
-static void avg_add(const struct ema_policy_ctx *c, struct ema_avg *a, double x, int64_t at)
+ * of policy.ema.feedback_s: the first sample is the average. m: n
+ * fadings to look in and keep the new one in (none: n 0). */
+static void avg_add(const struct ema_policy_ctx *c, struct ema_avg *a, double x, int64_t at,
+		    struct fade_memo *m, int n, int *next)
 {
 	double tau = own(c)->feedback_s * 1e9, w;
 
 	if (!(tau > 0) || !isfinite(x))
 		return;
-	w = a->at < 0 ? 1.0 : 1.0 - exp(-(double)(at - a->at) / tau);
+	w = a->at < 0 ? 1.0 : 1.0 - fade(m, n, next, at - a->at, tau);
 	if (at != a->at)
 		a->prev = a->v;
 	a->v += w * (x - a->v);
@@ -304,10 +382,10 @@ static double remote_error(const struct ema_policy_ctx *c, const struct ema_stat
  * whose weights fall by e every feedback_s (at least 1 s: a share needs
  * a few steps of each kind). */
 static void share_add(const struct ema_policy_ctx *c, double *pf, double *busy, int64_t *last,
-		      bool prefill, double d, int64_t at)
+		      bool prefill, double d, int64_t at, struct fade_memo *m, int n, int *next)
 {
 	double tau = own(c)->feedback_s > 1 ? own(c)->feedback_s * 1e9 : 1e9;
-	double k = *last >= 0 ? exp(-(double)(at - *last) / tau) : 0.0;
+	double k = *last >= 0 ? fade(m, n, next, at - *last, tau) : 0.0;
 
 	*pf = *pf * k + (prefill ? d : 0);
 	*busy = *busy * k + d;
@@ -365,10 +443,22 @@ static double lender_load(const struct ema_policy_ctx *c, const struct ema_state
 
 		if (b == except || n <= 0 || st->t0_ns[b] <= 0)
 			continue;
-		load += kappa(c, st->path[b][g] != PATH_NONE ? st->path[b][g] : PATH_INPLACE) *
-			(double)n * (double)c->page_bytes / st->t0_ns[b];
+		/* (kappa_of[PATH_NONE] is in place's) */
+		load += st->kappa_of[st->path[b][g]] * (double)n * (double)c->page_bytes /
+			st->t0_ns[b];
 	}
 	return load;
+}
+
+/* lender_load(g, except) of every GPU g, into load[] (0 for `home`, the
+ * borrower's own GPU, which none of its plans reads): one walk of the
+ * ledger for a borrower's plan or its page-by-page budgets, each sum
+ * the same doubles in the same order as lender_load's. */
+static void lender_loads(const struct ema_policy_ctx *c, const struct ema_state *st, int except,
+			 int home, double *load)
+{
+	for (int g = 0; g < c->n_gpus; g++)
+		load[g] = g == home ? 0.0 : lender_load(c, st, g, except);
 }
 
 /* Whether GPU g runs steps of its own now (its tenant holds KV): remote
@@ -562,12 +652,6 @@ static double lender_cap_of(const struct ema_policy_ctx *c, const struct ema_sta
 	return left > 0 ? left * st->t0_ns[b] / k : 0;
 }
 
-static double lender_cap(const struct ema_policy_ctx *c, const struct ema_state *st, int b, int L,
-			 int p)
-{
-	return lender_cap_of(c, st, b, L, p, lender_left(c, st, L, lender_load(c, st, L, b)));
-}
-
 static bool path_allowed(const struct ema_policy_ctx *c, int p)
 {
 	enum ema_remote_path want = own(c)->remote_path;
@@ -594,15 +678,54 @@ static bool path_allowed(const struct ema_policy_ctx *c, int p)
  * where that serves no more than borrowing nothing, (L + R) / T(R) <=
  * L / T0 (in place, for one, costs the step the overlap's loss however
  * little it reads). */
+/* The base of b's budgets (struct base_memo), from its memo where
+ * nothing it reads changed: the key is budget_memo's borrower side. */
+static struct base_memo *budget_base(const struct ema_policy_ctx *c, const struct ema_state *st,
+				     int b, bool admit)
+{
+	struct base_memo *m = &((struct ema_state *)st)->base[b][admit];
+	int64_t now = ema_policy_now(c), at = fade_time(c, now);
+	int32_t own = admit ? ema_ledger_borrowed_pages(c->ledger, b) : 0;
+	uint8_t fresh = (uint8_t)((st->remote[b].at == now) | (st->local[b].at == now) << 1);
+
+	if (!m->valid || m->at != at || m->fresh != fresh || m->t_epoch != st->t_epoch[b] ||
+	    m->own != own) {
+		m->avail = tpot_step(c, st, b, admit) - c->hw->iter_overhead_us * 1e3;
+		m->at = at;
+		m->fresh = fresh;
+		m->t_epoch = st->t_epoch[b];
+		m->own = own;
+		m->have = 0;
+		m->valid = 1;
+	}
+	return m;
+}
+
+/* served(), from the borrower's memo where the bytes are the last's. */
+static double served_memoized(const struct ema_policy_ctx *c, const struct ema_state *st, int b,
+			      int p, bool busy, double r)
+{
+	struct served_memo *m = &((struct ema_state *)st)->served_memo[b][p][busy];
+
+	if (!m->valid || m->r != r) {
+		m->f = served(c, st, b, p, busy, r);
+		m->r = r;
+		m->valid = true;
+	}
+	return m->f;
+}
+
 static int32_t budget_at(const struct ema_policy_ctx *c, const struct ema_state *st, int b, int L,
 			 bool admit, double load, int *path, int *bind)
 {
 	double best = 0, best_f = 0;
 	int best_p = PATH_NONE, b_bind = BIND_PATH;
 	bool busy = gpu_busy(c, L);
-	/* what every path shares: the step the TPOT budget allows and the
-	 * share of L's step left to b */
-	double avail = tpot_step(c, st, b, admit) - c->hw->iter_overhead_us * 1e3;
+	/* what every path shares: the step the TPOT budget allows (and the
+	 * bytes each path reads within it) and the share of L's step left
+	 * to b */
+	struct base_memo *base = budget_base(c, st, b, admit);
+	double avail = base->avail;
 	double left = lender_left(c, st, L, load);
 
 	for (int p = PATH_INPLACE; p <= PATH_COMPUTE; p++) {
@@ -611,7 +734,11 @@ static int32_t budget_at(const struct ema_policy_ctx *c, const struct ema_state 
 
 		if (!path_allowed(c, p))
 			continue;
-		tc = bytes_within(c, st, b, busy, p, avail);
+		if (!(base->have >> (p * 2 + busy) & 1)) {
+			base->tc[p][busy] = bytes_within(c, st, b, busy, p, avail);
+			base->have |= (uint8_t)(1u << (p * 2 + busy));
+		}
+		tc = base->tc[p][busy];
 		lc = lender_cap_of(c, st, b, L, p, left);
 		ms = st->most_served[b][p][busy];
 		cap = tc;
@@ -624,7 +751,7 @@ static int32_t budget_at(const struct ema_policy_ctx *c, const struct ema_state 
 			cap = ms;
 			why = BIND_PAYS;
 		}
-		f = served(c, st, b, p, busy, cap);
+		f = served_memoized(c, st, b, p, busy, cap);
 		if (best_p == PATH_NONE || f > best_f || (f == best_f && cap > best)) {
 			best = cap;
 			best_f = f;
@@ -693,7 +820,10 @@ static int ema_init(const struct ema_policy_ctx *c, void *state, struct ema_erro
 		avg_init(&st->lend[g]);
 		for (int k = 0; k < EMA_SERVING_RING; k++)
 			st->serving[g][k] = (struct ema_serving){ 0, -1, 0, -1 };
+		st->serving_until[g] = -1;
 	}
+	for (int p = PATH_NONE; p <= PATH_COMPUTE; p++)
+		st->kappa_of[p] = kappa(c, p);
 	w = ema_model_weight_bytes(c->model);
 	st->w_bytes = (double)w;
 	for (int t = 0; t < c->n_tenants; t++) {
@@ -742,16 +872,33 @@ static void update_reserve(const struct ema_policy_ctx *c, struct ema_state *st,
 }
 
 /* budget() where nothing it reads changed since it was last asked. */
+/* What the budgets of one borrower asked for in turn share of their
+ * memo's key: the time, its grid point, the borrower's averages fresh
+ * at now (fresh bits 1 and 2) and the pages it holds for an admission. */
+struct budget_key {
+	int64_t now, at;
+	uint8_t fresh;
+	int32_t own;
+};
+
+static void budget_key_of(const struct ema_policy_ctx *c, const struct ema_state *st, int b,
+			  bool admit, struct budget_key *k)
+{
+	k->now = ema_policy_now(c);
+	k->at = fade_time(c, k->now);
+	k->fresh = (uint8_t)((st->remote[b].at == k->now) << 1 | (st->local[b].at == k->now) << 2);
+	k->own = admit ? ema_ledger_borrowed_pages(c->ledger, b) : 0;
+}
+
 static int32_t budget_memoized(const struct ema_policy_ctx *c, struct ema_state *st, int b, int L,
-			       bool admit, int *path, int *bind)
+			       bool admit, const struct budget_key *k, int *path, int *bind)
 {
 	struct budget_memo *m = &st->memo[b][L][admit];
-	int64_t now = ema_policy_now(c), at = fade_time(c, now);
+	int64_t now = k->now, at = k->at;
 	double load = lender_load(c, st, L, b);
-	int32_t own = admit ? ema_ledger_borrowed_pages(c->ledger, b) : 0;
+	int32_t own = k->own;
 	int8_t busy = gpu_busy(c, L);
-	uint8_t fresh = (uint8_t)((st->lend[L].at == now) | (st->remote[b].at == now) << 1 |
-				  (st->local[b].at == now) << 2);
+	uint8_t fresh = (uint8_t)((st->lend[L].at == now) | k->fresh);
 
 	if (!m->valid || m->at != at || m->fresh != fresh || m->t_epoch != st->t_epoch[b] ||
 	    m->g_epoch != st->g_epoch[L] ||
@@ -788,7 +935,9 @@ static int32_t pages_left(const struct ema_policy_ctx *c, struct ema_state *st, 
 	int64_t total = 0;
 	int32_t best_n = 0, inplace_cap = INT32_MAX, inplace_held = 0, inplace_sum = 0;
 	int32_t staged_cap = INT32_MAX, staged_held = 0, staged_sum = 0;
+	struct budget_key key;
 
+	budget_key_of(c, st, tenant, admit, &key);
 	*best = -1;
 	for (int g = 0; g < c->n_gpus; g++) {
 		int p, bind;
@@ -796,7 +945,7 @@ static int32_t pages_left(const struct ema_policy_ctx *c, struct ema_state *st, 
 
 		if (g == home)
 			continue;
-		b = budget_memoized(c, st, tenant, g, admit, &p, &bind);
+		b = budget_memoized(c, st, tenant, g, admit, &key, &p, &bind);
 		if (paths != NULL)
 			paths[g] = (int8_t)p;
 		n = b - from[g];
@@ -939,6 +1088,8 @@ static double serving_load(const struct ema_state *st, int g, int64_t start, int
 	double load = 0;
 
 	*serving = false;
+	if (st->serving_until[g] <= start)
+		return 0; /* (every entry ended by then) */
 	for (int k = 0; k < EMA_SERVING_RING; k++) {
 		const struct ema_serving *sv = &st->serving[g][k];
 
@@ -980,18 +1131,31 @@ static void note_end(const struct ema_policy_ctx *c, struct ema_state *st, int t
 		return;
 	st->pending[t] = false;
 	st->t_epoch[t]++;
-	if (st->pend_remote[t])
-		for (int L = 0; L < c->n_gpus; L++)
+	/* the ring entries its step opened, where no other step's took
+	 * their place since (ema_plan records them) */
+	for (int i = 0, n = st->opened_n[t] >= 0 ? st->opened_n[t] : c->n_gpus * EMA_SERVING_RING;
+	     i < n; i++) {
+		int slot = st->opened_n[t] >= 0 ? st->opened[t][i] : i;
+		int L = slot / EMA_SERVING_RING;
+		struct ema_serving *sv = &st->serving[L][slot % EMA_SERVING_RING];
+
+		if (sv->borrower == t && sv->until == EMA_SERVING_OPEN) {
+			int64_t most = -1;
+
+			sv->until = end;
 			for (int k = 0; k < EMA_SERVING_RING; k++)
-				if (st->serving[L][k].borrower == t &&
-				    st->serving[L][k].until == EMA_SERVING_OPEN)
-					st->serving[L][k].until = end;
+				if (st->serving[L][k].until > most)
+					most = st->serving[L][k].until;
+			st->serving_until[L] = most;
+		}
+	}
+	st->opened_n[t] = 0;
 	log_end(st, t, (double)(end - st->pend_start[t]));
 	if (end > st->pend_start[t]) {
 		double d = (double)(end - st->pend_start[t]);
 
 		share_add(c, &st->pf_ns[t], &st->busy_ns[t], &st->share_at[t], st->pend_prefill[t], d,
-			  end);
+			  end, st->end_fade, 2, &st->end_fade_next);
 	}
 	if (!(st->pend_pred[t] > 0) || end <= st->pend_start[t])
 		return;
@@ -1005,13 +1169,13 @@ static void note_end(const struct ema_policy_ctx *c, struct ema_state *st, int t
 		return;
 	ratio = (double)(end - st->pend_start[t]) / st->pend_pred[t];
 	if (st->pend_remote[t]) {
-		avg_add(c, &st->remote[t], ratio, end);
+		avg_add(c, &st->remote[t], ratio, end, st->end_fade, 2, &st->end_fade_next);
 		return;
 	}
-	avg_add(c, &st->local[t], ratio, end);
+	avg_add(c, &st->local[t], ratio, end, st->end_fade, 2, &st->end_fade_next);
 	load = serving_load(st, g, st->pend_start[t], end, &serving);
 	if (!serving) {
-		avg_add(c, &st->idle[g], ratio, end);
+		avg_add(c, &st->idle[g], ratio, end, st->end_fade, 2, &st->end_fade_next);
 	} else if (load > 0.002) {
 		/* measured slowdown (against its steps serving no one) over
 		 * the predicted one, from decode steps only (above): a
@@ -1026,7 +1190,7 @@ static void note_end(const struct ema_policy_ctx *c, struct ema_state *st, int t
 		 * tighten the lender's budget */
 		if (st->idle[g].at < 0 && x < 1)
 			x = 1;
-		avg_add(c, &st->lend[g], x, end);
+		avg_add(c, &st->lend[g], x, end, st->end_fade, 2, &st->end_fade_next);
 		st->g_epoch[g]++;
 	}
 }
@@ -1124,12 +1288,15 @@ static void log_end(struct ema_state *st, int t, double measured_ns)
  * place because remote attention's lender cap had shrunk to 4.79 made
  * steps of 90 ms against a T0 of 39.5. budget()'s choice, what borrowing
  * more would take, may differ: with no budget left every path ties at
- * nothing. */
-static int read_path(const struct ema_policy_ctx *c, const struct ema_state *st, int b, int L,
-		     double bytes)
+ * nothing. `load`: the other borrowers' load on L (lender_load). */
+static int read_path_at(const struct ema_policy_ctx *c, const struct ema_state *st, int b, int L,
+			double bytes, double load)
 {
 	bool busy = gpu_busy(c, L);
 	double tmax = st->t0_ns[b] * (1 + own(c)->tpot_budget) / remote_error(c, st, b);
+	/* what every path shares: the share of L's step its budget leaves b
+	 * (lender_cap_of's, read once rather than once a path) */
+	double left = lender_left(c, st, L, load);
 	int best = PATH_NONE;
 	double best_score = INFINITY, best_t = INFINITY;
 
@@ -1139,7 +1306,7 @@ static int read_path(const struct ema_policy_ctx *c, const struct ema_state *st,
 		if (!path_allowed(c, p))
 			continue;
 		t = step_with(c, st, b, p, busy, bytes);
-		lc = lender_cap(c, st, b, L, p);
+		lc = lender_cap_of(c, st, b, L, p, left);
 		score = fmax(t / tmax, lc > 0 ? bytes / lc : INFINITY);
 		if (score < 1.0)
 			score = 1.0; /* within both: the shorter step decides */
@@ -1162,14 +1329,21 @@ static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_ite
 	int32_t want, got;
 	bool staged;
 
+	double load[EMA_MAX_GPUS];
+
 	it->layer_groups = groups;
 	it->method = c->knobs->copy_method;
 	it->staging_pages = NULL;
 	it->n_staging_pages = 0;
+	/* the lenders' loads from the other borrowers, which the paths
+	 * chosen below (tn's own) leave as they are */
+	if (it->n_remote > 0)
+		lender_loads(c, st, tn, c->tenant_gpu[tn], load);
 	for (int i = 0; i < it->n_remote; i++) {
 		int L = it->remote[i].gpu;
 
-		st->path[tn][L] = (int8_t)read_path(c, st, tn, L, (double)it->remote[i].bytes);
+		st->path[tn][L] = (int8_t)read_path_at(c, st, tn, L, (double)it->remote[i].bytes,
+						       load[L]);
 		it->remote[i].compute = st->path[tn][L] == PATH_COMPUTE;
 		it->remote[i].lender_busy = gpu_busy(c, L);
 		if (!it->remote[i].compute)
@@ -1194,6 +1368,13 @@ static void ema_plan(const struct ema_policy_ctx *c, void *state, struct ema_ite
 		for (int i = 0; i < it->n_remote; i++) {
 			int L = it->remote[i].gpu;
 			struct ema_serving *sv = &st->serving[L][st->serving_next[L]];
+
+			if (st->opened_n[tn] >= 0 && st->opened_n[tn] < 2 * EMA_MAX_GPUS)
+				st->opened[tn][st->opened_n[tn]++] =
+					(int16_t)(L * EMA_SERVING_RING + st->serving_next[L]);
+			else
+				st->opened_n[tn] = -1;
+			st->serving_until[L] = EMA_SERVING_OPEN;
 
 			sv->from = ema_policy_now(c);
 			sv->until = EMA_SERVING_OPEN; /* note_end closes it */
@@ -1316,12 +1497,16 @@ static bool ema_leap_ok(const struct ema_policy_ctx *c, void *state, int tenant,
 	if (st->reserve_set[tenant] || ema_policy_staging_held(c, tenant) > 0 ||
 	    ema_ledger_borrowed_pages(c->ledger, tenant) > 0 || !ema_leap_holds(c, state, tenant, r))
 		return false;
-	/* a lender's steps measure its slowdown, which its borrowers read
-	 * at once: it steps while it lends (a leap's steps are noted as the
-	 * engine plays them back, after other tenants' events at the same
-	 * time: the borrowers' budgets would differ from stepping's) */
-	if (own(c)->feedback_s > 0 && ema_ledger_lent_pages(c->ledger, c->tenant_gpu[tenant]) > 0)
-		return false;
+	/* A lender leaps too. Its steps measure its slowdown (note_end,
+	 * from the borrower steps that overlapped each in the serving ring),
+	 * which its borrowers read, and with plan_each the engine notes each
+	 * leapt step at its end, before any event after it (an event at a
+	 * step's very end cuts the leap there: that end is a real one), so
+	 * every hook of another tenant reads the averages, the epochs and
+	 * the ring as stepping leaves them; avg_value leaves out samples
+	 * taken at `now` either way. The simulator times its steps at the
+	 * interference and remote attention of its borrowers' reads, timed
+	 * again where they change (sim_platform.c, leaps). */
 	r->plan_each = own(c)->feedback_s > 0;
 	return true;
 }

@@ -1352,7 +1352,8 @@ static inline void leap_step_fill(struct ema_iteration *one, const struct ema_le
 }
 
 /* sim_iteration_time of each step, the same doubles: the checks once,
- * and without flows the time in line (a leap's steps are memory-bound
+ * and without flows or remote attention through the GPU the time in
+ * line, as local_step_ns (a leap's steps are memory-bound
  * decodes nearly always). */
 static int sim_leap_times(struct ema_platform *pl, const struct ema_iteration *it, int n,
 			  const struct ema_leap_step *steps, int64_t *ns)
@@ -1364,7 +1365,8 @@ static int sim_leap_times(struct ema_platform *pl, const struct ema_iteration *i
 	if (n <= 0 || it == NULL || it->gpu < 0 || it->gpu >= p->hw->n_gpus || it->n_remote != 0 ||
 	    p->iters[it->gpu].busy)
 		return 0;
-	if (p->plain_without_flows && ema_flownet_flows_at(p->net, it->gpu) == 0) {
+	if (p->plain_without_flows && ema_flownet_flows_at(p->net, it->gpu) == 0 &&
+	    p->attn_load[it->gpu] == 0) {
 		const struct ema_hw_profile *hw = p->hw;
 		const double overhead = hw->iter_overhead_us * 1e3;
 		/* ema_cost_local_ns_of's and ema_cost_surely_memory_bound's

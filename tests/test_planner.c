@@ -23,6 +23,22 @@ static double tpot_cap(const struct ema_policy_ctx *c, const struct ema_state *s
 			    tpot_step(c, st, b, admit) - c->hw->iter_overhead_us * 1e3);
 }
 
+/* The bytes of b's KV on L that L's lender budget allows by path p
+ * (budget's second limit), the other borrowers' load read now. */
+static double lender_cap(const struct ema_policy_ctx *c, const struct ema_state *st, int b, int L,
+			 int p)
+{
+	return lender_cap_of(c, st, b, L, p, lender_left(c, st, L, lender_load(c, st, L, b)));
+}
+
+/* The path b reads `bytes` of its KV on L by (ema_plan's choice), the
+ * other borrowers' load read now. */
+static int read_path(const struct ema_policy_ctx *c, const struct ema_state *st, int b, int L,
+		     double bytes)
+{
+	return read_path_at(c, st, b, L, bytes, lender_load(c, st, L, b));
+}
+
 static struct ema_request_spec spec(int64_t at, int p, int o)
 {
 	struct ema_request_spec r = { at, p, o };
@@ -256,9 +272,9 @@ static void test_feedback(void)
 	double before;
 
 	avg_init(&a);
-	avg_add(&f->e.ctx, &a, 2.0, 1000000000);
+	avg_add(&f->e.ctx, &a, 2.0, 1000000000, NULL, 0, NULL);
 	CU_ASSERT_DOUBLE_EQUAL(a.v, 2.0, 1e-12);
-	avg_add(&f->e.ctx, &a, 1.0, 6000000000);    /* 5 s later: weight 1 - 1/e */
+	avg_add(&f->e.ctx, &a, 1.0, 6000000000, NULL, 0, NULL);    /* 5 s later: weight 1 - 1/e */
 	CU_ASSERT_DOUBLE_EQUAL(a.v, 2.0 - (1 - exp(-1.0)), 1e-12);
 	before = lender_cap(&f->e.ctx, st, 0, 1, PATH_INPLACE);
 	st->lend[1].v = 2.0;
@@ -287,6 +303,7 @@ static void test_lender_learns_from_decodes(void)
 	prefill.tenant = decode.tenant = 1;
 	prefill.prefill_tokens = 512;
 	st->serving[1][0] = (struct ema_serving){ 0, 1000000000, 0.05, -1 };
+	st->serving_until[1] = 1000000000; /* (the ring's last end, as ema_plan keeps it) */
 	note_start(&f->e.ctx, st, 1, &prefill, 1e7);
 	note_end(&f->e.ctx, st, 1, 10000000);
 	CU_ASSERT_FALSE(corrected(&st->lend[1]));
@@ -381,8 +398,8 @@ static void test_relative_error(void)
 	st->t_epoch[0]++;
 	CU_ASSERT_DOUBLE_EQUAL(remote_error(&f->e.ctx, st, 0), 1.0, 1e-12);
 	avg_init(&st->local[0]);
-	avg_add(&f->e.ctx, &st->local[0], 0.8, 64 * q);
-	avg_add(&f->e.ctx, &st->remote[0], 1.0, 64 * q);
+	avg_add(&f->e.ctx, &st->local[0], 0.8, 64 * q, NULL, 0, NULL);
+	avg_add(&f->e.ctx, &st->remote[0], 1.0, 64 * q, NULL, 0, NULL);
 	st->t_epoch[0]++;
 	test_now_ns = 64 * q + 1; /* (after the samples, on their grid step: no fading) */
 	CU_ASSERT_DOUBLE_EQUAL(remote_error(&f->e.ctx, st, 0), 1.25, 1e-12);
@@ -586,6 +603,259 @@ static void test_random_sequences(void)
 	CU_ASSERT(granted > 100);
 }
 
+/* The fadings' memos (fade): over random sequences of distances and
+ * time constants, some repeated, the value from a memo of one or two
+ * entries is the double exp() computes; and averages folded and read
+ * through the memos (note_end's two, each average's own) hold, and read,
+ * the same doubles as averages that compute every fading. */
+static void test_fade_memo(void)
+{
+	struct fixture *f = fixture(NULL, 0);
+	const struct ema_policy_ctx *c = &f->e.ctx;
+	struct fade_memo two[2] = {{0}}, one = {0};
+	struct ema_avg a[3], b[3];
+	int next = 0, hits = 0, bad = 0;
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+	int64_t now = 0;
+	static const int64_t dts[] = { 1, 20000000, 28715683, 39091795, 5000000000 };
+	static const double taus[] = { 5e9, 1e9, 0.5e9 };
+
+	for (int i = 0; i < 20000; i++) {
+		int64_t dt;
+		double tau, want;
+		bool held;
+
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		dt = (x >> 8) % 3 ? dts[(x >> 16) % 5] : 1 + (int64_t)((x >> 20) % 100000000);
+		tau = taus[(x >> 40) % 3];
+		want = exp(-(double)dt / tau);
+		held = (two[0].dt == dt && two[0].tau == tau) || (two[1].dt == dt && two[1].tau == tau);
+		hits += held;
+		bad += fade(two, 2, &next, dt, tau) != want;
+		bad += fade(&one, 1, NULL, dt, tau) != want;
+		bad += fade(NULL, 0, NULL, dt, tau) != want;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(hits > 1000);
+	/* three averages sampled at shared times (a step's end) and apart,
+	 * read at random times: through the memos and without */
+	next = 0;
+	two[0] = two[1] = (struct fade_memo){ 0, 0, 0 };
+	for (int k = 0; k < 3; k++) {
+		avg_init(&a[k]);
+		avg_init(&b[k]);
+	}
+	for (int i = 0; i < 20000; i++) {
+		int k;
+		double v;
+
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		now += (x >> 8) % 4 ? 0 : 1 + (int64_t)((x >> 12) % 60000000);
+		k = (int)((x >> 40) % 3);
+		v = 0.5 + (double)((x >> 20) % 1000) / 500.0;
+		if ((x >> 50) % 2) {
+			avg_add(c, &a[k], v, now, two, 2, &next);
+			avg_add(c, &b[k], v, now, NULL, 0, NULL);
+		}
+		/* read as of now and a little later, b's memo cleared first */
+		for (int d = 0; d < 2; d++) {
+			int64_t t = now + d * (int64_t)((x >> 30) % 30000000);
+
+			b[k].read = (struct fade_memo){ 0, 0, 0 };
+			bad += avg_value(c, &a[k], t) != avg_value(c, &b[k], t);
+		}
+		bad += a[k].v != b[k].v || a[k].prev != b[k].prev || a[k].at != b[k].at;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	fixture_free(f);
+}
+
+/* The base of a borrower's budgets (budget_base) and served()'s memo:
+ * over a random sequence of what a budget reads changing (time, the
+ * pages the borrower holds, its averages' samples and prefill share as
+ * note_end and ema_plan change them, the lender busy or not), every
+ * budget through the memos is the one computed with them cleared, the
+ * base's step is tpot_step's and its bytes bytes_within's, the same
+ * doubles. */
+static void test_base_memo(void)
+{
+	struct fixture *f = fixture(NULL, 0);
+	struct ema_state *st = st_of(f);
+	struct ema_policy_mech mech = *f->e.ctx.mech;
+	const struct ema_policy_ctx *c = &f->e.ctx;
+	double ov = c->hw->iter_overhead_us * 1e3;
+	int32_t held[4096], n_held = 0, own_held[4096], n_own = 0;
+	uint64_t x = 0xd1b54a32d192ed03ULL;
+	int bad = 0, checks = 0;
+	struct ema_state *cold = malloc(sizeof *cold);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cold);
+	mech.now = test_now;
+	f->e.ctx.mech = &mech;
+	test_now_ns = 1000000000;
+	for (int i = 0; i < 6000; i++) {
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		switch ((x >> 4) % 8) {
+		case 0:
+			test_now_ns += (int64_t)((x >> 12) % 60000000);
+			break;
+		case 1:
+		case 2:
+			if (n_held < 4096) {
+				int32_t pg = ema_ledger_alloc(&f->e.ledger, 1, 0, EMA_PAGE_KV);
+
+				if (pg >= 0)
+					held[n_held++] = pg;
+			}
+			break;
+		case 3:
+			if (n_held > 0)
+				ema_ledger_free(&f->e.ledger, 1, held[--n_held]);
+			break;
+		case 4: /* note_end's samples */
+			avg_add(c, (x >> 20) & 1 ? &st->remote[0] : &st->local[0],
+				0.8 + (double)((x >> 24) % 100) / 100.0, test_now_ns, NULL, 0, NULL);
+			st->busy_ns[0] += 3e7;
+			st->pf_ns[0] += (x >> 30) & 1 ? 1e7 : 0;
+			st->t_epoch[0]++;
+			break;
+		case 5: /* ema_plan's predicted step */
+			st->step_now[0] = st->t0_ns[0] * (1.0 + (double)((x >> 20) % 50) / 100.0);
+			st->t_epoch[0]++;
+			break;
+		case 6: /* the lender runs, or not */
+			if ((x >> 20) & 1 && n_own < 4096) {
+				int32_t pg = ema_ledger_alloc(&f->e.ledger, 1, 1, EMA_PAGE_KV);
+
+				if (pg >= 0)
+					own_held[n_own++] = pg;
+			} else if (n_own > 0) {
+				ema_ledger_free(&f->e.ledger, 1, own_held[--n_own]);
+			}
+			break;
+		default:
+			break;
+		}
+		for (int admit = 0; admit < 2; admit++) {
+			int p1, b1, p2, b2;
+			int32_t n1, n2;
+			struct base_memo *m;
+			bool busy = gpu_busy(c, 1);
+
+			n1 = budget(c, st, 0, 1, admit, &p1, &b1);
+			m = &st->base[0][admit];
+			bad += m->avail != tpot_step(c, st, 0, admit) - ov;
+			for (int p = PATH_INPLACE; p <= PATH_COMPUTE; p++)
+				if (m->have >> (p * 2 + busy) & 1)
+					bad += m->tc[p][busy] != bytes_within(c, st, 0, busy, p, m->avail);
+			/* the same state with the memos cleared */
+			memcpy(cold, st, sizeof *cold);
+			memset(cold->base, 0, sizeof cold->base);
+			memset(cold->served_memo, 0, sizeof cold->served_memo);
+			n2 = budget(c, cold, 0, 1, admit, &p2, &b2);
+			bad += n1 != n2 || p1 != p2 || b1 != b2;
+			checks++;
+		}
+		/* served()'s memo, over bytes some of which repeat */
+		{
+			double r = (x >> 40) % 2 ? 1e9 : (double)((x >> 20) % 4000) * 1e6;
+			int p = 1 + (int)((x >> 50) % 3);
+			bool busy = (x >> 55) & 1;
+
+			bad += served_memoized(c, st, 0, p, busy, r) != served(c, st, 0, p, busy, r);
+		}
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(checks == 12000);
+	CU_ASSERT(n_held > 0 || n_own > 0);
+	while (n_held > 0)
+		ema_ledger_free(&f->e.ledger, 1, held[--n_held]);
+	while (n_own > 0)
+		ema_ledger_free(&f->e.ledger, 1, own_held[--n_own]);
+	free(cold);
+	fixture_free(f);
+}
+
+/* The serving rings' index: the entries a borrower's step opened (which
+ * its end closes) and each ring's last end (serving_until). Two
+ * borrowers on h200x8 plan steps reading GPUs 2 and 3 (a ring each,
+ * shared, so that entries of steps in flight are written over) and end
+ * them at random times: after every end no entry of that borrower is
+ * open, each ring's serving_until is the largest `until` in it, and
+ * serving_load over random windows is the whole ring's scan. */
+static void test_serving_index(void)
+{
+	static const char *const sets[] = { "hardware=h200x8", "policy.ema.prefetch_depth=0" };
+	struct fixture *f = fixture(sets, 2);
+	struct ema_state *st = st_of(f);
+	struct ema_policy_mech mech = *f->e.ctx.mech;
+	uint64_t x = 0x243f6a8885a308d3ULL;
+	int bad = 0, ends = 0;
+
+	mech.now = test_now;
+	f->e.ctx.mech = &mech;
+	test_now_ns = 0;
+	for (int i = 0; i < 4000; i++) {
+		int t;
+
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		t = (int)(x & 1);
+		test_now_ns += (int64_t)((x >> 4) % 3000000);
+		if (!st->pending[t] || (x >> 30) % 4 == 0) {
+			struct ema_iteration it;
+			int n = 0;
+
+			ema_iteration_clear(&it);
+			it.tenant = t;
+			it.gpu = t;
+			it.n_seqs = 1;
+			it.decode_tokens = 1;
+			it.weight_bytes = 16060000000ull;
+			for (int g = 2; g < 4; g++)
+				if ((x >> (40 + g)) & 1 || (g == 3 && n == 0)) {
+					it.remote[n].gpu = g;
+					it.remote[n].bytes = 100000000ull * (uint64_t)(1 + (x >> 50) % 8);
+					n++;
+				}
+			it.n_remote = n;
+			ema_plan(&f->e.ctx, st, &it); /* (a step in flight ends first) */
+		} else {
+			note_end(&f->e.ctx, st, t, test_now_ns);
+			ends++;
+			for (int g = 0; g < 8; g++)
+				for (int k = 0; k < EMA_SERVING_RING; k++)
+					bad += st->serving[g][k].borrower == t &&
+					       st->serving[g][k].until == EMA_SERVING_OPEN;
+		}
+		for (int g = 0; g < 8; g++) {
+			int64_t most = -1, start, end;
+			double want = 0, got;
+			bool any = false, serving;
+
+			for (int k = 0; k < EMA_SERVING_RING; k++)
+				if (st->serving[g][k].until > most)
+					most = st->serving[g][k].until;
+			bad += st->serving_until[g] != most;
+			start = test_now_ns - (int64_t)((x >> 20) % 10000000);
+			end = start + 1 + (int64_t)((x >> 36) % 10000000);
+			for (int k = 0; k < EMA_SERVING_RING; k++) {
+				const struct ema_serving *sv = &st->serving[g][k];
+
+				if (sv->until > start && sv->from < end) {
+					any = true;
+					if (sv->load > want)
+						want = sv->load;
+				}
+			}
+			got = serving_load(st, g, start, end, &serving);
+			bad += got != want || serving != any;
+		}
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(ends > 500);
+	fixture_free(f);
+}
+
 int main(void)
 {
 	static const struct ema_test_case cases[] = {
@@ -598,10 +868,13 @@ int main(void)
 		{ "a lender's demand first", test_lender_demand_first },
 		{ "one lender budget for all its borrowers", test_lender_budget_shared },
 		{ "feedback corrects the caps", test_feedback },
+		{ "the fadings' memos: the doubles exp() gives", test_fade_memo },
+		{ "a borrower's budget base and served(): the memos' doubles", test_base_memo },
 		{ "a lender learns its slowdown from decode steps", test_lender_learns_from_decodes },
 		{ "a borrower's step reads its lender until it ends", test_serving_open },
 		{ "remote steps' error over local ones: 1 until measured", test_relative_error },
 		{ "corrections from decode steps; a lender's baseline held", test_decodes_and_baseline },
+		{ "the serving rings' index: the whole rings' answers", test_serving_index },
 		{ "the prefill share's factor", test_prefill_factor },
 		{ "the step predicted and the bytes a step allows agree", test_step_and_bytes_agree },
 		{ "pages held are read by the shortest path within budget", test_read_path },

@@ -586,6 +586,17 @@ static void leap_times_random(struct ema_config *cfg)
 	p->ops->destroy(p);
 }
 
+/* iteration_time of `one` on a fresh platform of cfg (nothing running). */
+static int64_t quiet_plain(const struct ema_config *cfg, const struct ema_iteration *one)
+{
+	struct ema_platform *q = make(cfg);
+	int64_t ns = -1;
+
+	CU_ASSERT_EQUAL(q->ops->iteration_time(q, one, &ns, NULL), EMA_OK);
+	q->ops->destroy(q);
+	return ns;
+}
+
 static void test_leap_times(void)
 {
 	struct ema_config cfg;
@@ -625,6 +636,38 @@ static void test_leap_times(void)
 	CU_ASSERT_EQUAL(p->ops->leap_times(p, &it, 1, &st, ns), 1);
 	CU_ASSERT_EQUAL(ns[0], busy);
 	CU_ASSERT_EQUAL(p->ops->leap_times(p, &it, 0, &st, ns), 0);
+	p->ops->destroy(p);
+	/* remote attention that GPU 0 runs for GPU 1's step, with no flow
+	 * through GPU 0 (no queries or partials to exchange, as in the
+	 * step's last overhead once its exchange ended): GPU 0's steps are
+	 * slowed by it (attn_factor) in leap_times as in iteration_time.
+	 * (leap_times' flowless fast path left it out, and a lender's leap
+	 * under a borrower's remote attention ran steps shorter than
+	 * stepping's.) */
+	plain_cfg(&cfg, 2);
+	cfg.hw.attention_gbps = 500;
+	cfg.hw.attention_lender_ms_per_gb = 1;
+	p = make(&cfg);
+	{
+		struct ema_iteration b;
+
+		memset(&b, 0, sizeof b);
+		b.gpu = 1;
+		b.tenant = 1;
+		b.weight_bytes = 36000000;
+		b.n_seqs = b.decode_tokens = 1;
+		b.n_remote = 1;
+		b.remote[0].gpu = 0;
+		b.remote[0].n_pages = 1;
+		b.remote[0].bytes = 100000000;
+		b.remote[0].compute = true;
+		CU_ASSERT_EQUAL_FATAL(start(p, &b, log_iter, (void *)1, NULL), EMA_OK);
+	}
+	CU_ASSERT_EQUAL(p->ops->iteration_time(p, &one, &busy, NULL), EMA_OK);
+	CU_ASSERT(busy > quiet_plain(&cfg, &one));
+	ns[0] = -1;
+	CU_ASSERT_EQUAL(p->ops->leap_times(p, &it, 1, &st, ns), 1);
+	CU_ASSERT_EQUAL(ns[0], busy);
 	p->ops->destroy(p);
 }
 
