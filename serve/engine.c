@@ -3968,6 +3968,14 @@ void ema_engine_request(const struct ema_engine *e, int tenant, int32_t k,
 	const struct ema_tenant *t = &e->tenants[tenant];
 	const struct ema_request *r = &t->reqs[k];
 
+	if (k < t->released) {
+		/* its record went to the record sink and its slot was freed:
+		 * reading it would be a silent wrong answer (zeros where the
+		 * pages went back to the system), so a caller's bug stops here */
+		fprintf(stderr, "ema: internal error: request %d of tenant %d was streamed and freed "
+			"(ema_engine_stream_records): read its record from the sink\n", k, tenant);
+		abort();
+	}
 	if (k >= t->next_arrival) {
 		/* never arrived (a horizon): its slot was never filled */
 		memset(out, 0, sizeof *out);

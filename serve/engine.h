@@ -171,6 +171,10 @@ int ema_engine_run(struct ema_engine *e, struct ema_error *err);
 int ema_engine_n_tenants(const struct ema_engine *e);
 int ema_engine_tenant_gpu(const struct ema_engine *e, int tenant);
 int32_t ema_engine_n_requests(const struct ema_engine *e, int tenant);
+/* Request k's record. With a record sink (ema_engine_stream_records) the
+ * records handed to it are freed as the run goes: reading one of those
+ * aborts, and a caller that reads the engine's records after the run sets
+ * no sink (struct ema_experiment's rows_beside). */
 void ema_engine_request(const struct ema_engine *e, int tenant, int32_t k,
 			struct ema_request_record *out);
 /* How many of the tenant's first requests are done or dropped: their

@@ -29,6 +29,7 @@ static struct ema_experiment *run_sets(const char *path, const char *const *sets
 	CU_ASSERT_EQUAL_FATAL(rc, EMA_OK);
 	x->quiet = true;
 	x->silent = true;
+	x->rows_beside = true; /* the engine keeps every record: read below */
 	rc = ema_experiment_run(x, &err);
 	if (rc != EMA_OK)
 		fprintf(stderr, "run: %s\n", err.msg);

@@ -31,7 +31,16 @@ enum { COL_POLICY = 0, COL_TENANT = 1, COL_COMPLETED = 4, COL_DROPPED = 5, COL_T
 
 /* Loads the embedded default scenario with overrides and runs it quietly.
  * Returns NULL (after a CUnit failure) when loading or running fails. */
+static struct ema_experiment *run_default_keeping(const char *const *sets, int n, bool keep);
+
 static struct ema_experiment *run_default(const char *const *sets, int n)
+{
+	return run_default_keeping(sets, n, false);
+}
+
+/* run_default; with `keep` the engines keep every request's record, for a
+ * test that reads them after the run (rows_beside: no record sink). */
+static struct ema_experiment *run_default_keeping(const char *const *sets, int n, bool keep)
 {
 	struct ema_experiment *x = calloc(1, sizeof *x);
 	struct ema_error err = {0};
@@ -47,6 +56,7 @@ static struct ema_experiment *run_default(const char *const *sets, int n)
 		return NULL;
 	}
 	x->quiet = true;
+	x->rows_beside = keep;
 	rc = ema_experiment_run(x, &err);
 	if (rc != EMA_OK)
 		fprintf(stderr, "run: %s\n", err.msg);
@@ -308,7 +318,7 @@ static void paired_by_hand(const struct ema_experiment *x, int i, int ti,
 static void test_comparisons(void)
 {
 	static const char *const sets[] = {SHORT_T0, SHORT_T1};
-	struct ema_experiment *x = run_default(sets, 2);
+	struct ema_experiment *x = run_default_keeping(sets, 2, true); /* (paired_by_hand) */
 	int lenders = 0;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(x);

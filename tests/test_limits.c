@@ -154,6 +154,7 @@ static struct outcome run_sets(const char *const *sets, int n)
 	if (o.rc == EMA_OK) {
 		x->quiet = true;
 		x->silent = true;
+		x->rows_beside = true; /* the engine keeps every record: read below */
 		o.rc = ema_experiment_run(x, &err);
 		if (o.rc == EMA_OK) {
 			char why[512];

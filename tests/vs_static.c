@@ -192,6 +192,7 @@ static bool run_scenario(struct ema_experiment *x, const char **argv, int n, int
 	if (rc == EMA_OK) {
 		x->quiet = true;
 		x->silent = true;
+		x->rows_beside = true; /* the engine keeps every record: read below */
 		rc = ema_experiment_run(x, &err);
 	}
 	if (rc != EMA_OK || x->n_runs != want) {
