@@ -43,10 +43,12 @@
 #   EMA_SEEDS       seeds (default "1 2 3")
 #   EMA_RACK_SEEDS  seeds of the rack's 24 and 48 hot cells (default "1":
 #                   one such run of ema takes minutes of CPU)
-#   EMA_RACK_EMA_MAX  the most hot tenants on the rack that ema and
-#                   pooled_tpot are run for (default 24; above it static
-#                   and pooled only: ema on 48 hot tenants with 80 s of
-#                   arrivals took more than 10 CPU minutes)
+#   EMA_RACK_EMA_MAX  the most hot tenants on the rack that ema is run
+#                   for (default 8; above it static, pooled and
+#                   pooled_tpot only: ema with 80 s of arrivals took more
+#                   than 7 CPU minutes on 24 hot tenants, its simulated
+#                   clock at 100 s and still draining, and more than 10
+#                   on 48, where the other three take 18 s together)
 #   EMA_CELLS       "SERVER:HOT ..." (default "gb200nvl72:8 gb200nvl72:24
 #                   gb200nvl72:48 b200x8:1 b200x8:3 b200x8:5 l40sx8:1
 #                   l40sx8:3 l40sx8:5")
@@ -73,7 +75,7 @@ else
 fi
 seeds=${EMA_SEEDS:-1 2 3}
 rseeds=${EMA_RACK_SEEDS:-1}
-emamax=${EMA_RACK_EMA_MAX:-24}
+emamax=${EMA_RACK_EMA_MAX:-8}
 cells=${EMA_CELLS:-gb200nvl72:8 gb200nvl72:24 gb200nvl72:48 b200x8:1 b200x8:3 b200x8:5 l40sx8:1 l40sx8:3 l40sx8:5}
 duration=${EMA_DURATION:-80}
 warmup=${EMA_WARMUP:-20}
@@ -92,7 +94,7 @@ cell() {
 	sd=$seeds
 	pols=static,pooled,pooled_tpot,ema
 	if [ "$n" -gt 8 ] && [ "$hot" -gt 8 ]; then sd=$rseeds; fi
-	if [ "$n" -gt 8 ] && [ "$hot" -gt "$emamax" ]; then pols=static,pooled; fi
+	if [ "$n" -gt 8 ] && [ "$hot" -gt "$emamax" ]; then pols=static,pooled,pooled_tpot; fi
 	return 0
 }
 
