@@ -31,7 +31,9 @@
 # its top lender (mean over borrowers, bytes summed over the run). Means
 # over the seeds; [a, b] the range where there are several.
 #
-# usage: tools/rack.sh [--write FILE] [EMA_BINARY] [OUT_DIR]
+# usage: tools/rack.sh [--report] [--write FILE] [EMA_BINARY] [OUT_DIR]
+#   --report    runs nothing: the table (and page) from OUT_DIR's finished
+#               runs, as the same command without --report wrote them
 #   --write FILE  also writes the table as a dated markdown page (replaced
 #               only when complete; a "## Findings" section at the end of
 #               an existing FILE is kept), the table as CSV beside it
@@ -57,8 +59,13 @@
 set -eu
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-usage="usage: $0 [--write FILE] [EMA_BINARY] [OUT_DIR]"
+usage="usage: $0 [--report] [--write FILE] [EMA_BINARY] [OUT_DIR]"
 write=
+report=
+if [ "${1:-}" = --report ]; then
+	report=1
+	shift
+fi
 if [ "${1:-}" = --write ]; then
 	[ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
 	write=$2
@@ -116,11 +123,14 @@ tenants() {
 
 if [ $# -ge 2 ]; then
 	out=$2
-	mkdir -p "$out"
+	[ -n "$report" ] || mkdir -p "$out"
+elif [ -n "$report" ]; then
+	echo "$0: --report needs OUT_DIR" >&2
+	exit 2
 else
 	out=$(mktemp -d "${TMPDIR:-/tmp}/ema-rack.XXXXXX")
 fi
-for c in $cells; do
+[ -n "$report" ] || for c in $cells; do
 	cell "$c"
 	for s in $sd; do
 		if [ -e "$out/$server-$hot/seed$s" ]; then
@@ -132,7 +142,7 @@ done
 
 start=$(date +%s)
 running=0
-for c in $cells; do
+[ -n "$report" ] || for c in $cells; do
 	cell "$c"
 	mkdir -p "$out/$server-$hot"
 	tenants "$n" "$hot" > "$out/$server-$hot/tenants.json"
@@ -148,7 +158,12 @@ for c in $cells; do
 	done
 done
 wait
-elapsed=$(($(date +%s) - start))
+if [ -n "$report" ]; then
+	elapsed=$(cat "$out/elapsed_s" 2>/dev/null || echo '?')
+else
+	elapsed=$(($(date +%s) - start))
+	echo "$elapsed" > "$out/elapsed_s"
+fi
 echo "rack: run folders in $out, $elapsed s" >&2
 
 # row SERVER:HOT: the cell's CSV row (server,n,hot,share,seeds, then the
@@ -163,7 +178,7 @@ row() {
 	done
 	# shellcheck disable=SC2086
 	awk -F, -v server="$server" -v n="$n" -v hot="$hot" '
-	function r(a, b) { return b > 0 ? a / b : "" }
+	function r(a, b) { return a > 0 && b > 0 ? a / b : "" }
 	function add(k, x) { if (x == "") return; m[k]++; s[k] += x
 		if (!(k in lo) || x < lo[k]) lo[k] = x; if (!(k in hi) || x > hi[k]) hi[k] = x }
 	function mean(k) { return m[k] ? sprintf("%.3f", s[k] / m[k]) : "" }
@@ -266,12 +281,13 @@ fi
 	echo
 	echo "[README]($up/README.md) > [results]($up/results/README.md) > rack"
 	echo
-	printf 'Generated on %s at commit %s with `%s%s%s%s%stools/rack.sh --write %s %s %s` (%s), seeds %s (the rack'"'"'s 24 and 48 hot: %s), in %s s (%s runs at once on %s cores).\n' \
+	printf 'Generated on %s at commit %s with `%s%s%s%s%stools/rack.sh --write %s %s %s` (%s), seeds %s (the rack'"'"'s 24 and 48 hot: %s), in %s s (%s runs at once on %s cores)%s.\n' \
 		"$(date -u +%Y-%m-%d)" "$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
 		"${EMA_SEEDS:+EMA_SEEDS=\"$EMA_SEEDS\" }" "${EMA_RACK_SEEDS:+EMA_RACK_SEEDS=\"$EMA_RACK_SEEDS\" }" \
 		"${EMA_RACK_EMA_MAX:+EMA_RACK_EMA_MAX=$EMA_RACK_EMA_MAX }" "${EMA_DURATION:+EMA_DURATION=$EMA_DURATION }" \
 		"${EMA_WARMUP:+EMA_WARMUP=$EMA_WARMUP }" \
-		"$write" "$ema" "$out" "$("$ema" version)" "$(csv "$seeds")" "$(csv "$rseeds")" "$elapsed" "$jobs" "$(nproc 2>/dev/null || echo '?')"
+		"$write" "$ema" "$out" "$("$ema" version)" "$(csv "$seeds")" "$(csv "$rseeds")" "$elapsed" "$jobs" "$(nproc 2>/dev/null || echo '?')" \
+		"${report:+; the table re-read from those runs by the same command with --report}"
 	echo
 	echo "Every server runs llama-3-8b with its GPUs capped at 24 GiB, one tenant"
 	echo "a GPU, the lengths of [gb200nvl72_hot.json]($up/scenarios/kinds/gb200nvl72_hot.json)"
