@@ -10,6 +10,7 @@ EXTRA_DIST += doc/README.md doc/install.md doc/cli.md doc/configuration.md \
 	doc/figures/paths-h200x2-llama2-7b.png doc/figures/paths-a100x8-opt30b.png \
 	results/published/load-sweep.md results/published/load-sweep-guards-off.md \
 	results/published/load-sweep-lender-cap.md results/published/model-error.md \
+	results/rack/README.md results/rack/rack.csv results/rack/rack.png results/rack/rack.pdf \
 	$(RESULTS_PAPER_FIGURES)
 # the files results/paper/README.md shows and links to
 RESULTS_PAPER_FIGURES = results/paper/a100x4_40gb_llama2_13b/capacity.csv \

@@ -10,7 +10,8 @@ libema_plots_a_SOURCES = plots/plots.c plots/plots.h plots/plot_data.c plots/plo
 nodist_libema_plots_a_SOURCES = plots/plots_gp.c
 BUILT_SOURCES += plots/plots_gp.c
 CLEANFILES += plots/plots_gp.c
-EXTRA_DIST += $(PLOTS_GP) \
+# rack.gp: the figure of tools/rack.sh (results/rack/), not a run's: not embedded
+EXTRA_DIST += $(PLOTS_GP) plots/rack.gp \
 	tests/data/plots/summary.csv \
 	tests/data/plots/requests.csv \
 	tests/data/plots/timeline.csv
